@@ -1,0 +1,568 @@
+//! The message model: `Session` -> `Message` (user | assistant) -> `Part`.
+//!
+//! Pure data shared by every layer (store, session loop, providers' request
+//! building, TUI). It owns the shapes and the few rules that are facts about the
+//! data itself (what a completed compaction point is, how tokens add up); it does
+//! no I/O. Serialized with serde as tagged JSON; the store keeps that JSON as is.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Milliseconds since the Unix epoch.
+pub type Millis = i64;
+
+/// The current time in milliseconds since the Unix epoch.
+pub fn now_millis() -> Millis {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as Millis)
+        .unwrap_or(0)
+}
+
+/// A provider and a model of that provider, written `provider/model`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ModelRef {
+    pub provider: String,
+    pub model: String,
+}
+
+impl ModelRef {
+    pub fn new(provider: impl Into<String>, model: impl Into<String>) -> Self {
+        Self {
+            provider: provider.into(),
+            model: model.into(),
+        }
+    }
+
+    /// Parses `provider/model`. The model part may itself contain slashes
+    /// (`openrouter/anthropic/claude-sonnet-4.5`).
+    pub fn parse(spec: &str) -> Option<Self> {
+        let (provider, model) = spec.split_once('/')?;
+        if provider.is_empty() || model.is_empty() {
+            return None;
+        }
+        Some(Self::new(provider, model))
+    }
+}
+
+impl std::fmt::Display for ModelRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.provider, self.model)
+    }
+}
+
+/// Tokens of cache reads and writes, reported separately by providers.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CacheTokens {
+    pub read: u64,
+    pub write: u64,
+}
+
+/// Token usage of one request. `input` excludes cache reads and writes, and
+/// `output` excludes reasoning, so that the fields add up without overlap.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tokens {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total: Option<u64>,
+    pub input: u64,
+    pub output: u64,
+    pub reasoning: u64,
+    pub cache: CacheTokens,
+}
+
+impl Tokens {
+    /// The size of the request these tokens describe, as the overflow rule
+    /// counts it (seed 003): `total || input + output + cache.read + cache.write`.
+    pub fn context_count(&self) -> u64 {
+        match self.total {
+            Some(total) if total > 0 => total,
+            _ => self.input + self.output + self.cache.read + self.cache.write,
+        }
+    }
+
+    /// Field-wise sum, for session totals.
+    pub fn saturating_add(&self, other: &Tokens) -> Tokens {
+        Tokens {
+            total: None,
+            input: self.input.saturating_add(other.input),
+            output: self.output.saturating_add(other.output),
+            reasoning: self.reasoning.saturating_add(other.reasoning),
+            cache: CacheTokens {
+                read: self.cache.read.saturating_add(other.cache.read),
+                write: self.cache.write.saturating_add(other.cache.write),
+            },
+        }
+    }
+}
+
+/// A conversation in one working directory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Session {
+    pub id: String,
+    pub title: String,
+    pub directory: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_id: Option<String>,
+    pub time_created: Millis,
+    pub time_updated: Millis,
+    /// Sum of the cost of every step-finish part, kept by the store.
+    #[serde(default)]
+    pub cost: f64,
+    /// Sum of the tokens of every step-finish part, kept by the store.
+    #[serde(default)]
+    pub tokens: Tokens,
+}
+
+/// Why a model's turn (one step) ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FinishReason {
+    Stop,
+    ToolCalls,
+    Length,
+    ContentFilter,
+    Error,
+    #[serde(other)]
+    Unknown,
+}
+
+/// What went wrong with an assistant message, kept on the message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MessageError {
+    pub kind: MessageErrorKind,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MessageErrorKind {
+    /// The user interrupted the turn; content received so far is kept.
+    Aborted,
+    ContextOverflow,
+    Auth,
+    Api,
+    OutputLength,
+    ContentFilter,
+    #[serde(other)]
+    Unknown,
+}
+
+/// Working directory and project root an assistant message ran in.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MessagePath {
+    pub cwd: String,
+    pub root: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UserMessage {
+    pub agent: String,
+    pub model: ModelRef,
+    /// Extra system text for this turn only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AssistantMessage {
+    /// The user message this answers.
+    pub parent_id: String,
+    pub agent: String,
+    pub model: ModelRef,
+    #[serde(default)]
+    pub path: MessagePath,
+    /// True for a compaction summary.
+    #[serde(default)]
+    pub summary: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish: Option<FinishReason>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<MessageError>,
+    /// Usage of the *last* step: the size of the latest request, not a sum.
+    #[serde(default)]
+    pub tokens: Tokens,
+    /// Sum of the cost of this message's steps.
+    #[serde(default)]
+    pub cost: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_completed: Option<Millis>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "lowercase")]
+pub enum Role {
+    User(UserMessage),
+    Assistant(AssistantMessage),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    pub id: String,
+    pub session_id: String,
+    pub time_created: Millis,
+    #[serde(flatten)]
+    pub role: Role,
+}
+
+impl Message {
+    pub fn is_user(&self) -> bool {
+        matches!(self.role, Role::User(_))
+    }
+
+    pub fn as_user(&self) -> Option<&UserMessage> {
+        match &self.role {
+            Role::User(user) => Some(user),
+            Role::Assistant(_) => None,
+        }
+    }
+
+    pub fn as_assistant(&self) -> Option<&AssistantMessage> {
+        match &self.role {
+            Role::Assistant(assistant) => Some(assistant),
+            Role::User(_) => None,
+        }
+    }
+
+    pub fn as_assistant_mut(&mut self) -> Option<&mut AssistantMessage> {
+        match &mut self.role {
+            Role::Assistant(assistant) => Some(assistant),
+            Role::User(_) => None,
+        }
+    }
+}
+
+/// Start and optional end of a streamed part.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TimeSpan {
+    pub start: Millis,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end: Option<Millis>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TextPart {
+    pub text: String,
+    /// Injected by cairn, not typed by the user or written by the model.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub synthetic: bool,
+    /// Shown to the user but never sent to the model.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub ignored: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time: Option<TimeSpan>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Value>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReasoningPart {
+    pub text: String,
+    /// Provider signature that must be sent back unchanged (Anthropic thinking).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
+    /// Opaque redacted-thinking payload (Anthropic); the text is empty then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redacted: Option<String>,
+    #[serde(default)]
+    pub time: TimeSpan,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolTime {
+    pub start: Millis,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end: Option<Millis>,
+    /// Set when prune cleared this output from the model's view.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compacted: Option<Millis>,
+}
+
+/// The life of a tool call: pending -> running -> completed | error.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "lowercase")]
+pub enum ToolState {
+    Pending {
+        #[serde(default)]
+        input: Value,
+        #[serde(default)]
+        raw: String,
+    },
+    Running {
+        input: Value,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        title: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        metadata: Option<Value>,
+        time: ToolTime,
+    },
+    Completed {
+        input: Value,
+        output: String,
+        title: String,
+        #[serde(default)]
+        metadata: Value,
+        time: ToolTime,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        attachments: Vec<FilePart>,
+    },
+    Error {
+        input: Value,
+        error: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        metadata: Option<Value>,
+        time: ToolTime,
+    },
+}
+
+impl ToolState {
+    pub fn input(&self) -> &Value {
+        match self {
+            ToolState::Pending { input, .. }
+            | ToolState::Running { input, .. }
+            | ToolState::Completed { input, .. }
+            | ToolState::Error { input, .. } => input,
+        }
+    }
+
+    pub fn is_finished(&self) -> bool {
+        matches!(self, ToolState::Completed { .. } | ToolState::Error { .. })
+    }
+
+    pub fn status_name(&self) -> &'static str {
+        match self {
+            ToolState::Pending { .. } => "pending",
+            ToolState::Running { .. } => "running",
+            ToolState::Completed { .. } => "completed",
+            ToolState::Error { .. } => "error",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolPart {
+    /// The provider's id for this call; the result must carry the same id.
+    pub call_id: String,
+    pub tool: String,
+    pub state: ToolState,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FilePart {
+    pub mime: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filename: Option<String>,
+    /// `data:` or `file:` URL.
+    pub url: String,
+}
+
+/// Placed on a user message: a request to summarize the history before it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CompactionPart {
+    /// Triggered by the overflow check rather than `/compact`.
+    pub auto: bool,
+    /// Triggered by a provider context-overflow error (the last request failed).
+    #[serde(default)]
+    pub overflow: bool,
+    /// First message of the recent tail kept verbatim after the summary.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tail_start_id: Option<String>,
+    /// Focus the user gave with `/compact <instructions>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SubtaskPart {
+    pub prompt: String,
+    pub description: String,
+    pub agent: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<ModelRef>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepStartPart {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepFinishPart {
+    pub reason: FinishReason,
+    pub tokens: Tokens,
+    pub cost: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PatchPart {
+    pub hash: String,
+    pub files: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+pub enum PartKind {
+    Text(TextPart),
+    Reasoning(ReasoningPart),
+    Tool(ToolPart),
+    File(FilePart),
+    Compaction(CompactionPart),
+    Subtask(SubtaskPart),
+    StepStart(StepStartPart),
+    StepFinish(StepFinishPart),
+    Patch(PatchPart),
+}
+
+impl PartKind {
+    /// The `type` tag, also stored in its own column for queries.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            PartKind::Text(_) => "text",
+            PartKind::Reasoning(_) => "reasoning",
+            PartKind::Tool(_) => "tool",
+            PartKind::File(_) => "file",
+            PartKind::Compaction(_) => "compaction",
+            PartKind::Subtask(_) => "subtask",
+            PartKind::StepStart(_) => "step-start",
+            PartKind::StepFinish(_) => "step-finish",
+            PartKind::Patch(_) => "patch",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Part {
+    pub id: String,
+    pub message_id: String,
+    pub session_id: String,
+    #[serde(flatten)]
+    pub kind: PartKind,
+    /// Token count of what this part sends to the model, computed once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<u32>,
+}
+
+impl Part {
+    pub fn new(message: &Message, kind: PartKind) -> Self {
+        Self {
+            id: crate::id::part_id(),
+            message_id: message.id.clone(),
+            session_id: message.session_id.clone(),
+            kind,
+            tokens: None,
+        }
+    }
+
+    pub fn as_tool(&self) -> Option<&ToolPart> {
+        match &self.kind {
+            PartKind::Tool(tool) => Some(tool),
+            _ => None,
+        }
+    }
+
+    pub fn as_compaction(&self) -> Option<&CompactionPart> {
+        match &self.kind {
+            PartKind::Compaction(compaction) => Some(compaction),
+            _ => None,
+        }
+    }
+}
+
+/// A message with its parts in id (creation) order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MessageWithParts {
+    pub message: Message,
+    pub parts: Vec<Part>,
+}
+
+impl MessageWithParts {
+    pub fn compaction(&self) -> Option<&CompactionPart> {
+        self.parts.iter().find_map(Part::as_compaction)
+    }
+
+    /// An assistant summary that finished without error: the far side of a
+    /// completed compaction point.
+    pub fn is_completed_summary(&self) -> bool {
+        self.message
+            .as_assistant()
+            .is_some_and(|a| a.summary && a.finish.is_some() && a.error.is_none())
+    }
+}
+
+/// Reading newest to oldest, decides where the model's view of history starts.
+///
+/// A completed compaction point is a user message with a compaction part whose
+/// summary (an assistant with `summary = true`, `parent_id` = that user message)
+/// finished without error (seed 002 section 4). Reading stops at that user
+/// message, or, when the compaction kept a verbatim tail, at the tail's first
+/// message. Messages are fed newest first; the scan never needs older ones.
+#[derive(Debug, Default)]
+pub struct HistoryScan {
+    completed_summary_parents: Vec<String>,
+    tail_start: Option<String>,
+    done: bool,
+}
+
+/// What to do with the message just fed to a [`HistoryScan`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScanStep {
+    /// Keep it and read the next older message.
+    Keep,
+    /// Keep it; it is the oldest message the model sees.
+    KeepAndStop,
+}
+
+impl HistoryScan {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+
+    /// Feeds the next older message.
+    pub fn push(&mut self, message: &MessageWithParts) -> ScanStep {
+        if self.done {
+            return ScanStep::KeepAndStop;
+        }
+        if let Some(tail_start) = &self.tail_start {
+            if &message.message.id == tail_start {
+                self.done = true;
+                return ScanStep::KeepAndStop;
+            }
+            return ScanStep::Keep;
+        }
+        if message.is_completed_summary()
+            && let Some(assistant) = message.message.as_assistant()
+        {
+            self.completed_summary_parents
+                .push(assistant.parent_id.clone());
+        }
+        if message.message.is_user()
+            && self
+                .completed_summary_parents
+                .iter()
+                .any(|id| id == &message.message.id)
+            && let Some(compaction) = message.compaction()
+        {
+            match &compaction.tail_start_id {
+                Some(tail) if tail < &message.message.id => {
+                    self.tail_start = Some(tail.clone());
+                    return ScanStep::Keep;
+                }
+                _ => {
+                    self.done = true;
+                    return ScanStep::KeepAndStop;
+                }
+            }
+        }
+        ScanStep::Keep
+    }
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
+}
