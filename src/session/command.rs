@@ -1,0 +1,35 @@
+//! Commands: what a front end (TUI, headless runner) asks a session to do.
+//!
+//! Front ends never call into the loop; they send these and watch the bus.
+
+use tokio::sync::oneshot;
+
+use crate::bus::ContextBreakdown;
+use crate::message::ModelRef;
+use crate::permission::PermissionAnswer;
+
+#[derive(Debug)]
+pub enum Command {
+    /// A user message; queued and picked up by the running loop when busy.
+    Prompt {
+        text: String,
+        agent: Option<String>,
+        model: Option<ModelRef>,
+    },
+    /// `!cmd`: run a shell command directly, without the model.
+    Shell { command: String },
+    /// Esc: stop the running loop, keep what was received.
+    Interrupt,
+    /// `/compact [instructions]`.
+    Compact { instructions: Option<String> },
+    /// `/prune`: clear old tool outputs now; reports what it freed on the bus.
+    Prune,
+    /// `/context`: the breakdown of the next request.
+    Context {
+        reply: oneshot::Sender<ContextBreakdown>,
+    },
+    AnswerPermission {
+        request_id: String,
+        answer: PermissionAnswer,
+    },
+}
