@@ -6,6 +6,7 @@
 //! - `message`    the data model: Session -> Message -> Part (pure data)
 //! - `id`         time-sortable identifiers
 //! - `bus`        broadcast of every change, to the TUI, the headless printer, tests
+//! - `cli`        the command line (clap) and exit codes
 //! - `config`     TOML configuration: load, merge, validate, say where each value came from
 //! - `paths`      where data, config and logs live (XDG-aware)
 //! - `store`      SQLite persistence of sessions, messages and parts (the source of truth)
@@ -22,6 +23,7 @@
 //! `provider`/`tool`/`store` -> `message`, never the reverse.
 
 pub mod bus;
+pub mod cli;
 pub mod config;
 pub mod headless;
 pub mod id;

@@ -1,1 +1,112 @@
-//! (being built)
+//! Where cairn keeps things: the data directory (sessions database, saved tool
+//! output, logs) and the user's config file, following the XDG rules on Linux.
+//!
+//! `CAIRN_DATA_DIR` overrides the data directory (tests, portable installs).
+//! Functions that name a directory create it (mode 0700: transcripts are private);
+//! nothing here reads or writes the files themselves.
+
+use std::path::{Path, PathBuf};
+
+use directories::ProjectDirs;
+
+/// Environment variable that replaces the whole data directory.
+pub const DATA_DIR_ENV: &str = "CAIRN_DATA_DIR";
+
+/// A directory that could not be found or created.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("cannot find a home directory for cairn's data; set HOME or {DATA_DIR_ENV}")]
+    NoHome,
+    #[error("cannot create directory {}: {source}", path.display())]
+    Create {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+fn project_dirs() -> Option<ProjectDirs> {
+    ProjectDirs::from("", "", "cairn")
+}
+
+/// `$XDG_CONFIG_HOME/cairn` (else `~/.config/cairn`). Not created: only read.
+pub fn config_dir() -> Option<PathBuf> {
+    project_dirs().map(|dirs| dirs.config_dir().to_owned())
+}
+
+/// The user's config file, `config_dir()/config.toml`, whether or not it exists.
+pub fn global_config_file() -> Option<PathBuf> {
+    config_dir().map(|dir| dir.join("config.toml"))
+}
+
+/// Where the data directory is, without creating it: `CAIRN_DATA_DIR`, else
+/// `$XDG_DATA_HOME/cairn` (else `~/.local/share/cairn`).
+pub fn locate_data_dir() -> Result<PathBuf, Error> {
+    match std::env::var_os(DATA_DIR_ENV).filter(|dir| !dir.is_empty()) {
+        Some(dir) => Ok(PathBuf::from(dir)),
+        None => project_dirs()
+            .map(|dirs| dirs.data_dir().to_owned())
+            .ok_or(Error::NoHome),
+    }
+}
+
+/// The data directory, created if needed.
+pub fn data_dir() -> Result<PathBuf, Error> {
+    let dir = locate_data_dir()?;
+    create_private_dir(&dir)?;
+    Ok(dir)
+}
+
+/// The SQLite sessions database, `data/cairn.db` (its directory is created).
+pub fn db_path() -> Result<PathBuf, Error> {
+    Ok(data_dir()?.join("cairn.db"))
+}
+
+/// Full outputs of truncated tool results, `data/tool-output/` (created).
+pub fn tool_output_dir() -> Result<PathBuf, Error> {
+    let dir = data_dir()?.join("tool-output");
+    create_private_dir(&dir)?;
+    Ok(dir)
+}
+
+/// The log file, `data/log/cairn.log` (its directory is created).
+pub fn log_path() -> Result<PathBuf, Error> {
+    let dir = data_dir()?.join("log");
+    create_private_dir(&dir)?;
+    Ok(dir.join("cairn.log"))
+}
+
+/// Creates `dir` and its missing parents; the ones created get mode 0700.
+/// An existing directory keeps the mode it has: the user chose it.
+pub fn create_private_dir(dir: &Path) -> Result<(), Error> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir).map_err(|source| Error::Create {
+        path: dir.to_owned(),
+        source,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn created_dirs_are_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let temp = tempfile::tempdir().expect("temp dir");
+        let dir = temp.path().join("a/b");
+        create_private_dir(&dir).expect("create");
+        create_private_dir(&dir).expect("creating twice is fine");
+        for created in [temp.path().join("a"), dir] {
+            let mode = std::fs::metadata(&created)
+                .expect("exists")
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o700, "{}", created.display());
+        }
+    }
+}

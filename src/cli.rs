@@ -1,0 +1,127 @@
+//! Command-line arguments (clap derive) and the exit codes cairn uses.
+//!
+//! Only the shape of the command line lives here; `main.rs` decides what each
+//! command does. Parsing must stay cheap: `--version` never loads anything.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::config::Overrides;
+
+/// Everything went as asked.
+pub const EXIT_OK: u8 = 0;
+/// Something failed at run time: bad config, I/O, a provider error.
+pub const EXIT_FAILURE: u8 = 1;
+/// The command line was wrong, or asks for something this build cannot do yet.
+pub const EXIT_USAGE: u8 = 2;
+
+/// A terminal coding agent.
+#[derive(Debug, Parser)]
+#[command(name = "cairn", version, about, long_about = None)]
+pub struct Cli {
+    /// Reopen the most recent session.
+    #[arg(short = 'c', long = "continue", conflicts_with = "session")]
+    pub resume_last: bool,
+    /// Reopen the session with this id.
+    #[arg(short = 's', long, value_name = "ID")]
+    pub session: Option<String>,
+    #[command(flatten)]
+    pub config: ConfigFlags,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Flags that override config keys; accepted by the TUI, `run` and `config`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ConfigFlags {
+    /// Model to use, as provider/model (overrides `model`).
+    #[arg(short = 'm', long, value_name = "PROVIDER/MODEL")]
+    pub model: Option<String>,
+    /// Agent to start with (overrides `default_agent`).
+    #[arg(long, value_name = "NAME")]
+    pub agent: Option<String>,
+    /// Allow every tool call without asking (sets `yolo = true`).
+    #[arg(long)]
+    pub yolo: bool,
+}
+
+impl ConfigFlags {
+    pub fn to_overrides(&self) -> Overrides {
+        Overrides {
+            model: self.model.clone(),
+            agent: self.agent.clone(),
+            yolo: self.yolo,
+        }
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run one message without the terminal UI and print the answer.
+    Run(RunArgs),
+    /// List saved sessions.
+    Sessions,
+    /// Print the merged configuration and where each value came from.
+    Config {
+        #[command(flatten)]
+        config: ConfigFlags,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// How to print the result.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// Continue the most recent session.
+    #[arg(short = 'c', long = "continue", conflicts_with = "session")]
+    pub resume_last: bool,
+    /// Continue the session with this id.
+    #[arg(short = 's', long, value_name = "ID")]
+    pub session: Option<String>,
+    #[command(flatten)]
+    pub config: ConfigFlags,
+    /// The message to send; several words are joined with spaces.
+    #[arg(required = true, value_name = "MESSAGE")]
+    pub message: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// The answer as plain text.
+    Text,
+    /// One JSON event per line.
+    Json,
+}
+
+impl Cli {
+    /// The config flags that apply to the chosen command.
+    pub fn config_flags(&self) -> &ConfigFlags {
+        match &self.command {
+            Some(Command::Run(run)) => &run.config,
+            Some(Command::Config { config }) => config,
+            Some(Command::Sessions) | None => &self.config,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn clap_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn run_joins_nothing_but_keeps_every_word() {
+        let cli = Cli::try_parse_from(["cairn", "run", "--model", "a/b", "fix", "the test"])
+            .expect("valid command line");
+        let Some(Command::Run(run)) = &cli.command else {
+            panic!("expected run, got {:?}", cli.command);
+        };
+        assert_eq!(run.message, ["fix", "the test"]);
+        assert_eq!(cli.config_flags().model.as_deref(), Some("a/b"));
+    }
+}

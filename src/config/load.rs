@@ -1,0 +1,425 @@
+//! Loading: defaults, then the user's file, the project file, `CAIRN_CONFIG`,
+//! environment variables and flags, later sources winning key by key.
+//!
+//! Each file is validated on its own first so errors point at its lines; the
+//! sources are then merged as TOML tables while recording, for every leaf key,
+//! which source set it. Reads files and the given environment only.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use toml::{Table, Value};
+
+use super::locate::{dotted, key_at, line_of};
+use super::value::{ModelRef, NonEmpty, parse_env_bool};
+use super::{Config, Error};
+
+/// Project config file names, looked for in the working directory and each parent.
+const PROJECT_FILES: [&str; 2] = ["cairn.toml", ".cairn/config.toml"];
+
+/// Everything `load` reads besides files: the process environment is captured
+/// here once, so tests can pass their own and never race on `std::env`.
+#[derive(Debug, Clone, Default)]
+pub struct LoadOptions {
+    /// Where the search for a project file starts.
+    pub cwd: PathBuf,
+    /// The user's config file; None when there is no home (or in tests).
+    pub global_file: Option<PathBuf>,
+    /// The `CAIRN_*` environment variables.
+    pub env: BTreeMap<String, String>,
+    pub overrides: Overrides,
+}
+
+impl LoadOptions {
+    /// Options from the real process: its `CAIRN_*` variables and the XDG config file.
+    pub fn from_process(cwd: PathBuf, overrides: Overrides) -> Self {
+        Self {
+            cwd,
+            global_file: crate::paths::global_config_file(),
+            env: std::env::vars()
+                .filter(|(name, _)| name.starts_with("CAIRN_"))
+                .collect(),
+            overrides,
+        }
+    }
+}
+
+/// Values given on the command line; they win over every other source.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Overrides {
+    /// `--model provider/model`
+    pub model: Option<String>,
+    /// `--agent NAME`
+    pub agent: Option<String>,
+    /// `--yolo`
+    pub yolo: bool,
+}
+
+/// Where one key's value came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    Default,
+    File(PathBuf),
+    Env(&'static str),
+    Flag(&'static str),
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Origin::Default => f.write_str("default"),
+            Origin::File(path) => write!(f, "{}", path.display()),
+            Origin::Env(var) => write!(f, "env {var}"),
+            Origin::Flag(flag) => write!(f, "flag {flag}"),
+        }
+    }
+}
+
+/// The merged configuration and the origin of each leaf key (dotted path).
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    pub config: Config,
+    pub origins: BTreeMap<String, Origin>,
+    /// The files that were read, in load order.
+    pub files: Vec<PathBuf>,
+    /// Problems worth telling the user that do not stop loading.
+    pub warnings: Vec<String>,
+}
+
+impl Loaded {
+    /// The merged config as TOML, each value followed by a comment naming its source.
+    /// Inline API keys are shown as `<redacted>`.
+    pub fn render(&self) -> String {
+        let mut table = Table::try_from(&self.config).unwrap_or_default();
+        redact_api_keys(&mut table);
+        let mut out = String::new();
+        render_table(&table, &mut Vec::new(), &self.origins, &mut out);
+        out
+    }
+}
+
+/// Loads and merges every source. See the module doc for the order.
+///
+/// # Errors
+/// A file that cannot be read or does not validate, a missing `CAIRN_CONFIG`
+/// file, or a bad environment or flag value.
+pub fn load(options: &LoadOptions) -> Result<Loaded, Error> {
+    let mut merged = Table::try_from(Config::default()).unwrap_or_default();
+    let mut origins = BTreeMap::new();
+    record_origins(
+        &Value::Table(merged.clone()),
+        &mut Vec::new(),
+        &Origin::Default,
+        &mut origins,
+    );
+    let mut files = Vec::new();
+    let mut warnings = Vec::new();
+
+    let mut candidates = Vec::new();
+    if let Some(global) = &options.global_file {
+        candidates.push(global.clone());
+    }
+    if let Some(project) = find_project_file(&options.cwd) {
+        candidates.push(project);
+    }
+    if let Some(extra) = options.env.get("CAIRN_CONFIG").filter(|p| !p.is_empty()) {
+        let extra = options.cwd.join(extra);
+        if !extra.is_file() {
+            return Err(Error::MissingExtraFile { path: extra });
+        }
+        candidates.push(extra);
+    }
+    for path in candidates {
+        let Some(table) = read_file(&path, &mut warnings)? else {
+            continue;
+        };
+        merge(
+            &mut merged,
+            table,
+            &mut Vec::new(),
+            &Origin::File(path.clone()),
+            &mut origins,
+        );
+        files.push(path);
+    }
+
+    for (origin, table) in env_layers(&options.env)? {
+        merge(&mut merged, table, &mut Vec::new(), &origin, &mut origins);
+    }
+    for (origin, table) in flag_layers(&options.overrides)? {
+        merge(&mut merged, table, &mut Vec::new(), &origin, &mut origins);
+    }
+
+    // Every layer was validated alone, so this can only fail if layers
+    // disagree in shape; report it against the last file rather than panic.
+    let config: Config = Value::Table(merged)
+        .try_into()
+        .map_err(|error| Error::Invalid {
+            path: files.last().cloned().unwrap_or_default(),
+            line: None,
+            key: None,
+            message: error.message().to_owned(),
+        })?;
+    Ok(Loaded {
+        config,
+        origins,
+        files,
+        warnings,
+    })
+}
+
+/// The nearest project file walking up from `cwd`.
+fn find_project_file(cwd: &Path) -> Option<PathBuf> {
+    cwd.ancestors()
+        .flat_map(|dir| PROJECT_FILES.iter().map(move |name| dir.join(name)))
+        .find(|candidate| candidate.is_file())
+}
+
+/// Reads and validates one file. Ok(None) when it does not exist.
+fn read_file(path: &Path, warnings: &mut Vec<String>) -> Result<Option<Table>, Error> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => {
+            return Err(Error::Read {
+                path: path.to_owned(),
+                source,
+            });
+        }
+    };
+    let invalid = |error: toml::de::Error| {
+        let offset = error.span().map(|span| span.start);
+        Error::Invalid {
+            path: path.to_owned(),
+            line: offset.map(|offset| line_of(&text, offset)),
+            key: offset.and_then(|offset| key_at(&text, offset)),
+            message: plain_message(error.message()),
+        }
+    };
+    let config: Config = toml::from_str(&text).map_err(invalid)?;
+    let table: Table = toml::from_str(&text).map_err(invalid)?;
+    if config
+        .provider
+        .values()
+        .any(|provider| provider.api_key.is_some())
+        && is_readable_by_others(path)
+    {
+        warnings.push(format!(
+            "{} holds an api_key and is readable by other users; \
+             use api_key_env, or chmod 600 the file",
+            path.display()
+        ));
+    }
+    Ok(Some(table))
+}
+
+/// serde's wording for a bad `[permission]` value names a Rust type; say what
+/// the user may write instead.
+fn plain_message(message: &str) -> String {
+    if message.contains("untagged enum PermissionSetting") {
+        "expected \"allow\", \"ask\", \"deny\" or a table of patterns like { \"git *\" = \"allow\" }"
+            .to_owned()
+    } else {
+        message.trim_end().to_owned()
+    }
+}
+
+#[cfg(unix)]
+fn is_readable_by_others(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|meta| meta.permissions().mode() & 0o077 != 0)
+}
+
+#[cfg(not(unix))]
+fn is_readable_by_others(_path: &Path) -> bool {
+    false
+}
+
+/// One single-key table per recognised environment variable, validated.
+fn env_layers(env: &BTreeMap<String, String>) -> Result<Vec<(Origin, Table)>, Error> {
+    let mut layers = Vec::new();
+    let bad = |var: &'static str| move |message: String| Error::Env { var, message };
+    for (var, key) in [
+        ("CAIRN_MODEL", "model"),
+        ("CAIRN_SMALL_MODEL", "small_model"),
+    ] {
+        if let Some(text) = env.get(var) {
+            let model = ModelRef::parse(text).map_err(bad(var))?;
+            layers.push((
+                Origin::Env(var),
+                single(&[key], Value::String(model.to_string())),
+            ));
+        }
+    }
+    for (var, key) in [
+        ("CAIRN_COMPACTION_AUTO", "auto"),
+        ("CAIRN_COMPACTION_PRUNE", "prune"),
+    ] {
+        if let Some(text) = env.get(var) {
+            let flag = parse_env_bool(text).map_err(bad(var))?;
+            layers.push((
+                Origin::Env(var),
+                single(&["compaction", key], Value::Boolean(flag)),
+            ));
+        }
+    }
+    if let Some(text) = env.get("CAIRN_LOG") {
+        let level = NonEmpty::new(text.as_str()).map_err(bad("CAIRN_LOG"))?;
+        layers.push((
+            Origin::Env("CAIRN_LOG"),
+            single(&["log", "level"], Value::String(level.to_string())),
+        ));
+    }
+    Ok(layers)
+}
+
+/// One single-key table per flag given, validated.
+fn flag_layers(overrides: &Overrides) -> Result<Vec<(Origin, Table)>, Error> {
+    let mut layers = Vec::new();
+    if let Some(text) = &overrides.model {
+        let model = ModelRef::parse(text).map_err(|message| Error::Flag {
+            flag: "--model",
+            message,
+        })?;
+        layers.push((
+            Origin::Flag("--model"),
+            single(&["model"], Value::String(model.to_string())),
+        ));
+    }
+    if let Some(text) = &overrides.agent {
+        let agent = NonEmpty::new(text.as_str()).map_err(|message| Error::Flag {
+            flag: "--agent",
+            message,
+        })?;
+        layers.push((
+            Origin::Flag("--agent"),
+            single(&["default_agent"], Value::String(agent.to_string())),
+        ));
+    }
+    if overrides.yolo {
+        layers.push((
+            Origin::Flag("--yolo"),
+            single(&["yolo"], Value::Boolean(true)),
+        ));
+    }
+    Ok(layers)
+}
+
+/// A table holding `value` at the nested `path`.
+fn single(path: &[&str], value: Value) -> Table {
+    let mut value = value;
+    for key in path.iter().rev() {
+        let mut table = Table::new();
+        table.insert((*key).to_owned(), value);
+        value = Value::Table(table);
+    }
+    match value {
+        Value::Table(table) => table,
+        _ => Table::new(),
+    }
+}
+
+/// Merges `layer` into `base`: tables merge key by key, anything else replaces.
+fn merge(
+    base: &mut Table,
+    layer: Table,
+    path: &mut Vec<String>,
+    origin: &Origin,
+    origins: &mut BTreeMap<String, Origin>,
+) {
+    for (key, value) in layer {
+        path.push(key.clone());
+        match (base.get_mut(&key), value) {
+            (Some(Value::Table(existing)), Value::Table(incoming)) => {
+                merge(existing, incoming, path, origin, origins);
+            }
+            (_, value) => {
+                // What was there (maybe a whole table) is gone: forget its origins.
+                let prefix = dotted(path);
+                origins
+                    .retain(|leaf, _| leaf != &prefix && !leaf.starts_with(&format!("{prefix}.")));
+                record_origins(&value, path, origin, origins);
+                base.insert(key, value);
+            }
+        }
+        path.pop();
+    }
+}
+
+/// Records `origin` for every leaf under `value`. Empty tables count as leaves
+/// so `[agent.review]` with no keys still shows where it came from.
+fn record_origins(
+    value: &Value,
+    path: &mut Vec<String>,
+    origin: &Origin,
+    origins: &mut BTreeMap<String, Origin>,
+) {
+    match value {
+        Value::Table(table) if !table.is_empty() => {
+            for (key, inner) in table {
+                path.push(key.clone());
+                record_origins(inner, path, origin, origins);
+                path.pop();
+            }
+        }
+        _ if !path.is_empty() => {
+            origins.insert(dotted(path), origin.clone());
+        }
+        _ => {}
+    }
+}
+
+fn redact_api_keys(table: &mut Table) {
+    if let Some(Value::Table(providers)) = table.get_mut("provider") {
+        for (_, provider) in providers.iter_mut() {
+            if let Value::Table(provider) = provider
+                && let Some(key) = provider.get_mut("api_key")
+            {
+                *key = Value::String("<redacted>".to_owned());
+            }
+        }
+    }
+}
+
+/// Writes leaves first, then sub-tables under `[headers]`, like a hand-written file.
+fn render_table(
+    table: &Table,
+    path: &mut Vec<String>,
+    origins: &BTreeMap<String, Origin>,
+    out: &mut String,
+) {
+    for (key, value) in table {
+        if matches!(value, Value::Table(inner) if !inner.is_empty()) {
+            continue;
+        }
+        path.push(key.clone());
+        let origin = origins
+            .get(&dotted(path))
+            .map_or_else(|| "default".to_owned(), Origin::to_string);
+        let shown = match value {
+            Value::Table(_) => "{}".to_owned(),
+            other => other.to_string(),
+        };
+        out.push_str(&format!(
+            "{} = {shown}  # {origin}\n",
+            dotted(&path[path.len() - 1..])
+        ));
+        path.pop();
+    }
+    for (key, value) in table {
+        if let Value::Table(inner) = value
+            && !inner.is_empty()
+        {
+            path.push(key.clone());
+            let has_leaves = inner
+                .values()
+                .any(|value| !matches!(value, Value::Table(t) if !t.is_empty()));
+            if has_leaves {
+                out.push_str(&format!("\n[{}]\n", dotted(path)));
+            }
+            render_table(inner, path, origins, out);
+            path.pop();
+        }
+    }
+}

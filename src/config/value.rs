@@ -1,0 +1,171 @@
+//! Config values that carry their own validation: a `provider/model` reference,
+//! a fraction in (0, 1], a non-empty string.
+//!
+//! They check themselves while serde deserializes them, so a bad value is
+//! reported with the file, line and key it came from. They never touch files.
+
+use std::fmt;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer, de};
+
+/// A model named as `provider/model`, e.g. `anthropic/claude-sonnet-4-5`.
+/// The model part may itself contain `/` (`openrouter/qwen/qwen3-coder`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ModelRef {
+    pub provider: String,
+    pub model: String,
+}
+
+impl ModelRef {
+    /// Parses `provider/model`; the error says what was expected and what was given.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        if text.trim().is_empty() {
+            return Err("expected \"provider/model\", got an empty string".to_owned());
+        }
+        match text.split_once('/') {
+            Some((provider, model)) if !provider.is_empty() && !model.is_empty() => Ok(Self {
+                provider: provider.to_owned(),
+                model: model.to_owned(),
+            }),
+            _ => Err(format!(
+                "expected \"provider/model\" (like \"anthropic/claude-sonnet-4-5\"), got {text:?}"
+            )),
+        }
+    }
+}
+
+impl fmt::Display for ModelRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.provider, self.model)
+    }
+}
+
+impl Serialize for ModelRef {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for ModelRef {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        Self::parse(&text).map_err(de::Error::custom)
+    }
+}
+
+/// A fraction of something, strictly above 0 and at most 1.
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
+pub struct Fraction(f64);
+
+impl Fraction {
+    pub const ONE: Fraction = Fraction(1.0);
+
+    pub fn new(value: f64) -> Result<Self, String> {
+        if value > 0.0 && value <= 1.0 {
+            Ok(Self(value))
+        } else {
+            Err(format!(
+                "expected a number between 0 and 1 (0 excluded), got {value}"
+            ))
+        }
+    }
+
+    pub fn get(self) -> f64 {
+        self.0
+    }
+}
+
+impl Serialize for Fraction {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_f64(self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for Fraction {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        // serde's f64 also accepts integers, so `threshold = 1` works.
+        let value = f64::deserialize(deserializer)?;
+        Self::new(value).map_err(de::Error::custom)
+    }
+}
+
+/// A string that must not be empty or blank (agent names, URLs, variable names).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(transparent)]
+pub struct NonEmpty(String);
+
+impl NonEmpty {
+    pub fn new(text: impl Into<String>) -> Result<Self, String> {
+        let text = text.into();
+        if text.trim().is_empty() {
+            Err("expected a non-empty string".to_owned())
+        } else {
+            Ok(Self(text))
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for NonEmpty {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for NonEmpty {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        Self::new(text).map_err(de::Error::custom)
+    }
+}
+
+/// Parses a boolean written in an environment variable: `true/false`, `1/0`,
+/// `yes/no`, `on/off` (any case).
+pub fn parse_env_bool(text: &str) -> Result<bool, String> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" | "on" => Ok(true),
+        "false" | "0" | "no" | "off" => Ok(false),
+        _ => Err(format!(
+            "expected true/false (or 1/0, yes/no, on/off), got {text:?}"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn model_ref_splits_at_the_first_slash() {
+        let parsed = ModelRef::parse("openrouter/qwen/qwen3-coder").expect("valid");
+        assert_eq!(parsed.provider, "openrouter");
+        assert_eq!(parsed.model, "qwen/qwen3-coder");
+        assert_eq!(parsed.to_string(), "openrouter/qwen/qwen3-coder");
+    }
+
+    #[test]
+    fn model_ref_rejects_missing_parts() {
+        for bad in ["", "  ", "gpt-4o", "/gpt-4o", "openai/"] {
+            assert!(ModelRef::parse(bad).is_err(), "{bad:?} should be rejected");
+        }
+    }
+
+    #[test]
+    fn fraction_bounds_are_open_at_zero_closed_at_one() {
+        assert!(Fraction::new(0.0).is_err());
+        assert!(Fraction::new(1.5).is_err());
+        assert!(Fraction::new(f64::NAN).is_err());
+        assert_eq!(Fraction::new(1.0).expect("1 is allowed").get(), 1.0);
+        assert_eq!(Fraction::new(0.8).expect("0.8 is allowed").get(), 0.8);
+    }
+
+    #[test]
+    fn env_bools() {
+        assert_eq!(parse_env_bool("OFF"), Ok(false));
+        assert_eq!(parse_env_bool("1"), Ok(true));
+        assert!(parse_env_bool("maybe").is_err());
+    }
+}
