@@ -25,7 +25,7 @@ impl Workspace {
             project: root.join("project"),
             cwd: root.join("project/src/deep"),
             data: root.join("data"),
-            temp: temp,
+            temp,
         };
         std::fs::create_dir_all(workspace.config_home.join("cairn")).expect("config dir");
         std::fs::create_dir_all(&workspace.cwd).expect("cwd");
