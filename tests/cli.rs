@@ -35,6 +35,15 @@ fn version_prints_the_package_version_and_touches_nothing() {
     );
     // --version must not create the data directory (nor open the log).
     assert!(!temp.path().join("data").exists());
+
+    // Nor read config: a broken project file does not matter.
+    std::fs::write(temp.path().join("cairn.toml"), "[broken").expect("write");
+    let output = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .arg("--version")
+        .current_dir(temp.path())
+        .output()
+        .expect("run cairn");
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
 }
 
 #[test]

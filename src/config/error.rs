@@ -30,12 +30,29 @@ pub enum Error {
         key: Option<String>,
         message: String,
     },
+    /// Each source was valid alone but their merge is not.
+    #[error("the configuration merged from {} is invalid: {message}", list(files))]
+    Merged {
+        files: Vec<PathBuf>,
+        message: String,
+    },
     /// An environment variable has a value that does not fit its key.
     #[error("environment variable {var}: {message}")]
     Env { var: &'static str, message: String },
     /// A command-line flag has a value that does not fit its key.
     #[error("{flag}: {message}")]
     Flag { flag: &'static str, message: String },
+}
+
+fn list(files: &[PathBuf]) -> String {
+    if files.is_empty() {
+        return "defaults, environment and flags".to_owned();
+    }
+    files
+        .iter()
+        .map(|file| file.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Formats `path:line: key: message`, leaving out what is unknown.

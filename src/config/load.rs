@@ -87,25 +87,14 @@ pub struct Loaded {
     pub warnings: Vec<String>,
 }
 
-impl Loaded {
-    /// The merged config as TOML, each value followed by a comment naming its source.
-    /// Inline API keys are shown as `<redacted>`.
-    pub fn render(&self) -> String {
-        let mut table = Table::try_from(&self.config).unwrap_or_default();
-        redact_api_keys(&mut table);
-        let mut out = String::new();
-        render_table(&table, &mut Vec::new(), &self.origins, &mut out);
-        out
-    }
-}
-
 /// Loads and merges every source. See the module doc for the order.
 ///
 /// # Errors
 /// A file that cannot be read or does not validate, a missing `CAIRN_CONFIG`
 /// file, or a bad environment or flag value.
 pub fn load(options: &LoadOptions) -> Result<Loaded, Error> {
-    let mut merged = Table::try_from(Config::default()).unwrap_or_default();
+    let mut merged =
+        Table::try_from(Config::default()).expect("Config serializes: every map key is a string");
     let mut origins = BTreeMap::new();
     record_origins(
         &Value::Table(merged.clone()),
@@ -151,15 +140,13 @@ pub fn load(options: &LoadOptions) -> Result<Loaded, Error> {
         merge(&mut merged, table, &mut Vec::new(), &origin, &mut origins);
     }
 
-    // Every layer was validated alone, so this can only fail if layers
-    // disagree in shape; report it against the last file rather than panic.
+    // Every layer was validated alone and keeps each key's type, so this
+    // should not fail; if it does, say so rather than panic.
     let config: Config = Value::Table(merged)
         .try_into()
-        .map_err(|error| Error::Invalid {
-            path: files.last().cloned().unwrap_or_default(),
-            line: None,
-            key: None,
-            message: error.message().to_owned(),
+        .map_err(|error: toml::de::Error| Error::Merged {
+            files: files.clone(),
+            message: error.message().trim_end().to_owned(),
         })?;
     Ok(Loaded {
         config,
@@ -367,59 +354,5 @@ fn record_origins(
             origins.insert(dotted(path), origin.clone());
         }
         _ => {}
-    }
-}
-
-fn redact_api_keys(table: &mut Table) {
-    if let Some(Value::Table(providers)) = table.get_mut("provider") {
-        for (_, provider) in providers.iter_mut() {
-            if let Value::Table(provider) = provider
-                && let Some(key) = provider.get_mut("api_key")
-            {
-                *key = Value::String("<redacted>".to_owned());
-            }
-        }
-    }
-}
-
-/// Writes leaves first, then sub-tables under `[headers]`, like a hand-written file.
-fn render_table(
-    table: &Table,
-    path: &mut Vec<String>,
-    origins: &BTreeMap<String, Origin>,
-    out: &mut String,
-) {
-    for (key, value) in table {
-        if matches!(value, Value::Table(inner) if !inner.is_empty()) {
-            continue;
-        }
-        path.push(key.clone());
-        let origin = origins
-            .get(&dotted(path))
-            .map_or_else(|| "default".to_owned(), Origin::to_string);
-        let shown = match value {
-            Value::Table(_) => "{}".to_owned(),
-            other => other.to_string(),
-        };
-        out.push_str(&format!(
-            "{} = {shown}  # {origin}\n",
-            dotted(&path[path.len() - 1..])
-        ));
-        path.pop();
-    }
-    for (key, value) in table {
-        if let Value::Table(inner) = value
-            && !inner.is_empty()
-        {
-            path.push(key.clone());
-            let has_leaves = inner
-                .values()
-                .any(|value| !matches!(value, Value::Table(t) if !t.is_empty()));
-            if has_leaves {
-                out.push_str(&format!("\n[{}]\n", dotted(path)));
-            }
-            render_table(inner, path, origins, out);
-            path.pop();
-        }
     }
 }

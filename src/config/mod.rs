@@ -8,6 +8,7 @@
 mod error;
 mod load;
 mod locate;
+mod render;
 mod value;
 
 use std::collections::BTreeMap;
