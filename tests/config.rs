@@ -306,6 +306,18 @@ fn a_model_without_a_provider_is_rejected() {
 }
 
 #[test]
+fn a_zero_timeout_is_rejected() {
+    let (message, path) = project_error("[bash]\ntimeout_ms = 0\n");
+    assert_eq!(
+        message,
+        format!(
+            "{}:2: bash.timeout_ms: expected a number greater than 0, got 0",
+            path.display()
+        )
+    );
+}
+
+#[test]
 fn a_syntax_error_names_file_and_line() {
     let (message, path) = project_error("model = \"a/b\"\n[compaction\nauto = true\n");
     let prefix = format!("{}:2: ", path.display());

@@ -116,7 +116,9 @@ impl Default for CompactionConfig {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ToolOutputConfig {
+    #[serde(deserialize_with = "value::positive")]
     pub max_lines: usize,
+    #[serde(deserialize_with = "value::positive")]
     pub max_bytes: usize,
 }
 
@@ -133,6 +135,7 @@ impl Default for ToolOutputConfig {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct BashConfig {
+    #[serde(deserialize_with = "value::positive")]
     pub timeout_ms: u64,
 }
 
@@ -148,7 +151,9 @@ impl Default for BashConfig {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct DoomLoopConfig {
+    #[serde(deserialize_with = "value::positive")]
     pub threshold: u32,
+    #[serde(deserialize_with = "value::positive")]
     pub hard_stop: u32,
 }
 

@@ -122,6 +122,21 @@ impl<'de> Deserialize<'de> for NonEmpty {
     }
 }
 
+/// `deserialize_with` for counts and durations where zero makes no sense
+/// (a zero timeout would kill every command before it starts).
+pub fn positive<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de> + PartialEq + Default,
+{
+    let value = T::deserialize(deserializer)?;
+    if value == T::default() {
+        Err(de::Error::custom("expected a number greater than 0, got 0"))
+    } else {
+        Ok(value)
+    }
+}
+
 /// Parses a boolean written in an environment variable: `true/false`, `1/0`,
 /// `yes/no`, `on/off` (any case).
 pub fn parse_env_bool(text: &str) -> Result<bool, String> {
