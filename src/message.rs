@@ -19,8 +19,10 @@ pub fn now_millis() -> Millis {
         .unwrap_or(0)
 }
 
-/// A provider and a model of that provider, written `provider/model`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// A model named as `provider/model`, e.g. `anthropic/claude-sonnet-4-5`.
+/// The model part may itself contain `/` (`openrouter/qwen/qwen3-coder`).
+/// Serialized as that one string, in config files and in the store alike.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ModelRef {
     pub provider: String,
     pub model: String,
@@ -34,20 +36,38 @@ impl ModelRef {
         }
     }
 
-    /// Parses `provider/model`. The model part may itself contain slashes
-    /// (`openrouter/anthropic/claude-sonnet-4.5`).
-    pub fn parse(spec: &str) -> Option<Self> {
-        let (provider, model) = spec.split_once('/')?;
-        if provider.is_empty() || model.is_empty() {
-            return None;
+    /// Parses `provider/model`; the error says what was expected and what was given.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        if text.trim().is_empty() {
+            return Err("expected \"provider/model\", got an empty string".to_owned());
         }
-        Some(Self::new(provider, model))
+        match text.split_once('/') {
+            Some((provider, model)) if !provider.is_empty() && !model.is_empty() => {
+                Ok(Self::new(provider, model))
+            }
+            _ => Err(format!(
+                "expected \"provider/model\" (like \"anthropic/claude-sonnet-4-5\"), got {text:?}"
+            )),
+        }
     }
 }
 
 impl std::fmt::Display for ModelRef {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}/{}", self.provider, self.model)
+    }
+}
+
+impl Serialize for ModelRef {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for ModelRef {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        Self::parse(&text).map_err(serde::de::Error::custom)
     }
 }
 

@@ -8,50 +8,7 @@ use std::fmt;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer, de};
 
-/// A model named as `provider/model`, e.g. `anthropic/claude-sonnet-4-5`.
-/// The model part may itself contain `/` (`openrouter/qwen/qwen3-coder`).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct ModelRef {
-    pub provider: String,
-    pub model: String,
-}
-
-impl ModelRef {
-    /// Parses `provider/model`; the error says what was expected and what was given.
-    pub fn parse(text: &str) -> Result<Self, String> {
-        if text.trim().is_empty() {
-            return Err("expected \"provider/model\", got an empty string".to_owned());
-        }
-        match text.split_once('/') {
-            Some((provider, model)) if !provider.is_empty() && !model.is_empty() => Ok(Self {
-                provider: provider.to_owned(),
-                model: model.to_owned(),
-            }),
-            _ => Err(format!(
-                "expected \"provider/model\" (like \"anthropic/claude-sonnet-4-5\"), got {text:?}"
-            )),
-        }
-    }
-}
-
-impl fmt::Display for ModelRef {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.provider, self.model)
-    }
-}
-
-impl Serialize for ModelRef {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(self)
-    }
-}
-
-impl<'de> Deserialize<'de> for ModelRef {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(deserializer)?;
-        Self::parse(&text).map_err(de::Error::custom)
-    }
-}
+pub use crate::message::ModelRef;
 
 /// A fraction of something, strictly above 0 and at most 1.
 #[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
