@@ -202,11 +202,11 @@ fn glob_chars(text: &[char], pattern: &[char]) -> bool {
     let (mut t, mut p) = (0, 0);
     let mut star: Option<(usize, usize)> = None;
     while t < text.len() {
-        if p < pattern.len() && (pattern[p] == '?' || pattern[p] == text[t]) {
-            t += 1;
-            p += 1;
-        } else if p < pattern.len() && pattern[p] == '*' {
+        if p < pattern.len() && pattern[p] == '*' {
             star = Some((p, t));
+            p += 1;
+        } else if p < pattern.len() && (pattern[p] == '?' || pattern[p] == text[t]) {
+            t += 1;
             p += 1;
         } else if let Some((star_p, star_t)) = star {
             p = star_p + 1;
