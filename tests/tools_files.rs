@@ -292,3 +292,47 @@ async fn edit_asks_the_edit_permission() {
     );
     assert_eq!(std::fs::read_to_string(path).expect("file"), "old\n");
 }
+
+#[tokio::test]
+async fn reading_out_of_the_project_or_an_env_file_needs_permission() {
+    let project = Project::new();
+    let outside = tempfile::tempdir().expect("outside");
+    std::fs::write(outside.path().join("secret.txt"), "s3cret").expect("write");
+    std::os::unix::fs::symlink(outside.path(), project.dir.path().join("link")).expect("symlink");
+    project.write(".env", "KEY=1\n");
+    project.write(".env.example", "KEY=\n");
+    let ctx = project.context_with(
+        cairn::permission::default_rules(),
+        cairn::permission::Mode::Headless,
+    );
+    for path in ["link/secret.txt", "../outside.txt", ".env"] {
+        let error = Registry::builtin()
+            .run("read", json!({ "path": path }), &ctx)
+            .await
+            .expect_err(path);
+        let ToolError::PermissionDenied { message } = &error else {
+            panic!("{path}: {error:?}")
+        };
+        let wanted = if path == ".env" {
+            "Permission `read`"
+        } else {
+            "Permission `external_directory`"
+        };
+        assert!(message.starts_with(wanted), "{path}: {message}");
+    }
+    Registry::builtin()
+        .run("read", json!({ "path": ".env.example" }), &ctx)
+        .await
+        .expect("examples are allowed");
+    // The spill directory is outside the project but always readable.
+    let (spilled, _) =
+        cairn::tool::truncate::create_spill_file(&ctx.tool_output_dir).expect("spill");
+    Registry::builtin()
+        .run(
+            "read",
+            json!({ "path": spilled.display().to_string() }),
+            &ctx,
+        )
+        .await
+        .expect("spill files are readable");
+}
