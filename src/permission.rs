@@ -285,11 +285,14 @@ impl Permissions {
             .approved
             .lock()
             .expect("permission lock is never poisoned: no panics while held");
-        let mut all: Vec<Rule> = self.rules.clone();
-        all.extend(approved.iter().cloned());
         let mut verdict = (Action::Allow, None);
         for pattern in &request.patterns {
-            match evaluate(&request.permission, pattern, &all) {
+            // `approved` comes after `rules`, so a match there wins.
+            let decided = match evaluate(&request.permission, pattern, &approved) {
+                (_, None) => evaluate(&request.permission, pattern, &self.rules),
+                found => found,
+            };
+            match decided {
                 (Action::Deny, rule) => return (Action::Deny, rule.cloned()),
                 (Action::Ask, rule) => verdict = (Action::Ask, rule.cloned()),
                 (Action::Allow, _) => {}

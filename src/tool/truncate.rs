@@ -254,3 +254,42 @@ mod tests {
         assert_eq!(cut.text, "éé");
     }
 }
+
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Whatever the text, the preview is a piece of it from the kept end,
+        /// within both caps, and the reported removal adds up.
+        #[test]
+        fn preview_stays_within_the_caps(
+            text in "[a-zé\n]{0,400}",
+            max_lines in 1usize..20,
+            max_bytes in 4usize..200,
+            tail in any::<bool>(),
+        ) {
+            let limits = Limits { max_lines, max_bytes, ..Limits::default() };
+            let direction = if tail { Direction::Tail } else { Direction::Head };
+            match preview(&text, &limits, direction) {
+                None => {
+                    prop_assert!(text.len() <= max_bytes);
+                    prop_assert!(text.strip_suffix('\n').unwrap_or(&text).split('\n').count() <= max_lines);
+                }
+                Some(cut) => {
+                    prop_assert!(cut.text.len() <= max_bytes);
+                    prop_assert!(cut.text.split('\n').count() <= max_lines);
+                    if tail {
+                        prop_assert!(text.strip_suffix('\n').unwrap_or(&text).ends_with(&cut.text));
+                    } else {
+                        prop_assert!(text.starts_with(&cut.text));
+                    }
+                    if cut.unit == "bytes" {
+                        prop_assert_eq!(cut.removed, text.len() - cut.text.len());
+                    }
+                }
+            }
+        }
+    }
+}
