@@ -205,3 +205,72 @@ async fn invalid_arguments_name_the_tool_and_the_problem() {
         "The bash tool was called with invalid arguments: missing field `command`.\nPlease rewrite the input so it satisfies the expected schema."
     );
 }
+
+#[tokio::test]
+async fn a_background_child_holding_the_pipe_does_not_hang_the_call() {
+    let project = Project::new();
+    let started = Instant::now();
+    let out = Registry::builtin()
+        .run(
+            "bash",
+            json!({ "command": "sleep 3 & echo done" }),
+            &project.context(),
+        )
+        .await
+        .expect("runs");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert_eq!(out.output, "done\n");
+    assert_eq!(out.metadata["exit"], 0);
+}
+
+#[tokio::test]
+async fn one_giant_line_keeps_its_end() {
+    let project = Project::new();
+    let ctx = project.context();
+    let command = "head -c 3000000 /dev/zero | tr '\\0' a; echo END";
+    let out = Registry::builtin()
+        .run("bash", json!({ "command": command }), &ctx)
+        .await
+        .expect("runs");
+    let (_, tail) = out.output.rsplit_once("\n\n").expect("header then tail");
+    assert_eq!(tail.len(), 50 * 1024);
+    assert!(tail.ends_with("aaaEND"), "{}", &tail[tail.len() - 20..]);
+    let full = std::fs::read(spill_files(&ctx.tool_output_dir).pop().expect("spilled"))
+        .expect("read spill");
+    assert_eq!(full.len(), 3_000_000 + 4);
+}
+
+#[tokio::test]
+async fn dropping_the_call_kills_the_process_group() {
+    let project = Project::new();
+    let ctx = project.context();
+    let pid_file = project.dir.path().join("pid");
+    let command = format!("sleep 100 & echo $! > {}; wait", pid_file.display());
+    let call = tokio::spawn(async move {
+        Registry::builtin()
+            .run("bash", json!({ "command": command }), &ctx)
+            .await
+    });
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let pid: i32 = loop {
+        if let Some(pid) = std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|text| text.trim().parse().ok())
+        {
+            break pid;
+        }
+        assert!(Instant::now() < deadline, "the command never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    call.abort();
+    let _ = call.await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(
+        !process_alive(pid),
+        "background child {pid} survived the dropped call"
+    );
+}
