@@ -274,3 +274,28 @@ async fn dropping_the_call_kills_the_process_group() {
         "background child {pid} survived the dropped call"
     );
 }
+
+#[tokio::test]
+async fn a_shell_that_closes_its_output_still_times_out() {
+    let project = Project::new();
+    let started = Instant::now();
+    let out = Registry::builtin()
+        .run(
+            "bash",
+            json!({ "command": "echo before; exec >&- 2>&-; sleep 100", "timeout": 300 }),
+            &project.context(),
+        )
+        .await
+        .expect("runs");
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert!(
+        out.output
+            .starts_with("before\n\n\n<shell_metadata>\nshell tool terminated"),
+        "{}",
+        out.output
+    );
+}

@@ -187,6 +187,7 @@ async fn run_command(
     tokio::pin!(deadline);
     let mut exit: Option<Option<i32>> = None;
     let mut drain_until: Option<tokio::time::Instant> = None;
+    let mut at_eof = false;
     let ending = loop {
         let drain = async {
             match drain_until {
@@ -198,17 +199,25 @@ async fn run_command(
             biased;
             () = ctx.cancel.cancelled() => break Ending::Cancelled,
             () = &mut deadline => break Ending::TimedOut,
-            read = reader.read(&mut buffer) => match read {
+            read = reader.read(&mut buffer), if !at_eof => match read {
                 Ok(0) | Err(_) => {
-                    if let Some(code) = exit { break Ending::Exited(code); }
-                    let status = child.wait().await.map_err(|e| ToolError::io("wait for bash in", cwd, e))?;
-                    break Ending::Exited(status.code());
+                    // The pipe closed; the shell may still run (it can close
+                    // its own stdout), so keep waiting under timeout and cancel.
+                    at_eof = true;
+                    if let Some(code) = exit {
+                        break Ending::Exited(code);
+                    }
                 }
-                Ok(n) => sink.push(&buffer[..n]).map_err(|e| ToolError::io("save the output of bash to", &ctx.tool_output_dir, e))?,
+                Ok(n) => sink
+                    .push(&buffer[..n])
+                    .map_err(|e| ToolError::io("save the output of bash to", &ctx.tool_output_dir, e))?,
             },
             status = child.wait(), if exit.is_none() => {
-                let status = status.map_err(|e| ToolError::io("wait for bash in", cwd, e))?;
-                exit = Some(status.code());
+                let code = status.map_err(|e| ToolError::io("wait for bash in", cwd, e))?.code();
+                if at_eof {
+                    break Ending::Exited(code);
+                }
+                exit = Some(code);
                 drain_until = Some(tokio::time::Instant::now() + DRAIN_AFTER_EXIT);
             }
             () = drain => break Ending::Exited(exit.flatten()),
