@@ -59,3 +59,422 @@ pub enum PermissionSetting {
 /// The `[permission]` config table: permission name (`bash`, `edit`, `read`,
 /// `external_directory`, `doom_loop`, ...) to its setting.
 pub type PermissionConfig = std::collections::BTreeMap<String, PermissionSetting>;
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+use crate::bus::{Bus, Event};
+
+mod path;
+pub use path::{is_external, resolve_path};
+
+/// One line of a ruleset: for `permission` acting on something matching
+/// `pattern`, do `action`. Both fields are wildcards (see [`wildcard_match`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Rule {
+    pub permission: String,
+    pub pattern: String,
+    pub action: Action,
+}
+
+impl Rule {
+    pub fn new(permission: &str, pattern: &str, action: Action) -> Self {
+        Self {
+            permission: permission.to_string(),
+            pattern: pattern.to_string(),
+            action,
+        }
+    }
+}
+
+/// cairn's built-in rules, evaluated before config (so config overrides them):
+///
+/// - anything not listed: ask;
+/// - `read`: allow, except `*.env` and `*.env.*` (secrets) which ask; `*.env.example` allow;
+/// - `bash`, `edit`: ask;
+/// - `external_directory` (a path outside the project root, after resolving
+///   symlinks and `..`): ask;
+/// - `doom_loop` (the same call three times in a row): ask;
+/// - `glob`, `grep`, `list`, `todowrite`: allow (they read names and lines the
+///   model could get with `read` anyway, or touch no file at all).
+pub fn default_rules() -> Vec<Rule> {
+    use Action::{Allow, Ask};
+    vec![
+        Rule::new("*", "*", Ask),
+        Rule::new("read", "*", Allow),
+        Rule::new("read", "*.env", Ask),
+        Rule::new("read", "*.env.*", Ask),
+        Rule::new("read", "*.env.example", Allow),
+        Rule::new("bash", "*", Ask),
+        Rule::new("edit", "*", Ask),
+        Rule::new("external_directory", "*", Ask),
+        Rule::new("doom_loop", "*", Ask),
+        Rule::new("glob", "*", Allow),
+        Rule::new("grep", "*", Allow),
+        Rule::new("list", "*", Allow),
+        Rule::new("todowrite", "*", Allow),
+    ]
+}
+
+/// The rules a session runs with: the defaults, then the config's rules (so
+/// they win). Within one permission's pattern table, `*` comes first and
+/// longer patterns later, so the more specific entry wins whatever the
+/// table's (alphabetical) order. `~` and `$HOME` are expanded in patterns.
+///
+/// `yolo` turns every `ask` into `allow`: nothing is asked, but an explicit
+/// `deny` still holds.
+pub fn ruleset(config: &PermissionConfig, yolo: bool) -> Vec<Rule> {
+    let mut rules = default_rules();
+    for (permission, setting) in config {
+        match setting {
+            PermissionSetting::Action(action) => rules.push(Rule::new(permission, "*", *action)),
+            PermissionSetting::Patterns(table) => {
+                let mut entries: Vec<(&String, &Action)> = table.iter().collect();
+                entries.sort_by_key(|(pattern, _)| (pattern.as_str() != "*", pattern.len()));
+                for (pattern, action) in entries {
+                    rules.push(Rule::new(permission, &expand_home(pattern), *action));
+                }
+            }
+        }
+    }
+    if yolo {
+        for rule in &mut rules {
+            if rule.action == Action::Ask {
+                rule.action = Action::Allow;
+            }
+        }
+    }
+    rules
+}
+
+fn expand_home(pattern: &str) -> String {
+    let Some(home) = std::env::var_os("HOME") else {
+        return pattern.to_string();
+    };
+    let home = home.to_string_lossy();
+    if let Some(rest) = pattern.strip_prefix("~/") {
+        format!("{home}/{rest}")
+    } else if let Some(rest) = pattern.strip_prefix("$HOME/") {
+        format!("{home}/{rest}")
+    } else {
+        pattern.to_string()
+    }
+}
+
+/// The action for `permission` on `pattern`: the LAST rule matching both
+/// wins (so later rulesets override earlier ones); no match means ask.
+pub fn evaluate<'a>(
+    permission: &str,
+    pattern: &str,
+    rules: &'a [Rule],
+) -> (Action, Option<&'a Rule>) {
+    rules
+        .iter()
+        .rev()
+        .find(|rule| {
+            wildcard_match(permission, &rule.permission) && wildcard_match(pattern, &rule.pattern)
+        })
+        .map_or((Action::Ask, None), |rule| (rule.action, Some(rule)))
+}
+
+/// `*` matches any run of characters (including `/`), `?` exactly one. A
+/// pattern ending in ` *` also matches without the tail, so `cargo test *`
+/// covers a bare `cargo test`.
+pub fn wildcard_match(text: &str, pattern: &str) -> bool {
+    if let Some(stem) = pattern.strip_suffix(" *")
+        && glob_chars(
+            &text.chars().collect::<Vec<_>>(),
+            &stem.chars().collect::<Vec<_>>(),
+        )
+    {
+        return true;
+    }
+    glob_chars(
+        &text.chars().collect::<Vec<_>>(),
+        &pattern.chars().collect::<Vec<_>>(),
+    )
+}
+
+/// Iterative wildcard match with single-star backtracking: linear in practice,
+/// never exponential.
+fn glob_chars(text: &[char], pattern: &[char]) -> bool {
+    let (mut t, mut p) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while t < text.len() {
+        if p < pattern.len() && pattern[p] == '*' {
+            star = Some((p, t));
+            p += 1;
+        } else if p < pattern.len() && (pattern[p] == '?' || pattern[p] == text[t]) {
+            t += 1;
+            p += 1;
+        } else if let Some((star_p, star_t)) = star {
+            p = star_p + 1;
+            t = star_t + 1;
+            star = Some((star_p, star_t + 1));
+        } else {
+            return false;
+        }
+    }
+    pattern[p..].iter().all(|c| *c == '*')
+}
+
+/// Why a permission check did not let the tool proceed.
+#[derive(thiserror::Error, Debug, Clone, PartialEq)]
+pub enum PermissionError {
+    /// A rule (config or default) says deny, or nobody can be asked.
+    #[error("{message}")]
+    Denied { message: String, rule: Option<Rule> },
+    /// The user said no; `message` is their feedback for the model.
+    #[error("permission rejected by the user")]
+    Rejected { message: Option<String> },
+    /// The turn was cancelled while the question was open.
+    #[error("cancelled while waiting for permission")]
+    Cancelled,
+}
+
+/// Whether someone is there to answer an ask.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// A TUI shows the question and sends the answer back.
+    Interactive,
+    /// Nobody can answer: an `ask` fails closed.
+    Headless,
+}
+
+struct Pending {
+    request: PermissionRequest,
+    reply: oneshot::Sender<Result<(), PermissionError>>,
+}
+
+/// The permission state of one session runtime: the ruleset, the allow rules
+/// added by "always" answers, and the questions waiting for an answer.
+pub struct Permissions {
+    rules: Vec<Rule>,
+    /// Added by "always" answers; evaluated after `rules`, so they win.
+    approved: Mutex<Vec<Rule>>,
+    pending: Mutex<HashMap<String, Pending>>,
+    bus: Bus,
+    mode: Mode,
+}
+
+impl std::fmt::Debug for Permissions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Permissions")
+            .field("rules", &self.rules.len())
+            .field("mode", &self.mode)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Permissions {
+    pub fn new(rules: Vec<Rule>, bus: Bus, mode: Mode) -> Self {
+        Self {
+            rules,
+            approved: Mutex::new(Vec::new()),
+            pending: Mutex::new(HashMap::new()),
+            bus,
+            mode,
+        }
+    }
+
+    /// What the rules say about every pattern of `request`, without asking:
+    /// deny if any pattern is denied, allow if all are allowed, else ask.
+    pub fn check(&self, request: &PermissionRequest) -> (Action, Option<Rule>) {
+        let approved = self
+            .approved
+            .lock()
+            .expect("permission lock is never poisoned: no panics while held");
+        let mut verdict = (Action::Allow, None);
+        for pattern in &request.patterns {
+            // `approved` comes after `rules`, so a match there wins.
+            let decided = match evaluate(&request.permission, pattern, &approved) {
+                (_, None) => evaluate(&request.permission, pattern, &self.rules),
+                found => found,
+            };
+            match decided {
+                (Action::Deny, rule) => return (Action::Deny, rule.cloned()),
+                (Action::Ask, rule) => verdict = (Action::Ask, rule.cloned()),
+                (Action::Allow, _) => {}
+            }
+        }
+        verdict
+    }
+
+    /// Asks without a way to cancel; see [`Permissions::ask_cancellable`].
+    pub async fn ask(&self, request: PermissionRequest) -> Result<(), PermissionError> {
+        self.ask_cancellable(request, &CancellationToken::new())
+            .await
+    }
+
+    /// Resolves `request` against the rules; when they say ask, publishes
+    /// [`Event::PermissionAsked`] and waits for [`Permissions::answer`] or
+    /// for `cancel`.
+    ///
+    /// # Errors
+    /// `Denied` when a rule denies or when headless (fail closed),
+    /// `Rejected` when the user says no, `Cancelled` when `cancel` fires.
+    pub async fn ask_cancellable(
+        &self,
+        request: PermissionRequest,
+        cancel: &CancellationToken,
+    ) -> Result<(), PermissionError> {
+        match self.check(&request) {
+            (Action::Allow, _) => return Ok(()),
+            (Action::Deny, rule) => {
+                let message = format!(
+                    "The user has specified a rule which prevents you from using this specific tool call: \
+                     `{}` is denied for {}.",
+                    request.permission,
+                    request.patterns.join(", ")
+                );
+                return Err(PermissionError::Denied { message, rule });
+            }
+            (Action::Ask, rule) if self.mode == Mode::Headless => {
+                return Err(PermissionError::Denied {
+                    message: headless_message(&request),
+                    rule,
+                });
+            }
+            (Action::Ask, _) => {}
+        }
+        let (reply, answer) = oneshot::channel();
+        let id = request.id.clone();
+        let session_id = request.session_id.clone();
+        self.lock_pending().insert(
+            id.clone(),
+            Pending {
+                request: request.clone(),
+                reply,
+            },
+        );
+        self.bus.publish(Event::PermissionAsked {
+            session_id: session_id.clone(),
+            request: std::sync::Arc::new(request),
+        });
+        tokio::select! {
+            biased;
+            result = answer => result.unwrap_or(Err(PermissionError::Cancelled)),
+            () = cancel.cancelled() => {
+                if self.lock_pending().remove(&id).is_some() {
+                    self.bus.publish(Event::PermissionReplied { session_id, request_id: id });
+                }
+                Err(PermissionError::Cancelled)
+            }
+        }
+    }
+
+    /// The questions waiting for an answer, oldest id first.
+    pub fn pending(&self) -> Vec<PermissionRequest> {
+        let mut requests: Vec<PermissionRequest> = self
+            .lock_pending()
+            .values()
+            .map(|p| p.request.clone())
+            .collect();
+        requests.sort_by(|a, b| a.id.cmp(&b.id));
+        requests
+    }
+
+    /// Answers the question `request_id`; returns false when it is not (or
+    /// no longer) pending. `Always` also allows the request's `always`
+    /// patterns from now on and releases other pending asks that now pass;
+    /// `Reject` also rejects every other pending ask of the same session.
+    pub fn answer(&self, request_id: &str, answer: PermissionAnswer) -> bool {
+        let Some(answered) = self.lock_pending().remove(request_id) else {
+            return false;
+        };
+        let session_id = answered.request.session_id.clone();
+        let mut released: Vec<String> = Vec::new();
+        match answer {
+            PermissionAnswer::Once => {
+                let _ = answered.reply.send(Ok(()));
+            }
+            PermissionAnswer::Always => {
+                {
+                    let mut approved = self
+                        .approved
+                        .lock()
+                        .expect("permission lock is never poisoned: no panics while held");
+                    for pattern in &answered.request.always {
+                        approved.push(Rule::new(
+                            &answered.request.permission,
+                            pattern,
+                            Action::Allow,
+                        ));
+                    }
+                }
+                let _ = answered.reply.send(Ok(()));
+                let passing: Vec<String> = self
+                    .lock_pending()
+                    .values()
+                    .filter(|p| {
+                        p.request.session_id == session_id
+                            && self.check(&p.request).0 == Action::Allow
+                    })
+                    .map(|p| p.request.id.clone())
+                    .collect();
+                let mut pending = self.lock_pending();
+                for id in passing {
+                    if let Some(p) = pending.remove(&id) {
+                        let _ = p.reply.send(Ok(()));
+                        released.push(p.request.id);
+                    }
+                }
+            }
+            PermissionAnswer::Reject { message } => {
+                let _ = answered
+                    .reply
+                    .send(Err(PermissionError::Rejected { message }));
+                let mut pending = self.lock_pending();
+                let same_session: Vec<String> = pending
+                    .values()
+                    .filter(|p| p.request.session_id == session_id)
+                    .map(|p| p.request.id.clone())
+                    .collect();
+                for id in same_session {
+                    if let Some(p) = pending.remove(&id) {
+                        let _ = p
+                            .reply
+                            .send(Err(PermissionError::Rejected { message: None }));
+                        released.push(p.request.id);
+                    }
+                }
+            }
+        }
+        self.bus.publish(Event::PermissionReplied {
+            session_id: session_id.clone(),
+            request_id: request_id.to_string(),
+        });
+        for request_id in released {
+            self.bus.publish(Event::PermissionReplied {
+                session_id: session_id.clone(),
+                request_id,
+            });
+        }
+        true
+    }
+
+    fn lock_pending(&self) -> std::sync::MutexGuard<'_, HashMap<String, Pending>> {
+        self.pending
+            .lock()
+            .expect("permission lock is never poisoned: no panics while held")
+    }
+}
+
+fn headless_message(request: &PermissionRequest) -> String {
+    let pattern = request
+        .always
+        .first()
+        .or(request.patterns.first())
+        .map_or("*", String::as_str);
+    format!(
+        "Permission `{permission}` for {what} needs an answer, but cairn is running without a \
+         terminal to ask in, so it was refused. To allow it, add to the config:\n\
+         [permission.{permission}]\n\"{pattern}\" = \"allow\"\n\
+         or run with --yolo to allow everything not explicitly denied.",
+        permission = request.permission,
+        what = request.patterns.join(", "),
+    )
+}

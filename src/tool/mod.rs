@@ -1,1 +1,361 @@
-//! (being built)
+//! The tools the model calls: the `Tool` trait, the context a call runs in,
+//! and the registry that dispatches calls and truncates their output.
+//!
+//! One file per tool (schema, argument parsing and execution together);
+//! adding a tool is a new file plus one line in [`Registry::builtin`].
+//! Tools never touch the store or the bus: results go back to the caller,
+//! live progress goes through [`ToolContext::progress`].
+
+mod bash;
+mod edit;
+mod glob;
+mod grep;
+mod list;
+mod read;
+mod todowrite;
+pub mod truncate;
+mod walk;
+mod write;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::message::FilePart;
+use crate::permission::{PermissionError, PermissionRequest, Permissions};
+use crate::provider::ToolSpec;
+
+pub use bash::command_patterns;
+
+/// What a finished tool call returns to the model (and the UI).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutput {
+    pub title: String,
+    pub output: String,
+    pub metadata: Value,
+    pub attachments: Vec<FilePart>,
+}
+
+impl ToolOutput {
+    pub fn text(title: impl Into<String>, output: impl Into<String>, metadata: Value) -> Self {
+        Self {
+            title: title.into(),
+            output: output.into(),
+            metadata,
+            attachments: Vec::new(),
+        }
+    }
+}
+
+/// Why a tool call failed. The `Display` text is what the model reads, so
+/// each says what went wrong and what to try instead.
+#[derive(thiserror::Error, Debug)]
+pub enum ToolError {
+    #[error(
+        "The {tool} tool was called with invalid arguments: {detail}.\nPlease rewrite the input so it satisfies the expected schema."
+    )]
+    InvalidArguments { tool: String, detail: String },
+    #[error("Unknown tool `{name}`. The available tools are: {available}.")]
+    UnknownTool { name: String, available: String },
+    #[error("{}", rejected_text(.message))]
+    PermissionRejected { message: Option<String> },
+    #[error("{message}")]
+    PermissionDenied { message: String },
+    /// The call was cancelled (Esc, or the turn ended); `output` is what the
+    /// tool had produced so far.
+    #[error("Tool execution aborted")]
+    Interrupted { output: String },
+    #[error("cannot {operation} {}: {source}", .path.display())]
+    Io {
+        operation: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Failed(String),
+}
+
+fn rejected_text(message: &Option<String>) -> String {
+    match message {
+        Some(feedback) => format!(
+            "The user rejected permission to use this specific tool call with the following feedback: {feedback}"
+        ),
+        None => "The user rejected permission to use this specific tool call. Ask the user how to proceed \
+                 instead of retrying the same call."
+            .to_string(),
+    }
+}
+
+impl ToolError {
+    pub fn io(operation: &'static str, path: &Path, source: std::io::Error) -> Self {
+        Self::Io {
+            operation,
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+
+    /// Metadata worth keeping on the errored part (the partial output of an
+    /// interrupted command, whether it was interrupted).
+    pub fn metadata(&self) -> Option<Value> {
+        match self {
+            Self::Interrupted { output } => Some(json!({ "interrupted": true, "output": output })),
+            _ => None,
+        }
+    }
+}
+
+impl From<PermissionError> for ToolError {
+    fn from(error: PermissionError) -> Self {
+        match error {
+            PermissionError::Denied { message, .. } => Self::PermissionDenied { message },
+            PermissionError::Rejected { message } => Self::PermissionRejected { message },
+            PermissionError::Cancelled => Self::Interrupted {
+                output: String::new(),
+            },
+        }
+    }
+}
+
+/// Output caps; defaults are OpenCode's (spec 8).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub max_lines: usize,
+    pub max_bytes: usize,
+    pub bash_timeout: Duration,
+}
+
+/// Lines kept of a tool's output before truncating (spec 8 `MAX_LINES`).
+pub const MAX_LINES: usize = 2000;
+/// Bytes kept of a tool's output before truncating (spec 8 `MAX_BYTES`).
+pub const MAX_BYTES: usize = 50 * 1024;
+/// Default bash timeout when the call gives none.
+pub const BASH_TIMEOUT: Duration = Duration::from_secs(120);
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_lines: MAX_LINES,
+            max_bytes: MAX_BYTES,
+            bash_timeout: BASH_TIMEOUT,
+        }
+    }
+}
+
+/// Live updates of a running call, for its part in the UI.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolProgress {
+    Title(String),
+    /// Text to append to what the call has shown so far.
+    Output(String),
+    Metadata(Value),
+}
+
+/// Everything a tool call may use.
+#[derive(Debug, Clone)]
+pub struct ToolContext {
+    pub session_id: String,
+    pub message_id: String,
+    pub call_id: String,
+    pub cwd: PathBuf,
+    /// Project root (git root or cwd); paths outside it need `external_directory`.
+    pub root: PathBuf,
+    /// Where truncated outputs are spilled in full.
+    pub tool_output_dir: PathBuf,
+    pub cancel: CancellationToken,
+    pub permissions: Arc<Permissions>,
+    pub progress: Option<tokio::sync::mpsc::UnboundedSender<ToolProgress>>,
+    pub limits: Limits,
+}
+
+impl ToolContext {
+    /// Sends a live update; a closed or absent receiver is not an error.
+    pub fn report(&self, progress: ToolProgress) {
+        if let Some(sender) = &self.progress {
+            let _ = sender.send(progress);
+        }
+    }
+
+    /// `path` as the tool will touch it: absolute, symlinks and `..` resolved.
+    pub fn resolve(&self, path: &str) -> PathBuf {
+        crate::permission::resolve_path(&self.cwd, Path::new(path))
+    }
+
+    /// `path` relative to the project root when inside it (for titles and
+    /// permission patterns), else absolute.
+    pub fn display_path(&self, path: &Path) -> String {
+        let root = crate::permission::resolve_path(Path::new("/"), &self.root);
+        match path.strip_prefix(&root) {
+            Ok(rel) if rel.as_os_str().is_empty() => ".".to_string(),
+            Ok(rel) => rel.display().to_string(),
+            Err(_) => path.display().to_string(),
+        }
+    }
+
+    /// Asks `permission` for `patterns`, waiting with the call's cancel token.
+    pub async fn ask(
+        &self,
+        permission: &str,
+        patterns: Vec<String>,
+        always: Vec<String>,
+        title: String,
+        metadata: Value,
+    ) -> Result<(), ToolError> {
+        let request = PermissionRequest {
+            id: format!("per_{}", crate::id::part_id().trim_start_matches("prt_")),
+            session_id: self.session_id.clone(),
+            call_id: Some(self.call_id.clone()),
+            permission: permission.to_string(),
+            patterns,
+            always,
+            title,
+            metadata,
+        };
+        Ok(self
+            .permissions
+            .ask_cancellable(request, &self.cancel)
+            .await?)
+    }
+
+    /// Asks `external_directory` when `path` (resolved) lies outside the
+    /// project root. The spill directory is always allowed, so the model can
+    /// page through a truncated output.
+    pub async fn check_external(&self, path: &Path, is_dir: bool) -> Result<(), ToolError> {
+        let spill = crate::permission::resolve_path(Path::new("/"), &self.tool_output_dir);
+        if !crate::permission::is_external(&self.root, path) || path.starts_with(&spill) {
+            return Ok(());
+        }
+        let dir = if is_dir {
+            path
+        } else {
+            path.parent().unwrap_or(path)
+        };
+        let pattern = format!("{}/*", dir.display());
+        self.ask(
+            "external_directory",
+            vec![pattern.clone()],
+            vec![pattern],
+            format!("Access outside the project: {}", path.display()),
+            json!({ "path": path.display().to_string() }),
+        )
+        .await
+    }
+}
+
+/// Parses a call's JSON input into the tool's argument struct.
+pub(crate) fn parse_args<T: DeserializeOwned>(tool: &str, input: Value) -> Result<T, ToolError> {
+    serde_json::from_value(input).map_err(|error| ToolError::InvalidArguments {
+        tool: tool.to_string(),
+        detail: error.to_string(),
+    })
+}
+
+/// A tool the model can call.
+#[async_trait::async_trait]
+pub trait Tool: Send + Sync {
+    fn name(&self) -> &'static str;
+    fn description(&self) -> &'static str;
+    /// JSON schema of the arguments.
+    fn parameters(&self) -> Value;
+    /// Read-only tools are the ones the plan agent keeps.
+    fn is_read_only(&self) -> bool;
+    async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError>;
+}
+
+/// The tools by name.
+#[derive(Clone)]
+pub struct Registry {
+    tools: BTreeMap<&'static str, Arc<dyn Tool>>,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.tools.keys()).finish()
+    }
+}
+
+impl Registry {
+    pub fn builtin() -> Self {
+        let tools: Vec<Arc<dyn Tool>> = vec![
+            Arc::new(bash::Bash),
+            Arc::new(read::Read),
+            Arc::new(write::Write),
+            Arc::new(edit::Edit),
+            Arc::new(glob::Glob),
+            Arc::new(grep::Grep),
+            Arc::new(list::List),
+            Arc::new(todowrite::TodoWrite),
+        ];
+        Self {
+            tools: tools.into_iter().map(|tool| (tool.name(), tool)).collect(),
+        }
+    }
+
+    pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        self.tools.get(name).cloned()
+    }
+
+    /// Names in sorted order.
+    pub fn names(&self) -> Vec<&str> {
+        self.tools.keys().copied().collect()
+    }
+
+    /// Specs for the model of the tools `filter` keeps, sorted by name.
+    pub fn specs(&self, filter: impl Fn(&dyn Tool) -> bool) -> Vec<ToolSpec> {
+        self.tools
+            .values()
+            .filter(|tool| filter(tool.as_ref()))
+            .map(|tool| ToolSpec {
+                name: tool.name().to_string(),
+                description: tool.description().to_string(),
+                parameters: tool.parameters(),
+            })
+            .collect()
+    }
+
+    /// Runs `name`; its output passes through [`truncate::truncate`] unless
+    /// the tool truncated itself (it set `metadata.truncated`).
+    ///
+    /// # Errors
+    /// `UnknownTool` naming the real tools, or whatever the tool returns.
+    pub async fn run(
+        &self,
+        name: &str,
+        input: Value,
+        ctx: &ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
+        let tool = self
+            .get(name)
+            .or_else(|| self.get(&name.to_lowercase()))
+            .ok_or_else(|| ToolError::UnknownTool {
+                name: name.to_string(),
+                available: self.names().join(", "),
+            })?;
+        let mut output = tool.execute(input, ctx).await?;
+        if output.metadata.get("truncated").is_none() {
+            let result = truncate::truncate(
+                &output.output,
+                &ctx.limits,
+                truncate::Direction::Head,
+                &ctx.tool_output_dir,
+            )
+            .map_err(|error| {
+                ToolError::io("save the full output to", &ctx.tool_output_dir, error)
+            })?;
+            if !output.metadata.is_object() {
+                output.metadata = json!({});
+            }
+            output.metadata["truncated"] = json!(result.output_path.is_some());
+            if let Some(path) = &result.output_path {
+                output.metadata["output_path"] = json!(path.display().to_string());
+            }
+            output.output = result.text;
+        }
+        Ok(output)
+    }
+}

@@ -1,0 +1,145 @@
+//! The `glob` tool: file paths matching a pattern, newest first, capped at
+//! [`walk::RESULT_LIMIT`]. Ignore-aware; never reads file contents.
+
+use std::path::PathBuf;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{Tool, ToolContext, ToolError, ToolOutput, parse_args, walk};
+
+pub struct Glob;
+
+#[derive(Deserialize)]
+struct Args {
+    pattern: String,
+    path: Option<String>,
+}
+
+const DESCRIPTION: &str = include_str!("../../assets/prompts/tools/glob.txt");
+
+#[async_trait::async_trait]
+impl Tool for Glob {
+    fn name(&self) -> &'static str {
+        "glob"
+    }
+    fn description(&self) -> &'static str {
+        DESCRIPTION
+    }
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "pattern": { "type": "string", "description": "The glob, such as **/*.rs" },
+                "path": { "type": "string", "description": "The directory to search (default: the working directory)" }
+            },
+            "required": ["pattern"]
+        })
+    }
+    fn is_read_only(&self) -> bool {
+        true
+    }
+
+    async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let args: Args = parse_args("glob", input)?;
+        let root = ctx.resolve(args.path.as_deref().unwrap_or("."));
+        ctx.check_external(&root, true).await?;
+        ctx.ask(
+            "glob",
+            vec![args.pattern.clone()],
+            vec!["*".into()],
+            format!("Glob {}", args.pattern),
+            json!({}),
+        )
+        .await?;
+        let matcher = FileMatcher::new(&args.pattern)?;
+        let search_root = root.clone();
+        let cancel = ctx.cancel.clone();
+        let found = tokio::task::spawn_blocking(move || {
+            let mut found: Vec<(std::time::SystemTime, PathBuf)> = Vec::new();
+            for entry in walk::walker(&search_root).flatten() {
+                if cancel.is_cancelled() {
+                    break;
+                }
+                if !entry.file_type().is_some_and(|kind| kind.is_file()) {
+                    continue;
+                }
+                let relative = entry
+                    .path()
+                    .strip_prefix(&search_root)
+                    .unwrap_or(entry.path());
+                if matcher.is_match(relative) {
+                    found.push((walk::modified(entry.path()), entry.path().to_path_buf()));
+                }
+            }
+            found
+        })
+        .await
+        .map_err(|error| ToolError::Failed(format!("glob search stopped unexpectedly: {error}")))?;
+        if ctx.cancel.is_cancelled() {
+            return Err(ToolError::Interrupted {
+                output: String::new(),
+            });
+        }
+        let mut found = found;
+        found.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+        let total = found.len();
+        let truncated = total > walk::RESULT_LIMIT;
+        found.truncate(walk::RESULT_LIMIT);
+        let mut output = if found.is_empty() {
+            "No files found".to_string()
+        } else {
+            found
+                .iter()
+                .map(|(_, path)| path.display().to_string())
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        if truncated {
+            output.push_str(&format!(
+                "\n\n(Results are truncated: showing first {} results. Consider using a more specific path or pattern.)",
+                walk::RESULT_LIMIT
+            ));
+        }
+        Ok(ToolOutput::text(
+            args.pattern,
+            output,
+            json!({ "count": total, "capped": truncated }),
+        ))
+    }
+}
+
+/// A glob applied like ripgrep's `--glob`: with a `/` it matches the path
+/// relative to the search root, without one it matches the file name.
+pub struct FileMatcher {
+    glob: globset::GlobMatcher,
+    whole_path: bool,
+}
+
+impl FileMatcher {
+    /// # Errors
+    /// `InvalidArguments` when the pattern is not a valid glob.
+    pub fn new(pattern: &str) -> Result<Self, ToolError> {
+        let glob = globset::GlobBuilder::new(pattern)
+            .literal_separator(true)
+            .build()
+            .map_err(|error| ToolError::InvalidArguments {
+                tool: "glob".into(),
+                detail: format!("bad pattern `{pattern}`: {error}"),
+            })?;
+        Ok(Self {
+            glob: glob.compile_matcher(),
+            whole_path: pattern.contains('/'),
+        })
+    }
+
+    pub fn is_match(&self, relative: &std::path::Path) -> bool {
+        if self.whole_path {
+            self.glob.is_match(relative)
+        } else {
+            relative
+                .file_name()
+                .is_some_and(|name| self.glob.is_match(name))
+        }
+    }
+}

@@ -1,0 +1,176 @@
+//! The `grep` tool: lines matching a regex, as `path:line: text`, files
+//! newest first, capped at [`walk::RESULT_LIMIT`] matches. Ignore-aware,
+//! skips binary files, clips long lines.
+
+use std::io::BufRead as _;
+use std::path::PathBuf;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::glob::FileMatcher;
+use super::{Tool, ToolContext, ToolError, ToolOutput, parse_args, walk};
+
+pub struct Grep;
+
+#[derive(Deserialize)]
+struct Args {
+    pattern: String,
+    path: Option<String>,
+    include: Option<String>,
+}
+
+/// Matching lines longer than this many characters are clipped.
+const MAX_LINE_CHARS: usize = 2000;
+
+const DESCRIPTION: &str = include_str!("../../assets/prompts/tools/grep.txt");
+
+struct FileMatches {
+    modified: std::time::SystemTime,
+    path: PathBuf,
+    lines: Vec<(usize, String)>,
+}
+
+#[async_trait::async_trait]
+impl Tool for Grep {
+    fn name(&self) -> &'static str {
+        "grep"
+    }
+    fn description(&self) -> &'static str {
+        DESCRIPTION
+    }
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "pattern": { "type": "string", "description": "The regular expression to search for" },
+                "path": { "type": "string", "description": "The directory or file to search (default: the working directory)" },
+                "include": { "type": "string", "description": "Only search files matching this glob, such as *.rs" }
+            },
+            "required": ["pattern"]
+        })
+    }
+    fn is_read_only(&self) -> bool {
+        true
+    }
+
+    async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let args: Args = parse_args("grep", input)?;
+        let root = ctx.resolve(args.path.as_deref().unwrap_or("."));
+        ctx.check_external(&root, root.is_dir()).await?;
+        ctx.ask(
+            "grep",
+            vec![args.pattern.clone()],
+            vec!["*".into()],
+            format!("Grep {}", args.pattern),
+            json!({}),
+        )
+        .await?;
+        let regex =
+            regex::Regex::new(&args.pattern).map_err(|error| ToolError::InvalidArguments {
+                tool: "grep".into(),
+                detail: format!("bad regular expression `{}`: {error}", args.pattern),
+            })?;
+        let include = args.include.as_deref().map(FileMatcher::new).transpose()?;
+        let cancel = ctx.cancel.clone();
+        let search_root = root.clone();
+        let mut files = tokio::task::spawn_blocking(move || {
+            let mut files = Vec::new();
+            for entry in walk::walker(&search_root).flatten() {
+                if cancel.is_cancelled() {
+                    break;
+                }
+                if !entry.file_type().is_some_and(|kind| kind.is_file()) {
+                    continue;
+                }
+                let relative = entry
+                    .path()
+                    .strip_prefix(&search_root)
+                    .unwrap_or(entry.path());
+                let relative = if relative.as_os_str().is_empty() {
+                    entry.path()
+                } else {
+                    relative
+                };
+                if include
+                    .as_ref()
+                    .is_some_and(|glob| !glob.is_match(relative))
+                    || walk::file_looks_binary(entry.path())
+                {
+                    continue;
+                }
+                let lines = matching_lines(entry.path(), &regex);
+                if !lines.is_empty() {
+                    files.push(FileMatches {
+                        modified: walk::modified(entry.path()),
+                        path: entry.path().to_path_buf(),
+                        lines,
+                    });
+                }
+            }
+            files
+        })
+        .await
+        .map_err(|error| ToolError::Failed(format!("grep search stopped unexpectedly: {error}")))?;
+        if ctx.cancel.is_cancelled() {
+            return Err(ToolError::Interrupted {
+                output: String::new(),
+            });
+        }
+        files.sort_by(|a, b| {
+            b.modified
+                .cmp(&a.modified)
+                .then_with(|| a.path.cmp(&b.path))
+        });
+        let total: usize = files.iter().map(|file| file.lines.len()).sum();
+        let mut shown = Vec::new();
+        for file in &files {
+            for (number, text) in &file.lines {
+                if shown.len() < walk::RESULT_LIMIT {
+                    shown.push(format!("{}:{number}: {text}", file.path.display()));
+                }
+            }
+        }
+        let truncated = total > walk::RESULT_LIMIT;
+        let mut output = if shown.is_empty() {
+            "No matches found".to_string()
+        } else {
+            format!("Found {total} matches\n{}", shown.join("\n"))
+        };
+        if truncated {
+            output.push_str(&format!(
+                "\n\n(Results are truncated: showing first {} matches. Consider using a more specific path or pattern.)",
+                walk::RESULT_LIMIT
+            ));
+        }
+        Ok(ToolOutput::text(
+            args.pattern,
+            output,
+            json!({ "matches": total, "capped": truncated }),
+        ))
+    }
+}
+
+fn matching_lines(path: &std::path::Path, regex: &regex::Regex) -> Vec<(usize, String)> {
+    let Ok(file) = std::fs::File::open(path) else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    let mut reader = std::io::BufReader::new(file);
+    let mut raw = Vec::new();
+    let mut number = 0;
+    while reader.read_until(b'\n', &mut raw).is_ok_and(|n| n > 0) {
+        number += 1;
+        let line = String::from_utf8_lossy(&raw);
+        let line = line.trim_end_matches(['\n', '\r']);
+        if regex.is_match(line) {
+            let clipped = match line.char_indices().nth(MAX_LINE_CHARS) {
+                Some((cut, _)) => format!("{}...", &line[..cut]),
+                None => line.to_string(),
+            };
+            found.push((number, clipped));
+        }
+        raw.clear();
+    }
+    found
+}

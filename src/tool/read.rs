@@ -1,0 +1,289 @@
+//! The `read` tool: a file as numbered lines, paged with offset/limit, a
+//! directory as a listing, an image as an attachment.
+//!
+//! Reads line by line, so a huge file costs only the lines shown; caps lines
+//! at 2000 chars and the output at 50 KB and says how to continue. Refuses
+//! binary files. Truncates itself, so the registry does not.
+
+use std::io::BufRead as _;
+use std::path::Path;
+
+use base64::Engine as _;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{Tool, ToolContext, ToolError, ToolOutput, parse_args, walk};
+use crate::message::FilePart;
+
+pub struct Read;
+
+#[derive(Deserialize)]
+struct Args {
+    #[serde(alias = "filePath", alias = "file_path")]
+    path: String,
+    /// First line to show, 1-based.
+    offset: Option<usize>,
+    limit: Option<usize>,
+}
+
+/// Lines shown when the call gives no limit.
+const DEFAULT_LIMIT: usize = 2000;
+/// Longer lines are cut to this many characters.
+const MAX_LINE_CHARS: usize = 2000;
+/// The output stops before passing this many bytes.
+const MAX_OUTPUT_BYTES: usize = 50 * 1024;
+/// Directory entries shown at most.
+const MAX_DIR_ENTRIES: usize = 1000;
+/// Near-miss names suggested for a missing file.
+const MAX_SUGGESTIONS: usize = 3;
+
+const DESCRIPTION: &str = include_str!("../../assets/prompts/tools/read.txt");
+
+#[async_trait::async_trait]
+impl Tool for Read {
+    fn name(&self) -> &'static str {
+        "read"
+    }
+    fn description(&self) -> &'static str {
+        DESCRIPTION
+    }
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "path": { "type": "string", "description": "The file or directory to read" },
+                "offset": { "type": "integer", "description": "The line number to start from (1-based)" },
+                "limit": { "type": "integer", "description": "How many lines to read (default 2000)" }
+            },
+            "required": ["path"]
+        })
+    }
+    fn is_read_only(&self) -> bool {
+        true
+    }
+
+    async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let args: Args = parse_args("read", input)?;
+        let path = ctx.resolve(&args.path);
+        let shown = ctx.display_path(&path);
+        ctx.check_external(&path, path.is_dir()).await?;
+        ctx.ask(
+            "read",
+            vec![shown.clone()],
+            vec![shown.clone()],
+            format!("Read {shown}"),
+            json!({ "path": shown }),
+        )
+        .await?;
+        let meta = std::fs::metadata(&path).map_err(|error| match error.kind() {
+            std::io::ErrorKind::NotFound => ToolError::Failed(not_found(&path)),
+            _ => ToolError::io("read", &path, error),
+        })?;
+        if meta.is_dir() {
+            return read_dir(&path, &shown);
+        }
+        if let Some(mime) = image_mime(&path) {
+            let bytes = std::fs::read(&path).map_err(|e| ToolError::io("read", &path, e))?;
+            let url = format!(
+                "data:{mime};base64,{}",
+                base64::engine::general_purpose::STANDARD.encode(&bytes)
+            );
+            let filename = path
+                .file_name()
+                .map(|name| name.to_string_lossy().into_owned());
+            let mut output = ToolOutput::text(
+                shown,
+                "Image read successfully",
+                json!({ "truncated": false, "mime": mime }),
+            );
+            output.attachments.push(FilePart {
+                mime: mime.to_string(),
+                filename,
+                url,
+            });
+            return Ok(output);
+        }
+        if walk::file_looks_binary(&path) {
+            return Err(ToolError::Failed(format!(
+                "Cannot read binary file: {}",
+                path.display()
+            )));
+        }
+        let offset = args.offset.unwrap_or(1).max(1);
+        let limit = args.limit.unwrap_or(DEFAULT_LIMIT).max(1);
+        let page = read_lines(&path, offset, limit)?;
+        Ok(ToolOutput::text(
+            shown,
+            page.render(&path, offset),
+            json!({ "truncated": page.more, "lines": page.total }),
+        ))
+    }
+}
+
+struct Page {
+    numbered: Vec<String>,
+    total: usize,
+    capped_by_bytes: bool,
+    /// There are lines after the ones shown.
+    more: bool,
+}
+
+impl Page {
+    fn render(&self, path: &Path, offset: usize) -> String {
+        let last = offset + self.numbered.len().saturating_sub(1);
+        let next = offset + self.numbered.len();
+        let ending = if self.capped_by_bytes {
+            format!(
+                "(Output capped at 50 KB. Showing lines {offset}-{last}. Use offset={next} to continue.)"
+            )
+        } else if self.more {
+            format!(
+                "(Showing lines {offset}-{last} of {}. Use offset={next} to continue.)",
+                self.total
+            )
+        } else {
+            format!("(End of file - total {} lines)", self.total)
+        };
+        format!(
+            "<path>{}</path>\n<type>file</type>\n<content>\n{}\n\n{ending}\n</content>",
+            path.display(),
+            self.numbered.join("\n")
+        )
+    }
+}
+
+fn read_lines(path: &Path, offset: usize, limit: usize) -> Result<Page, ToolError> {
+    let file = std::fs::File::open(path).map_err(|e| ToolError::io("read", path, e))?;
+    let mut reader = std::io::BufReader::new(file);
+    let mut page = Page {
+        numbered: Vec::new(),
+        total: 0,
+        capped_by_bytes: false,
+        more: false,
+    };
+    let mut bytes = 0;
+    let mut raw = Vec::new();
+    loop {
+        raw.clear();
+        if reader
+            .read_until(b'\n', &mut raw)
+            .map_err(|e| ToolError::io("read", path, e))?
+            == 0
+        {
+            break;
+        }
+        page.total += 1;
+        let number = page.total;
+        if number < offset || page.more {
+            continue;
+        }
+        if page.numbered.len() == limit {
+            page.more = true;
+            continue;
+        }
+        let text = String::from_utf8_lossy(&raw);
+        let line = text.trim_end_matches(['\n', '\r']);
+        let line = match line.char_indices().nth(MAX_LINE_CHARS) {
+            Some((cut, _)) => format!(
+                "{}... (line truncated to {MAX_LINE_CHARS} chars)",
+                &line[..cut]
+            ),
+            None => line.to_string(),
+        };
+        let entry = format!("{number}: {line}");
+        if bytes + entry.len() + 1 > MAX_OUTPUT_BYTES {
+            page.capped_by_bytes = true;
+            page.more = true;
+            continue;
+        }
+        bytes += entry.len() + 1;
+        page.numbered.push(entry);
+    }
+    if offset > page.total.max(1) {
+        return Err(ToolError::Failed(format!(
+            "Offset {offset} is past the end of {} ({} lines).",
+            path.display(),
+            page.total
+        )));
+    }
+    Ok(page)
+}
+
+fn read_dir(path: &Path, shown: &str) -> Result<ToolOutput, ToolError> {
+    let entries = std::fs::read_dir(path).map_err(|e| ToolError::io("list", path, e))?;
+    let mut names: Vec<String> = entries
+        .flatten()
+        .map(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
+                format!("{name}/")
+            } else {
+                name
+            }
+        })
+        .collect();
+    names.sort();
+    let total = names.len();
+    names.truncate(MAX_DIR_ENTRIES);
+    let more = if total > MAX_DIR_ENTRIES {
+        format!("\n({} more entries not shown)", total - MAX_DIR_ENTRIES)
+    } else {
+        String::new()
+    };
+    let output = format!(
+        "<path>{}</path>\n<type>directory</type>\n<entries>\n{}{more}\n({total} entries)\n</entries>",
+        path.display(),
+        names.join("\n")
+    );
+    Ok(ToolOutput::text(
+        shown,
+        output,
+        json!({ "capped": total > MAX_DIR_ENTRIES }),
+    ))
+}
+
+fn image_mime(path: &Path) -> Option<&'static str> {
+    let extension = path.extension()?.to_string_lossy().to_lowercase();
+    match extension.as_str() {
+        "png" => Some("image/png"),
+        "jpg" | "jpeg" => Some("image/jpeg"),
+        "gif" => Some("image/gif"),
+        "webp" => Some("image/webp"),
+        _ => None,
+    }
+}
+
+/// "File not found", with names in the same directory that look alike.
+fn not_found(path: &Path) -> String {
+    let mut message = format!("File not found: {}", path.display());
+    let (Some(dir), Some(wanted)) = (path.parent(), path.file_name()) else {
+        return message;
+    };
+    let wanted = wanted.to_string_lossy().to_lowercase();
+    let stem = wanted.split('.').next().unwrap_or(&wanted).to_string();
+    let mut similar: Vec<String> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .filter(|name| {
+            let lower = name.to_lowercase();
+            lower.contains(&wanted)
+                || wanted.contains(&lower)
+                || (!stem.is_empty() && lower.starts_with(&stem))
+        })
+        .collect();
+    similar.sort();
+    similar.truncate(MAX_SUGGESTIONS);
+    if !similar.is_empty() {
+        let list: Vec<String> = similar
+            .iter()
+            .map(|name| dir.join(name).display().to_string())
+            .collect();
+        message.push_str(&format!(
+            "\n\nDid you mean one of these?\n{}",
+            list.join("\n")
+        ));
+    }
+    message
+}
