@@ -12,6 +12,39 @@ use serde_json::Value;
 
 use crate::message::FinishReason;
 
+pub mod anthropic;
+pub mod catalog;
+pub mod client;
+pub mod error;
+pub mod openai;
+pub mod presets;
+pub mod retry;
+pub mod sse;
+
+pub use client::{DEFAULT_STALL_TIMEOUT, EventStream, Provider, ProviderConfig, Wire};
+pub use error::{Error, ErrorKind};
+pub use presets::{ProviderOverrides, resolve_provider};
+pub use retry::{RetryNotice, RetryPolicy};
+
+/// Decodes one wire format's SSE events into `StreamEvent`s; one per response.
+pub trait WireDecoder: Send {
+    /// Handles one event, appending what it completes to `out`.
+    ///
+    /// # Errors
+    /// A malformed event, or an error the server reported inside the stream.
+    fn decode(&mut self, event: &sse::SseEvent, out: &mut Vec<StreamEvent>) -> Result<(), Error>;
+
+    /// The body ended. Emits what was waiting for the end, or fails when the
+    /// format's end marker never came (a dropped connection).
+    ///
+    /// # Errors
+    /// `Network` when the stream was cut before its end marker.
+    fn finish(&mut self, out: &mut Vec<StreamEvent>) -> Result<(), Error>;
+
+    /// `Finish` was emitted; nothing after it matters.
+    fn is_done(&self) -> bool;
+}
+
 /// One piece of message content.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
