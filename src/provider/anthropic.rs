@@ -69,7 +69,7 @@ pub fn encode_request(request: &ChatRequest, options: AnthropicOptions) -> Value
         body["thinking"] = json!({"type": "enabled", "budget_tokens": budget});
     } else if let Some(temperature) = request.temperature {
         // Anthropic rejects a temperature other than 1 together with thinking.
-        body["temperature"] = json!(temperature);
+        body["temperature"] = super::temperature_json(temperature);
     }
     body
 }

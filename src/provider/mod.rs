@@ -26,6 +26,16 @@ pub use error::{Error, ErrorKind};
 pub use presets::{ProviderOverrides, resolve_provider};
 pub use retry::{RetryNotice, RetryPolicy};
 
+/// A temperature as JSON without f32 noise (`0.2`, not `0.20000000298023224`).
+pub(crate) fn temperature_json(temperature: f32) -> Value {
+    let shortest = temperature.to_string();
+    shortest
+        .parse::<f64>()
+        .ok()
+        .and_then(serde_json::Number::from_f64)
+        .map_or(Value::Null, Value::Number)
+}
+
 /// Decodes one wire format's SSE events into `StreamEvent`s; one per response.
 pub trait WireDecoder: Send {
     /// Handles one event, appending what it completes to `out`.

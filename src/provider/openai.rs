@@ -68,7 +68,7 @@ pub fn encode_request(request: &ChatRequest, options: OpenAiOptions) -> Value {
         body["tools"] = Value::Array(tools);
     }
     if let Some(temperature) = request.temperature {
-        body["temperature"] = json!(temperature);
+        body["temperature"] = super::temperature_json(temperature);
     }
     if let (true, Some(key)) = (options.sends_prompt_cache_key, &request.cache_key) {
         body["prompt_cache_key"] = json!(key);
