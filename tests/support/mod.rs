@@ -69,6 +69,8 @@ pub struct ScriptedResponse {
     ending: Ending,
     /// Send the body with `Content-Length` (plain JSON errors) instead of chunked.
     fixed_length: bool,
+    /// Never send even the status line.
+    silent: bool,
 }
 
 impl ScriptedResponse {
@@ -81,7 +83,15 @@ impl ScriptedResponse {
             steps: Vec::new(),
             ending: Ending::Complete,
             fixed_length: false,
+            silent: false,
         }
+    }
+
+    /// Accept the request and never answer, not even the status line.
+    pub fn no_answer() -> Self {
+        let mut response = Self::new(200);
+        response.silent = true;
+        response
     }
 
     /// HTTP 200 `text/event-stream`, body sent chunked.
@@ -329,6 +339,9 @@ async fn read_request(socket: &mut TcpStream) -> Option<RecordedRequest> {
 }
 
 async fn write_response(socket: &mut TcpStream, response: ScriptedResponse) -> std::io::Result<()> {
+    if response.silent {
+        return std::future::pending().await;
+    }
     let mut head = format!("HTTP/1.1 {} {}\r\n", response.status, response.reason);
     for (name, value) in &response.headers {
         head.push_str(&format!("{name}: {value}\r\n"));
