@@ -662,3 +662,48 @@ fn local_servers_get_max_tokens_and_no_cache_key() {
     assert!(body.get("max_completion_tokens").is_none());
     assert!(body.get("prompt_cache_key").is_none());
 }
+
+#[tokio::test]
+async fn probe_context_asks_llama_server_then_ollama_then_falls_back() {
+    use cairn::provider::catalog::probe_context;
+    let props = ScriptedResponse::json(
+        200,
+        r#"{"default_generation_settings":{"n_ctx":2048},"total_slots":1}"#,
+    );
+    let server = ScriptedServer::start([props]).await;
+    let probe = within(
+        LIMIT,
+        probe_context(&format!("{}/v1", server.url()), "smollm2", 8192),
+    )
+    .await;
+    assert_eq!((probe.context, probe.warning), (2048, None));
+    assert_eq!(server.requests()[0].path, "/props");
+
+    let not_llama = ScriptedResponse::json(404, "404 page not found");
+    let show = ScriptedResponse::json(
+        200,
+        r#"{"parameters":"num_ctx 16384","model_info":{"llama.context_length":131072}}"#,
+    );
+    let server = ScriptedServer::start([not_llama, show]).await;
+    let probe = within(
+        LIMIT,
+        probe_context(&format!("{}/v1/", server.url()), "qwen3:8b", 8192),
+    )
+    .await;
+    assert_eq!(probe.context, 16384);
+    let requests = server.requests();
+    assert_eq!(
+        (requests[1].method.as_str(), requests[1].path.as_str()),
+        ("POST", "/api/show")
+    );
+    assert_eq!(requests[1].json(), json!({"model": "qwen3:8b"}));
+
+    let server = ScriptedServer::start([
+        ScriptedResponse::json(404, ""),
+        ScriptedResponse::json(404, ""),
+    ])
+    .await;
+    let probe = within(LIMIT, probe_context(&server.url(), "x", 8192)).await;
+    assert_eq!(probe.context, 8192);
+    assert!(probe.warning.unwrap().contains("assuming 8192 tokens"));
+}

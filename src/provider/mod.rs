@@ -14,6 +14,7 @@ use crate::message::FinishReason;
 
 pub mod anthropic;
 pub mod catalog;
+pub mod classify;
 pub mod client;
 pub mod error;
 pub mod openai;
