@@ -164,6 +164,8 @@ fn classify(status: Option<u16>, body: &ErrorBody) -> ErrorKind {
         || body.error_type == "exceed_context_size_error"
         || body.error_type == "request_too_large"
         || OVERFLOW_PATTERNS.is_match(text)
+        // The AI SDK's `400 status code (no body)`: some gateways answer an
+        // oversized prompt with an empty 400 (opencode-spec 7.5).
         || (body.message.is_empty()
             && status.is_some_and(|s| s == 400 || s == 413)
             && body.raw.is_empty());

@@ -6,6 +6,14 @@
 //! messages (Anthropic's shape); the OpenAI encoder splits them into `tool`
 //! role messages. This layer never touches the store or the bus; retries report
 //! their countdown through a callback the caller supplies.
+//!
+//! - `client`    `Provider`: HTTP, stall timeout, cancellation, `stream_with_retry`
+//! - `sse`       bytes -> SSE events (which events each provider sends)
+//! - `anthropic`, `openai`  encode `ChatRequest`, decode events into `StreamEvent`s
+//! - `error`, `classify`    `Error` + `ErrorKind`; status/body -> kind
+//! - `retry`     backoff, `retry-after`, `RetryNotice` for the countdown
+//! - `presets`   built-in providers and `resolve_provider`
+//! - `catalog`   model limits and prices, `cost`, `probe_context` for local servers
 
 use serde::Serialize;
 use serde_json::Value;

@@ -373,9 +373,14 @@ impl WireDecoder for OpenAiDecoder {
         }
         for choice in chunk.choices {
             if let Some(delta) = choice.delta {
-                push_text(out, delta.reasoning_content.or(delta.reasoning), |text| {
-                    StreamEvent::ReasoningDelta { text }
-                });
+                push_text(
+                    out,
+                    delta
+                        .reasoning_content
+                        .filter(|text| !text.is_empty())
+                        .or(delta.reasoning),
+                    |text| StreamEvent::ReasoningDelta { text },
+                );
                 push_text(out, delta.content, |text| StreamEvent::TextDelta { text });
                 for (call_position, call) in delta.tool_calls.into_iter().flatten().enumerate() {
                     self.tool_call_delta(call_position, call, out);
@@ -407,5 +412,73 @@ impl WireDecoder for OpenAiDecoder {
 
     fn is_done(&self) -> bool {
         self.done
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decode_all(chunks: &[Value]) -> (Vec<StreamEvent>, Result<(), Error>) {
+        let mut decoder = OpenAiDecoder::new();
+        let mut out = Vec::new();
+        for chunk in chunks {
+            let event = SseEvent {
+                event: String::new(),
+                data: chunk.to_string(),
+            };
+            if let Err(error) = decoder.decode(&event, &mut out) {
+                return (out, Err(error));
+            }
+        }
+        let end = decoder.finish(&mut out);
+        (out, end)
+    }
+
+    #[test]
+    fn whole_tool_call_without_id_and_stream_without_done() {
+        let chunks = [
+            json!({"choices": [{"delta": {"reasoning_content": "", "reasoning": "hm", "tool_calls": [
+                {"function": {"name": "read", "arguments": json!({"path": "a"}).to_string()}}]}}]}),
+            json!({"choices": [{"delta": {}, "finish_reason": "tool_calls"}]}),
+        ];
+        let (events, end) = decode_all(&chunks);
+        assert_eq!(end, Ok(()));
+        assert_eq!(
+            events,
+            vec![
+                StreamEvent::ReasoningDelta { text: "hm".into() },
+                StreamEvent::ToolCallStart {
+                    id: "call_0".into(),
+                    name: "read".into()
+                },
+                StreamEvent::ToolCallDelta {
+                    id: "call_0".into(),
+                    arguments: r#"{"path":"a"}"#.into()
+                },
+                StreamEvent::ToolCallEnd {
+                    id: "call_0".into(),
+                    name: "read".into(),
+                    input: json!({"path": "a"})
+                },
+                StreamEvent::Finish {
+                    reason: FinishReason::ToolCalls,
+                    usage: Usage::default()
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn cut_stream_and_error_object_are_errors() {
+        let (events, end) = decode_all(&[json!({"choices": [{"delta": {"content": "a"}}]})]);
+        assert_eq!(events, vec![StreamEvent::TextDelta { text: "a".into() }]);
+        assert_eq!(end.unwrap_err().kind(), crate::provider::ErrorKind::Network);
+        let (_, end) =
+            decode_all(&[json!({"error": {"message": "Rate limit exceeded", "code": 429}})]);
+        assert!(matches!(
+            end.unwrap_err().kind(),
+            crate::provider::ErrorKind::RateLimited { .. }
+        ));
     }
 }
