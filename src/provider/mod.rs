@@ -6,11 +6,63 @@
 //! messages (Anthropic's shape); the OpenAI encoder splits them into `tool`
 //! role messages. This layer never touches the store or the bus; retries report
 //! their countdown through a callback the caller supplies.
+//!
+//! - `client`    `Provider`: HTTP, stall timeout, cancellation, `stream_with_retry`
+//! - `sse`       bytes -> SSE events (which events each provider sends)
+//! - `anthropic`, `openai`  encode `ChatRequest`, decode events into `StreamEvent`s
+//! - `error`, `classify`    `Error` + `ErrorKind`; status/body -> kind
+//! - `retry`     backoff, `retry-after`, `RetryNotice` for the countdown
+//! - `presets`   built-in providers and `resolve_provider`
+//! - `catalog`   model limits and prices, `cost`, `probe_context` for local servers
 
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::message::FinishReason;
+
+pub mod anthropic;
+pub mod catalog;
+pub mod classify;
+pub mod client;
+pub mod error;
+pub mod openai;
+pub mod presets;
+pub mod retry;
+pub mod sse;
+
+pub use client::{DEFAULT_STALL_TIMEOUT, EventStream, Provider, ProviderConfig, Wire};
+pub use error::{Error, ErrorKind};
+pub use presets::{ProviderOverrides, resolve_provider};
+pub use retry::{RetryNotice, RetryPolicy};
+
+/// A temperature as JSON without f32 noise (`0.2`, not `0.20000000298023224`).
+pub(crate) fn temperature_json(temperature: f32) -> Value {
+    let shortest = temperature.to_string();
+    shortest
+        .parse::<f64>()
+        .ok()
+        .and_then(serde_json::Number::from_f64)
+        .map_or(Value::Null, Value::Number)
+}
+
+/// Decodes one wire format's SSE events into `StreamEvent`s; one per response.
+pub trait WireDecoder: Send {
+    /// Handles one event, appending what it completes to `out`.
+    ///
+    /// # Errors
+    /// A malformed event, or an error the server reported inside the stream.
+    fn decode(&mut self, event: &sse::SseEvent, out: &mut Vec<StreamEvent>) -> Result<(), Error>;
+
+    /// The body ended. Emits what was waiting for the end, or fails when the
+    /// format's end marker never came (a dropped connection).
+    ///
+    /// # Errors
+    /// `Network` when the stream was cut before its end marker.
+    fn finish(&mut self, out: &mut Vec<StreamEvent>) -> Result<(), Error>;
+
+    /// `Finish` was emitted; nothing after it matters.
+    fn is_done(&self) -> bool;
+}
 
 /// One piece of message content.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -1,0 +1,422 @@
+//! `Provider`: one configured backend that turns a `ChatRequest` into a live
+//! stream of `StreamEvent`s over HTTP.
+//!
+//! Owns the HTTP request (URL, headers, body), status classification, the
+//! stall timeout and cancellation while streaming, and retry of failures that
+//! happen before the first event. It never stores, publishes or logs keys.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::pin::Pin;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::{Stream, StreamExt};
+use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use serde::Deserialize;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::anthropic::{self, AnthropicDecoder, AnthropicOptions};
+use super::error::Error;
+use super::openai::{self, OpenAiDecoder, OpenAiOptions};
+use super::retry::{RetryNotice, RetryPolicy};
+use super::sse::{SseDecoder, SseEvent};
+use super::{ChatRequest, StreamEvent, WireDecoder};
+
+/// How long a stream may send nothing before it is abandoned. Reasoning
+/// models can think silently for a while, but providers send pings.
+pub const DEFAULT_STALL_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Connecting should be quick even to a busy server; a long wait here means
+/// a wrong address or a firewall.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The longest error body we read: enough for any real message.
+const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
+
+/// Which wire format a provider speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Wire {
+    /// Anthropic Messages (`/v1/messages`).
+    Anthropic,
+    /// OpenAI Chat Completions (`/chat/completions`) and compatible servers.
+    #[serde(alias = "openai-compatible")]
+    OpenAi,
+}
+
+/// Everything needed to reach one provider.
+#[derive(Clone)]
+pub struct ProviderConfig {
+    /// Shown in messages: `anthropic`, `llamacpp`, a user's own name.
+    pub name: String,
+    pub wire: Wire,
+    /// Anthropic: the host root (`https://api.anthropic.com`); OpenAI: up to `/v1`.
+    pub base_url: String,
+    /// The key itself, never its variable name; `None` for local servers.
+    pub api_key: Option<String>,
+    pub headers: Vec<(String, String)>,
+    pub sends_prompt_cache_key: bool,
+    pub uses_max_completion_tokens: bool,
+    pub thinking_budget: Option<u32>,
+    pub stall_timeout: Duration,
+}
+
+impl fmt::Debug for ProviderConfig {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter
+            .debug_struct("ProviderConfig")
+            .field("name", &self.name)
+            .field("wire", &self.wire)
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "[redacted]"))
+            .field(
+                "headers",
+                &self
+                    .headers
+                    .iter()
+                    .map(|(name, _)| name)
+                    .collect::<Vec<_>>(),
+            )
+            .field("sends_prompt_cache_key", &self.sends_prompt_cache_key)
+            .field(
+                "uses_max_completion_tokens",
+                &self.uses_max_completion_tokens,
+            )
+            .field("thinking_budget", &self.thinking_budget)
+            .field("stall_timeout", &self.stall_timeout)
+            .finish()
+    }
+}
+
+impl ProviderConfig {
+    /// A config with defaults for everything but the address and format.
+    pub fn new(name: impl Into<String>, wire: Wire, base_url: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            wire,
+            base_url: base_url.into(),
+            api_key: None,
+            headers: Vec::new(),
+            sends_prompt_cache_key: false,
+            uses_max_completion_tokens: false,
+            thinking_budget: None,
+            stall_timeout: DEFAULT_STALL_TIMEOUT,
+        }
+    }
+}
+
+/// The events of one response; ends after `Finish` or the first error.
+pub type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, Error>> + Send>>;
+
+/// A ready-to-use backend. Cheap to clone (the HTTP pool is shared).
+#[derive(Clone, Debug)]
+pub struct Provider {
+    config: ProviderConfig,
+    http: reqwest::Client,
+    headers: HeaderMap,
+}
+
+impl Provider {
+    /// # Errors
+    /// `Config` when a header name or value (including the key) is not valid HTTP.
+    pub fn new(config: ProviderConfig) -> Result<Self, Error> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(CONNECT_TIMEOUT)
+            .build()
+            .map_err(|error| Error::config(format!("cannot set up the HTTP client: {error}")))?;
+        let headers = build_headers(&config)?;
+        Ok(Self {
+            config,
+            http,
+            headers,
+        })
+    }
+
+    pub fn config(&self) -> &ProviderConfig {
+        &self.config
+    }
+
+    /// Where requests go.
+    pub fn endpoint(&self) -> String {
+        let base = self.config.base_url.trim_end_matches('/');
+        match self.config.wire {
+            Wire::Anthropic if base.ends_with("/v1") => format!("{base}/messages"),
+            Wire::Anthropic => format!("{base}/v1/messages"),
+            Wire::OpenAi => format!("{base}/chat/completions"),
+        }
+    }
+
+    /// The exact JSON body `stream` sends for `request`.
+    pub fn request_body(&self, request: &ChatRequest) -> Value {
+        match self.config.wire {
+            Wire::Anthropic => anthropic::encode_request(
+                request,
+                AnthropicOptions {
+                    thinking_budget: self.config.thinking_budget,
+                },
+            ),
+            Wire::OpenAi => openai::encode_request(
+                request,
+                OpenAiOptions {
+                    sends_prompt_cache_key: self.config.sends_prompt_cache_key,
+                    uses_max_completion_tokens: self.config.uses_max_completion_tokens,
+                },
+            ),
+        }
+    }
+
+    /// Sends `request` and returns its events as they arrive.
+    ///
+    /// # Errors
+    /// Connection failures, non-success statuses (classified), cancellation.
+    /// Errors after this returns arrive as items of the stream.
+    pub async fn stream(
+        &self,
+        request: &ChatRequest,
+        cancel: CancellationToken,
+    ) -> Result<EventStream, Error> {
+        let secret = self.config.api_key.clone();
+        let redact = |error: Error| error.redact(secret.as_deref());
+        let url = self.endpoint();
+        let body = serde_json::to_vec(&self.request_body(request))
+            .map_err(|error| Error::config(format!("cannot encode the request: {error}")))?;
+        let send = self
+            .http
+            .post(&url)
+            .headers(self.headers.clone())
+            .body(body)
+            .send();
+        let stall = self.config.stall_timeout;
+        let response = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => return Err(Error::cancelled()),
+            response = tokio::time::timeout(stall, send) => match response {
+                Err(_) => return Err(Error::stalled(&url, stall)),
+                Ok(Err(error)) => return Err(redact(Error::network(&url, error_chain(&error)))),
+                Ok(Ok(response)) => response,
+            },
+        };
+        let status = response.status();
+        if !status.is_success() {
+            let headers = response.headers().clone();
+            let text = tokio::select! {
+                biased;
+                _ = cancel.cancelled() => return Err(Error::cancelled()),
+                text = tokio::time::timeout(stall, read_error_body(response)) => text.unwrap_or_default(),
+            };
+            return Err(redact(Error::from_http(
+                &self.config.name,
+                status.as_u16(),
+                &headers,
+                &text,
+            )));
+        }
+        let decoder: Box<dyn WireDecoder> = match self.config.wire {
+            Wire::Anthropic => Box::new(AnthropicDecoder::new()),
+            Wire::OpenAi => Box::new(OpenAiDecoder::new()),
+        };
+        let state = StreamState {
+            body: Box::pin(response.bytes_stream()),
+            sse: SseDecoder::new(),
+            decoder,
+            sse_events: Vec::new(),
+            decoded: Vec::new(),
+            pending: VecDeque::new(),
+            pending_error: None,
+            cancel,
+            stall,
+            url,
+            secret,
+            finished: false,
+        };
+        Ok(Box::pin(futures::stream::unfold(
+            state,
+            |mut state| async move { state.next_event().await.map(|item| (item, state)) },
+        )))
+    }
+
+    /// `stream`, retried while nothing has been received: failures before the
+    /// first event (status errors, drops, stalls, a mid-stream error before
+    /// any content) are retried per `policy`, each wait reported to `on_retry`.
+    ///
+    /// # Errors
+    /// The last failure, or `Cancelled`.
+    pub async fn stream_with_retry(
+        &self,
+        request: &ChatRequest,
+        cancel: CancellationToken,
+        policy: &RetryPolicy,
+        on_retry: impl FnMut(RetryNotice),
+    ) -> Result<EventStream, Error> {
+        let cancel = &cancel;
+        policy
+            .run(cancel, on_retry, || async move {
+                let mut events = self.stream(request, cancel.clone()).await?;
+                match events.next().await {
+                    Some(Ok(first)) => {
+                        Ok(Box::pin(futures::stream::iter([Ok(first)]).chain(events))
+                            as EventStream)
+                    }
+                    Some(Err(error)) => Err(error),
+                    None => Err(Error::truncated(&self.config.name, "no events at all")),
+                }
+            })
+            .await
+    }
+}
+
+fn build_headers(config: &ProviderConfig) -> Result<HeaderMap, Error> {
+    let mut headers = HeaderMap::new();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    headers.insert(
+        reqwest::header::ACCEPT,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    let invalid_key = || {
+        Error::config(format!(
+            "the API key for {} contains characters not allowed in an HTTP header",
+            config.name
+        ))
+    };
+    match (config.wire, &config.api_key) {
+        (Wire::Anthropic, key) => {
+            headers.insert(
+                "anthropic-version",
+                HeaderValue::from_static(anthropic::API_VERSION),
+            );
+            if let Some(key) = key {
+                let mut value = HeaderValue::from_str(key).map_err(|_| invalid_key())?;
+                value.set_sensitive(true);
+                headers.insert("x-api-key", value);
+            }
+        }
+        (Wire::OpenAi, Some(key)) => {
+            let mut value =
+                HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| invalid_key())?;
+            value.set_sensitive(true);
+            headers.insert(reqwest::header::AUTHORIZATION, value);
+        }
+        (Wire::OpenAi, None) => {}
+    }
+    for (name, value) in &config.headers {
+        let header_name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
+            Error::config(format!(
+                "header name {name:?} for {} is not valid HTTP",
+                config.name
+            ))
+        })?;
+        let header_value = HeaderValue::from_str(value).map_err(|_| {
+            Error::config(format!(
+                "the value of header {name} for {} is not valid HTTP",
+                config.name
+            ))
+        })?;
+        headers.insert(header_name, header_value);
+    }
+    Ok(headers)
+}
+
+/// reqwest's top-level message hides the cause ("error sending request").
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+async fn read_error_body(response: reqwest::Response) -> String {
+    let mut body = Vec::new();
+    let mut chunks = response.bytes_stream();
+    while let Some(Ok(chunk)) = chunks.next().await {
+        body.extend_from_slice(&chunk);
+        if body.len() >= MAX_ERROR_BODY_BYTES {
+            body.truncate(MAX_ERROR_BODY_BYTES);
+            break;
+        }
+    }
+    String::from_utf8_lossy(&body).into_owned()
+}
+
+/// The decoding pipeline of one response body.
+struct StreamState {
+    body: Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>,
+    sse: SseDecoder,
+    decoder: Box<dyn WireDecoder>,
+    sse_events: Vec<SseEvent>,
+    decoded: Vec<StreamEvent>,
+    pending: VecDeque<StreamEvent>,
+    /// Yielded once the events decoded before it are out.
+    pending_error: Option<Error>,
+    cancel: CancellationToken,
+    stall: Duration,
+    url: String,
+    secret: Option<String>,
+    finished: bool,
+}
+
+impl StreamState {
+    async fn next_event(&mut self) -> Option<Result<StreamEvent, Error>> {
+        loop {
+            if let Some(event) = self.pending.pop_front() {
+                return Some(Ok(event));
+            }
+            if let Some(error) = self.pending_error.take() {
+                return Some(Err(error.redact(self.secret.as_deref())));
+            }
+            if self.finished {
+                return None;
+            }
+            let next = tokio::select! {
+                biased;
+                _ = self.cancel.cancelled() => Err(Error::cancelled()),
+                next = tokio::time::timeout(self.stall, self.body.next()) => match next {
+                    Err(_) => Err(Error::stalled(&self.url, self.stall)),
+                    Ok(next) => Ok(next),
+                },
+            };
+            let outcome = match next {
+                Err(error) => Err(error),
+                Ok(Some(Ok(bytes))) => self.decode_bytes(&bytes),
+                Ok(Some(Err(error))) => Err(Error::network(&self.url, error_chain(&error))),
+                Ok(None) => self.decode_end(),
+            };
+            self.pending.extend(self.decoded.drain(..));
+            if let Err(error) = outcome {
+                self.pending_error = Some(error);
+                self.finished = true;
+            } else if self.decoder.is_done() {
+                // Stop reading: whatever follows the end marker is not ours.
+                self.finished = true;
+            }
+        }
+    }
+
+    fn decode_bytes(&mut self, bytes: &[u8]) -> Result<(), Error> {
+        self.sse
+            .feed(bytes, &mut self.sse_events)
+            .map_err(|error| Error::malformed(&self.url, error))?;
+        self.decode_events()
+    }
+
+    fn decode_end(&mut self) -> Result<(), Error> {
+        self.finished = true;
+        self.sse
+            .finish(&mut self.sse_events)
+            .map_err(|error| Error::malformed(&self.url, error))?;
+        self.decode_events()?;
+        self.decoder.finish(&mut self.decoded)
+    }
+
+    fn decode_events(&mut self) -> Result<(), Error> {
+        for event in self.sse_events.drain(..) {
+            self.decoder.decode(&event, &mut self.decoded)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,181 @@
+//! `provider::Error`: what went wrong with a model call, as a kind the
+//! session decides on (retry, compact, stop) and a message for users.
+//!
+//! Messages say what failed and what to try; they never contain an API key
+//! (`redact` removes it from any echoed server text). Classifying HTTP
+//! replies and stream error objects into kinds lives in `classify.rs`.
+
+use std::time::Duration;
+
+/// What kind of failure, without the text: what the session decides on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The request does not fit the model's window: compact, never retry.
+    ContextOverflow,
+    RateLimited {
+        retry_after: Option<Duration>,
+    },
+    Overloaded,
+    Server {
+        status: u16,
+    },
+    Auth,
+    BadRequest,
+    /// Could not connect, or the connection broke.
+    Network,
+    /// No bytes for longer than the stall timeout.
+    Stalled,
+    /// The server sent something that is not the wire format.
+    Malformed,
+    Cancelled,
+    /// The provider is not usable as configured (unknown name, key unset).
+    Config,
+}
+
+/// A failed model call. `Display` is the message for users.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{message}")]
+pub struct Error {
+    kind: ErrorKind,
+    message: String,
+    /// The server's requested wait (`retry-after-ms` / `retry-after`).
+    retry_after: Option<Duration>,
+}
+
+impl Error {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        let retry_after = match kind {
+            ErrorKind::RateLimited { retry_after } => retry_after,
+            _ => None,
+        };
+        Self {
+            kind,
+            message: message.into(),
+            retry_after,
+        }
+    }
+
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// How long the server asked us to wait, if it said.
+    pub fn retry_after(&self) -> Option<Duration> {
+        self.retry_after
+    }
+
+    pub fn with_retry_after(mut self, wait: Option<Duration>) -> Self {
+        if wait.is_some() {
+            self.retry_after = wait;
+            if let ErrorKind::RateLimited { retry_after } = &mut self.kind {
+                *retry_after = wait;
+            }
+        }
+        self
+    }
+
+    /// Whether trying the same request again can succeed. The caller only
+    /// retries before any event reached the user, so `Network` counts.
+    pub fn is_retryable(&self) -> bool {
+        match self.kind {
+            ErrorKind::RateLimited { .. }
+            | ErrorKind::Overloaded
+            | ErrorKind::Network
+            | ErrorKind::Stalled => true,
+            ErrorKind::Server { status } => status >= 500,
+            ErrorKind::ContextOverflow
+            | ErrorKind::Auth
+            | ErrorKind::BadRequest
+            | ErrorKind::Malformed
+            | ErrorKind::Cancelled
+            | ErrorKind::Config => false,
+        }
+    }
+
+    pub fn is_context_overflow(&self) -> bool {
+        self.kind == ErrorKind::ContextOverflow
+    }
+
+    pub fn cancelled() -> Self {
+        Self::new(ErrorKind::Cancelled, "the request was cancelled")
+    }
+
+    pub fn network(url: &str, detail: impl std::fmt::Display) -> Self {
+        Self::new(
+            ErrorKind::Network,
+            format!(
+                "connection to {url} failed: {detail}; check the base URL and your network, cairn retries a few times"
+            ),
+        )
+    }
+
+    /// The body ended cleanly but before the format's end marker: a dropped
+    /// connection or a proxy cutting the response.
+    pub fn truncated(provider: &str, missing: &str) -> Self {
+        Self::new(
+            ErrorKind::Network,
+            format!(
+                "the response from {provider} ended early ({missing}); the connection was probably dropped, try again"
+            ),
+        )
+    }
+
+    pub fn stalled(url: &str, after: Duration) -> Self {
+        Self::new(
+            ErrorKind::Stalled,
+            format!(
+                "{url} sent nothing for {} s, so the request was abandoned; the server may be overloaded, try again",
+                after.as_secs_f32()
+            ),
+        )
+    }
+
+    pub fn malformed(provider: &str, detail: impl std::fmt::Display) -> Self {
+        Self::new(
+            ErrorKind::Malformed,
+            format!(
+                "{provider} sent a response cairn cannot read: {detail}; is the base URL pointing at the right kind of server?"
+            ),
+        )
+    }
+
+    pub fn config(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Config, message)
+    }
+
+    /// Removes `secret` from the message: servers echo keys back in 401 bodies.
+    pub fn redact(mut self, secret: Option<&str>) -> Self {
+        if let Some(secret) = secret.filter(|secret| !secret.is_empty()) {
+            if self.message.contains(secret) {
+                self.message = self.message.replace(secret, "[redacted]");
+            }
+        }
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reqwest::header::HeaderMap;
+
+    fn http(status: u16, body: &str) -> Error {
+        Error::from_http("test", status, &HeaderMap::new(), body)
+    }
+
+    #[test]
+    fn redact_removes_the_key_from_echoed_text() {
+        let error = http(
+            401,
+            r#"{"error":{"message":"Incorrect API key provided: sk-secret-123"}}"#,
+        )
+        .redact(Some("sk-secret-123"));
+        assert!(!error.to_string().contains("sk-secret-123"));
+        assert!(!format!("{error:?}").contains("sk-secret-123"));
+        assert!(error.to_string().contains("[redacted]"));
+    }
+}
