@@ -8,6 +8,7 @@
 
 mod guard;
 mod prompt;
+mod request;
 mod shrink;
 mod tail;
 
@@ -16,6 +17,7 @@ use crate::session::context::completed_compaction_pairs;
 
 pub use guard::{CompactionGuard, GuardVerdict, MIN_FREED_FRACTION};
 pub use prompt::{SYSTEM_PROMPT, build_prompt};
+pub use request::{SummaryPlan, TailSettings, plan_summary, summary_messages};
 pub use shrink::{SHRUNK_TOOL_OUTPUT_CHARS, omitted_turns_note, shrink_step};
 pub use tail::{
     DEFAULT_TAIL_TURNS, MAX_PRESERVE_RECENT_TOKENS, MIN_PRESERVE_RECENT_TOKENS, TailSelection,

@@ -82,6 +82,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn warm_up_builds_the_encoder_in_the_background() {
+        warm_up();
+        warm_up();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !is_ready() {
+            assert!(std::time::Instant::now() < deadline, "encoder not built in 30 s");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert_eq!(count_exact("上下文"), Some(count("上下文")));
+    }
+
+    #[test]
     fn exact_count_matches_known_o200k_tokenizations() {
         assert_eq!(count(""), 0);
         assert_eq!(count("hello world"), 2);
