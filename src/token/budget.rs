@@ -78,6 +78,8 @@ pub fn gauge(
     settings: &CompactionSettings,
 ) -> ContextGauge {
     let usable = usable(limits, settings);
+    // What is really kept free: `reserved` below an input limit, the whole
+    // output allowance below the context window (where `reserved` is unused).
     let kept_free = match limits.input {
         Some(input) if input > 0 => reserved(limits, settings),
         _ => max_output_tokens(limits),

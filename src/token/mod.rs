@@ -87,7 +87,10 @@ mod tests {
         warm_up();
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
         while !is_ready() {
-            assert!(std::time::Instant::now() < deadline, "encoder not built in 30 s");
+            assert!(
+                std::time::Instant::now() < deadline,
+                "encoder not built in 30 s"
+            );
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
         assert_eq!(count_exact("上下文"), Some(count("上下文")));
