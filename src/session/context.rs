@@ -234,6 +234,11 @@ fn push_assistant_step(
             PartKind::Text(text) => content.push(Content::Text {
                 text: text.text.clone(),
             }),
+            // Unsigned blank reasoning carries nothing for any provider.
+            PartKind::Reasoning(reasoning)
+                if reasoning.text.trim().is_empty()
+                    && reasoning.signature.is_none()
+                    && reasoning.redacted.is_none() => {}
             PartKind::Reasoning(reasoning) if same_model => {
                 if let Some(data) = &reasoning.redacted {
                     content.push(Content::RedactedReasoning { data: data.clone() });

@@ -242,6 +242,7 @@ fn reasoning_keeps_signatures_only_for_the_same_model() {
     h.user("q")
         .assistant()
         .reasoning("plan", Some("sig"))
+        .reasoning(" ", None)
         .text("");
     h.assistant_with(ModelRef::new("openai", "gpt-5"), false)
         .reasoning("other plan", Some("sig2"))
