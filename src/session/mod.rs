@@ -8,3 +8,6 @@
 //! Reports to front ends only through the bus; never draws or prints.
 
 pub mod command;
+pub mod compaction;
+pub mod context;
+pub mod prune;

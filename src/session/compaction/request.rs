@@ -1,0 +1,185 @@
+//! Planning one summary request: which messages are summarized, which user
+//! message is replayed after an overflow, where the verbatim tail starts, the
+//! prompt, and the first rung of the shrink ladder worth trying.
+
+use crate::message::{MessageWithParts, ModelRef};
+use crate::provider::{ChatMessage, ChatRole, Content};
+use crate::session::context::{ModelViewOptions, ensure_tool_pairing, to_model_messages};
+use crate::token;
+
+use super::{
+    build_prompt, find_previous_summary, hide_completed_compactions, messages_tokens,
+    overflow_replay, recent_budget, select_tail,
+};
+
+/// The `[compaction]` settings tail selection needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TailSettings {
+    /// `compaction.tail_turns` (default 2; 0 keeps no tail).
+    pub tail_turns: usize,
+    /// `compaction.preserve_recent_tokens`.
+    pub preserve_recent_tokens: Option<u64>,
+}
+
+impl Default for TailSettings {
+    fn default() -> Self {
+        Self {
+            tail_turns: super::DEFAULT_TAIL_TURNS,
+            preserve_recent_tokens: None,
+        }
+    }
+}
+
+/// What the loop sends for a compaction request, and what it writes after.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SummaryPlan {
+    /// Messages to summarize (feed `shrink_step(&head, step)` to `summary_messages`).
+    pub head: Vec<MessageWithParts>,
+    /// Persist into the compaction part: first message kept verbatim.
+    pub tail_start_id: Option<String>,
+    /// After an overflow: the user message to re-send after the summary.
+    pub replay: Option<MessageWithParts>,
+    /// The final user message of the summary request.
+    pub prompt: String,
+    /// First shrink step worth sending: 1 when the head alone cannot fit.
+    pub first_step: u32,
+}
+
+/// Plans the summary for the compaction request `compaction_message_id`.
+///
+/// `context` is the store's context read (oldest first, not reordered);
+/// `usable` is the window from `token::usable`. Returns `None` when the
+/// compaction request is not in `context`.
+pub fn plan_summary(
+    context: &[MessageWithParts],
+    compaction_message_id: &str,
+    settings: TailSettings,
+    usable: u64,
+) -> Option<SummaryPlan> {
+    let index = context
+        .iter()
+        .position(|m| m.message.id == compaction_message_id)?;
+    let request = context[index].compaction()?;
+    let mut before = context[..index].to_vec();
+    let mut replay = None;
+    if request.overflow
+        && let Some(replay_index) = overflow_replay(&before)
+    {
+        // What followed the replayed message (its failed answer) is dropped.
+        replay = before.drain(replay_index..).next();
+    }
+    let previous = find_previous_summary(&before);
+    let visible = hide_completed_compactions(before);
+    let budget = recent_budget(settings.preserve_recent_tokens, usable);
+    let tail = select_tail(&visible, settings.tail_turns, budget, messages_tokens);
+    let mut head = visible;
+    head.truncate(tail.head_len);
+    let prompt = build_prompt(previous.as_deref(), request.instructions.as_deref());
+    let needed = messages_tokens(&head) + token::estimate(&prompt) as u64;
+    let first_step = if usable != 0 && needed > usable { 1 } else { 0 };
+    Some(SummaryPlan {
+        head,
+        tail_start_id: tail.tail_start_id,
+        replay,
+        prompt,
+        first_step,
+    })
+}
+
+/// The messages of a summary request: the (shrunk) head as the model sees it,
+/// media stripped, then the prompt. Sent with the compaction system prompt
+/// and no tools.
+pub fn summary_messages(
+    head: &[MessageWithParts],
+    model: &ModelRef,
+    prompt: &str,
+    media_in_tool_results: bool,
+) -> Vec<ChatMessage> {
+    let options = ModelViewOptions {
+        strip_media: true,
+        tool_output_max_chars: None,
+        media_in_tool_results,
+    };
+    let mut messages = to_model_messages(head, model, options);
+    ensure_tool_pairing(&mut messages);
+    messages.push(ChatMessage {
+        role: ChatRole::User,
+        content: vec![Content::Text {
+            text: prompt.to_string(),
+        }],
+    });
+    messages
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::PartKind;
+    use crate::session::context::test_history::{HistoryBuilder, model};
+
+    #[test]
+    fn plans_head_tail_and_anchored_prompt() {
+        let mut h = HistoryBuilder::new();
+        h.compaction_request(true, None);
+        h.summary("old facts");
+        h.user("one").assistant().text("a").finish(1);
+        h.user("two").assistant().text("b").finish(1);
+        let id = h.compaction_request(true, None);
+        let context = h.build();
+        let plan = plan_summary(&context, &id, TailSettings::default(), 100_000).expect("planned");
+        // Both turns fit the 8,000 budget: nothing left to summarize but the
+        // tail would be everything, so everything is summarized.
+        assert_eq!(plan.tail_start_id, None);
+        assert_eq!(plan.head.len(), 4, "the old pair is hidden");
+        assert!(
+            plan.prompt
+                .contains("<previous-summary>\nold facts\n</previous-summary>")
+        );
+        assert_eq!((plan.first_step, plan.replay.is_none()), (0, true));
+
+        let one_turn = TailSettings {
+            tail_turns: 1,
+            ..TailSettings::default()
+        };
+        let plan = plan_summary(&context, &id, one_turn, 100_000).expect("planned");
+        assert_eq!(plan.head.len(), 2);
+        assert_eq!(
+            plan.tail_start_id.as_deref(),
+            Some(context[4].message.id.as_str())
+        );
+
+        let messages = summary_messages(&plan.head, &model(), &plan.prompt, true);
+        assert_eq!(messages.len(), 3);
+        assert!(matches!(&messages[2].content[0], Content::Text { text } if text == &plan.prompt));
+    }
+
+    #[test]
+    fn overflow_replays_the_last_user_message_and_big_heads_start_shrunk() {
+        let mut h = HistoryBuilder::new();
+        h.user("first").assistant();
+        h.tool_done("read", &"word ".repeat(10_000)).finish(1);
+        h.user("huge paste");
+        let id = h.compaction_request(true, None);
+        let mut context = h.build();
+        if let PartKind::Compaction(c) = &mut context[3].parts[0].kind {
+            c.overflow = true;
+            c.instructions = Some("keep the API".into());
+        }
+        let no_tail = TailSettings {
+            tail_turns: 0,
+            ..TailSettings::default()
+        };
+        let plan = plan_summary(&context, &id, no_tail, 5_000).expect("planned");
+        assert_eq!(
+            plan.replay.map(|m| m.message.id),
+            Some(context[2].message.id.clone())
+        );
+        assert_eq!(plan.head.len(), 2);
+        assert_eq!(
+            plan.first_step, 1,
+            "10,000 tokens of output cannot fit 5,000"
+        );
+        assert!(plan.prompt.ends_with("keep the API"));
+        assert_eq!(plan_summary(&context, "msg_missing", no_tail, 5_000), None);
+    }
+}

@@ -1,0 +1,167 @@
+//! The shrink ladder for a summary request that itself overflows (DESIGN,
+//! "Never dead-end"): instead of giving up like upstream, cut the input and
+//! retry. Step 0 is the history as is; step 1 cuts tool outputs to 2,000
+//! characters and strips media; each later step also drops the oldest half of
+//! the turns still kept, until one turn is left.
+
+use crate::message::{MessageWithParts, Part, PartKind, TextPart, ToolState};
+use crate::session::context::{attachment_marker, truncate_for_compaction};
+
+use super::tail::turn_starts;
+
+/// Tool outputs are cut to this many characters from step 1 on.
+pub const SHRUNK_TOOL_OUTPUT_CHARS: usize = 2_000;
+
+/// Tells the summarizer that turns are missing, so it does not present a
+/// partial history as complete.
+pub fn omitted_turns_note(turns: usize) -> String {
+    format!(
+        "[{turns} earlier turn(s) were left out of this summary request because they did not fit in the model's context window]"
+    )
+}
+
+/// The input for attempt `step` of a summary request, or `None` when nothing
+/// more can be dropped (the caller then reports that compaction cannot help).
+pub fn shrink_step(history: &[MessageWithParts], step: u32) -> Option<Vec<MessageWithParts>> {
+    if step == 0 {
+        return Some(history.to_vec());
+    }
+    let mut shrunk: Vec<MessageWithParts> = history.iter().map(shrink_message).collect();
+    if step == 1 {
+        return Some(shrunk);
+    }
+    let starts = turn_starts(&shrunk);
+    let turns = starts.len();
+    let keep = |step: u32| -> usize {
+        let divisor = 1usize.checked_shl(step - 1).unwrap_or(usize::MAX);
+        turns.div_ceil(divisor).max(1)
+    };
+    let kept = keep(step);
+    if turns == 0 || kept == keep(step - 1).min(turns) {
+        return None;
+    }
+    let first_kept = starts[turns - kept];
+    let dropped = turns - kept;
+    let mut tail = shrunk.split_off(first_kept);
+    let note_message = &mut tail[0];
+    let note = Part {
+        id: format!("{}-omitted", note_message.message.id),
+        message_id: note_message.message.id.clone(),
+        session_id: note_message.message.session_id.clone(),
+        kind: PartKind::Text(TextPart {
+            text: omitted_turns_note(dropped),
+            synthetic: true,
+            ..TextPart::default()
+        }),
+        tokens: None,
+    };
+    note_message.parts.insert(0, note);
+    Some(tail)
+}
+
+fn shrink_message(message: &MessageWithParts) -> MessageWithParts {
+    let mut message = message.clone();
+    for part in &mut message.parts {
+        let replaced = match &mut part.kind {
+            PartKind::File(file) => Some(PartKind::Text(TextPart {
+                text: attachment_marker(file),
+                synthetic: true,
+                ..TextPart::default()
+            })),
+            PartKind::Tool(tool) => {
+                match &mut tool.state {
+                    ToolState::Completed {
+                        output,
+                        attachments,
+                        ..
+                    } => {
+                        *output = truncate_for_compaction(output, SHRUNK_TOOL_OUTPUT_CHARS);
+                        attachments.clear();
+                    }
+                    ToolState::Error { error, .. } => {
+                        *error = truncate_for_compaction(error, SHRUNK_TOOL_OUTPUT_CHARS);
+                    }
+                    ToolState::Pending { .. } | ToolState::Running { .. } => {}
+                }
+                None
+            }
+            _ => None,
+        };
+        if let Some(kind) = replaced {
+            part.kind = kind;
+        }
+        part.tokens = None;
+    }
+    message
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::FilePart;
+    use crate::session::context::test_history::HistoryBuilder;
+
+    fn five_turns() -> Vec<MessageWithParts> {
+        let mut h = HistoryBuilder::new();
+        for n in 0..5 {
+            h.user(&format!("turn {n}")).assistant();
+            h.tool_done("bash", &"o".repeat(10_000)).finish(1);
+        }
+        h.part(PartKind::File(FilePart {
+            mime: "image/png".into(),
+            filename: Some("shot.png".into()),
+            url: "data:image/png;base64,AAAA".into(),
+        }));
+        h.build()
+    }
+
+    fn output_len(m: &MessageWithParts) -> usize {
+        m.parts
+            .iter()
+            .find_map(|p| match &p.kind {
+                PartKind::Tool(t) => match &t.state {
+                    ToolState::Completed { output, .. } => Some(output.chars().count()),
+                    _ => None,
+                },
+                _ => None,
+            })
+            .unwrap_or(0)
+    }
+
+    #[test]
+    fn step_zero_is_unchanged_and_step_one_cuts_outputs_and_media() {
+        let history = five_turns();
+        assert_eq!(shrink_step(&history, 0).as_deref(), Some(&history[..]));
+        let step1 = shrink_step(&history, 1).expect("step 1 always exists");
+        assert_eq!(step1.len(), history.len());
+        assert!(output_len(&step1[1]) < 2_100 && output_len(&step1[1]) > 2_000);
+        let last = step1.last().expect("messages");
+        assert!(
+            matches!(&last.parts.last().expect("part").kind, PartKind::Text(t) if t.text == "[Attached image/png: shot.png]")
+        );
+    }
+
+    #[test]
+    fn later_steps_halve_the_turns_until_one_is_left() {
+        let history = five_turns();
+        let turns = |step| shrink_step(&history, step).map(|h| turn_starts(&h).len());
+        assert_eq!(turns(2), Some(3));
+        assert_eq!(turns(3), Some(2));
+        assert_eq!(turns(4), Some(1));
+        assert_eq!(turns(5), None);
+        let step2 = shrink_step(&history, 2).expect("step 2");
+        assert!(
+            matches!(&step2[0].parts[0].kind, PartKind::Text(t) if t.text == omitted_turns_note(2) && t.synthetic)
+        );
+        assert!(matches!(&step2[0].parts[1].kind, PartKind::Text(t) if t.text == "turn 2"));
+    }
+
+    #[test]
+    fn a_single_turn_cannot_shrink_past_step_one() {
+        let mut h = HistoryBuilder::new();
+        h.user("only").assistant().finish(1);
+        let history = h.build();
+        assert!(shrink_step(&history, 1).is_some());
+        assert_eq!(shrink_step(&history, 2), None);
+    }
+}

@@ -1,0 +1,175 @@
+//! One automatic compaction end to end, on pure data: plan the summary, write
+//! what the loop would write (tail start, summary, auto-continue), read the
+//! context back as the store does, and check what the model sees next.
+
+use cairn::message::{
+    AssistantMessage, CompactionPart, FinishReason, HistoryScan, Message, MessageWithParts,
+    ModelRef, Part, PartKind, Role, ScanStep, TextPart, Tokens, UserMessage,
+};
+use cairn::provider::{ChatMessage, Content};
+use cairn::session::compaction::{
+    AUTO_CONTINUE, SummaryPlan, TailSettings, plan_summary, shrink_step, summary_messages,
+};
+use cairn::session::context::{
+    ModelViewOptions, is_well_paired, order_for_model, to_model_messages,
+};
+
+fn model() -> ModelRef {
+    ModelRef::new("anthropic", "claude-test")
+}
+
+fn user(text: &str, compaction: Option<CompactionPart>) -> MessageWithParts {
+    let message = Message {
+        id: cairn::id::message_id(),
+        session_id: "ses".into(),
+        time_created: 0,
+        role: Role::User(UserMessage {
+            agent: "build".into(),
+            model: model(),
+            system: None,
+        }),
+    };
+    let kind = match compaction {
+        Some(c) => PartKind::Compaction(c),
+        None => PartKind::Text(TextPart {
+            text: text.into(),
+            ..TextPart::default()
+        }),
+    };
+    let part = Part::new(&message, kind);
+    MessageWithParts {
+        message,
+        parts: vec![part],
+    }
+}
+
+fn assistant(parent: &MessageWithParts, text: &str, summary: bool) -> MessageWithParts {
+    let message = Message {
+        id: cairn::id::message_id(),
+        session_id: "ses".into(),
+        time_created: 0,
+        role: Role::Assistant(AssistantMessage {
+            parent_id: parent.message.id.clone(),
+            agent: if summary { "compaction" } else { "build" }.into(),
+            model: model(),
+            path: Default::default(),
+            summary,
+            finish: Some(FinishReason::Stop),
+            error: None,
+            tokens: Tokens::default(),
+            cost: 0.0,
+            time_completed: Some(1),
+        }),
+    };
+    let part = Part::new(
+        &message,
+        PartKind::Text(TextPart {
+            text: text.into(),
+            ..TextPart::default()
+        }),
+    );
+    MessageWithParts {
+        message,
+        parts: vec![part],
+    }
+}
+
+fn read_context(all: &[MessageWithParts]) -> Vec<MessageWithParts> {
+    let mut scan = HistoryScan::new();
+    let mut out = Vec::new();
+    for message in all.iter().rev() {
+        out.push(message.clone());
+        if scan.push(message) == ScanStep::KeepAndStop {
+            break;
+        }
+    }
+    out.reverse();
+    out
+}
+
+fn flat(messages: &[ChatMessage]) -> Vec<String> {
+    messages
+        .iter()
+        .flat_map(|m| m.content.iter())
+        .filter_map(|c| match c {
+            Content::Text { text } => Some(text.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn after_compaction_the_model_sees_summary_tail_and_continue() {
+    let mut all = Vec::new();
+    for n in 0..4 {
+        let u = user(&format!("request {n}"), None);
+        let a = assistant(&u, &format!("answer {n} ").repeat(500), false);
+        all.push(u);
+        all.push(a);
+    }
+    let request = user(
+        "",
+        Some(CompactionPart {
+            auto: true,
+            ..CompactionPart::default()
+        }),
+    );
+    let request_id = request.message.id.clone();
+    all.push(request);
+
+    // A small window: the 2,000-token tail budget keeps only the newest turn.
+    let context = read_context(&all);
+    let SummaryPlan {
+        head,
+        tail_start_id,
+        prompt,
+        first_step,
+        ..
+    } = plan_summary(&context, &request_id, TailSettings::default(), 8_000).expect("planned");
+    assert_eq!(tail_start_id.as_deref(), Some(all[6].message.id.as_str()));
+    assert_eq!(head.len(), 6);
+    assert_eq!(first_step, 0);
+    let request_messages = summary_messages(
+        &shrink_step(&head, first_step).expect("step"),
+        &model(),
+        &prompt,
+        true,
+    );
+    assert!(is_well_paired(&request_messages));
+    assert_eq!(flat(&request_messages).last(), Some(&prompt));
+    assert!(
+        !flat(&request_messages)
+            .iter()
+            .any(|t| t.starts_with("request 3"))
+    );
+
+    // What the loop writes: the tail start, the summary, the continue message.
+    if let PartKind::Compaction(c) = &mut all[8].parts[0].kind {
+        c.tail_start_id = tail_start_id;
+    }
+    let summary = assistant(&all[8], "## Goal\nthe summary", true);
+    all.push(summary);
+    let mut resume = user(AUTO_CONTINUE, None);
+    if let PartKind::Text(t) = &mut resume.parts[0].kind {
+        t.synthetic = true;
+        t.metadata = Some(serde_json::json!({ "compaction_continue": true }));
+    }
+    all.push(resume);
+
+    let next = to_model_messages(
+        &order_for_model(read_context(&all)),
+        &model(),
+        ModelViewOptions::default(),
+    );
+    let texts = flat(&next);
+    assert_eq!(texts[0], "What did we do so far?");
+    assert_eq!(texts[1], "## Goal\nthe summary");
+    assert_eq!(texts[2], "request 3");
+    assert!(texts[3].starts_with("answer 3"));
+    assert_eq!(texts[4], AUTO_CONTINUE);
+    assert_eq!(
+        texts.len(),
+        5,
+        "older turns are behind the summary: {texts:?}"
+    );
+}
