@@ -1,0 +1,233 @@
+//! Runs a pending compaction request: the summary call and what follows it.
+//!
+//! The rules (prompt, tail, replay, shrink ladder, guard) live in
+//! `compaction`; this module does the I/O: it calls the hidden compaction agent
+//! with no tools, retries with a smaller input when the summary request itself
+//! overflows, records the tail, moves prompts typed meanwhile after the
+//! summary, adds the continue message when the model was mid-task, and stops
+//! with advice when compaction cannot help.
+
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::bus::SessionStatus;
+use crate::message::{
+    FinishReason, Message, MessageError, MessageErrorKind, MessageWithParts, Part, PartKind,
+    Role, TextPart, UserMessage, now_millis,
+};
+use crate::provider::{ChatMessage, ChatRequest, ChatRole, Content};
+use crate::session::agent::COMPACTION;
+use crate::session::compaction::{self, CONTINUE_TEXT};
+use crate::session::processor::{self, Step, StepOutcome};
+use crate::session::runtime::SessionCtx;
+use crate::session::tool_runner::ToolRunner;
+use crate::session::{Error, context, gauge, run};
+
+const COMPACTION_SYSTEM: &str = include_str!("../../assets/prompts/compaction.txt");
+
+pub async fn run(
+    ctx: &Arc<SessionCtx>,
+    history: &[MessageWithParts],
+    request: &MessageWithParts,
+    cancel: &CancellationToken,
+) -> Result<StepOutcome, Error> {
+    let (Some(part), Some(user)) = (request.compaction().cloned(), request.message.as_user().cloned()) else {
+        return Ok(StepOutcome::Stop);
+    };
+    ctx.set_status(SessionStatus::Compacting);
+    let model_ref = ctx.settings.compaction.model.clone().unwrap_or_else(|| user.model.clone());
+    let model = match ctx.models.resolve(&model_ref).await {
+        Ok(model) => model,
+        Err(message) => {
+            ctx.writer.error(&ctx.session_id, message);
+            return abandon(ctx, request).await;
+        }
+    };
+    let before_count = tokens_before(history);
+    let ordered = context::order_for_model(history.to_vec());
+    let older: Vec<MessageWithParts> = ordered
+        .iter()
+        .filter(|m| m.message.id < request.message.id)
+        .cloned()
+        .collect();
+    let (older, replay) = if part.overflow { compaction::select_replay(older) } else { (older, None) };
+    let previous_summary = compaction::find_previous_summary(&older);
+    let visible = compaction::hide_completed_compactions(older);
+    let usable = gauge::usable(ctx, &model);
+    let budget = compaction::tail_budget(usable, ctx.settings.compaction.preserve_recent_tokens);
+    let split = compaction::select_tail(visible, ctx.settings.compaction.tail_turns, budget, |m| gauge::count_message(ctx, m));
+    let prompt = compaction::build_prompt(previous_summary.as_deref(), part.instructions.as_deref());
+
+    let mut attempt = 0usize;
+    let summary = loop {
+        let Some(input) = compaction::shrink_step(&split.head, attempt) else {
+            return give_up(ctx, request, replay.is_some()).await;
+        };
+        attempt += 1;
+        let mut messages = context::to_model_messages(&input, &model.model, context::ModelOptions { strip_media: true, tool_output_max_chars: Some(compaction::TOOL_OUTPUT_MAX_CHARS), media_in_tool_results: false });
+        context::ensure_tool_pairing(&mut messages);
+        messages.push(ChatMessage { role: ChatRole::User, content: vec![Content::Text { text: prompt.clone() }] });
+        let chat = ChatRequest {
+            model: model.model.model.clone(),
+            system: vec![COMPACTION_SYSTEM.to_string()],
+            messages,
+            tools: Vec::new(),
+            max_output_tokens: model.max_output_tokens(),
+            temperature: None,
+            // A summary never shares the session's cache partition (spec 16.D).
+            cache_key: None,
+        };
+        if gauge::request_exceeds(ctx, &model, &chat) {
+            continue; // certain to overflow: shrink before paying for a round trip
+        }
+        let assistant = run::new_assistant(ctx, &request.message.id, &user, COMPACTION, true);
+        let assistant_id = assistant.id.clone();
+        let mut runner = ToolRunner::new(ctx.clone(), crate::session::agent::ToolAccess::None, Vec::new(), cancel.clone());
+        let outcome = processor::process(Step { ctx, model: &model, assistant, request: chat, summary: true, cancel: cancel.clone() }, &mut runner).await?;
+        match outcome {
+            StepOutcome::Compact => {
+                mark_failed(ctx, &assistant_id, "summary request exceeded the context window; retrying with less history").await?;
+                continue;
+            }
+            StepOutcome::Continue => break assistant_id,
+            StepOutcome::Stop | StepOutcome::Retry(_) => {
+                if cancel.is_cancelled() {
+                    // Cancelling a compaction leaves the session as it was.
+                    ctx.writer.store.delete_message(&assistant_id).await?;
+                    return abandon(ctx, request).await;
+                }
+                mark_failed(ctx, &assistant_id, "the summary request failed").await?;
+                return Ok(StepOutcome::Stop);
+            }
+        }
+    };
+
+    if let Some(tail_start) = &split.tail_start_id {
+        let mut part_row = request.parts.iter().find(|p| p.as_compaction().is_some()).cloned().expect("request has a compaction part");
+        if let PartKind::Compaction(compaction) = &mut part_row.kind {
+            compaction.tail_start_id = Some(tail_start.clone());
+        }
+        ctx.writer.part(&part_row).await?;
+    }
+    let queued = move_queued_prompts(ctx, &request.message.id, &summary).await?;
+    let after_count = gauge::next_request_tokens(ctx, &model).await?;
+    ctx.writer.notice(&ctx.session_id, format!(
+        "compacted the conversation ({}): {} -> {} tokens",
+        if part.auto { "auto" } else { "manual" },
+        before_count, after_count,
+    ));
+    gauge::record_compaction(ctx, before_count, after_count);
+    gauge::publish(ctx, &model).await;
+
+    if let Some(advice) = gauge::compaction_cannot_help(ctx, &model, before_count, after_count) {
+        ctx.writer.error(&ctx.session_id, advice);
+        return Ok(StepOutcome::Stop);
+    }
+    if part.auto && queued == 0 {
+        if let Some(replay) = replay {
+            replay_message(ctx, &replay).await?;
+        } else if was_mid_task(history, &request.message.id) {
+            continue_message(ctx, &user).await?;
+        }
+    }
+    Ok(StepOutcome::Continue)
+}
+
+/// The size of the window before compaction: the last finished request.
+fn tokens_before(history: &[MessageWithParts]) -> u64 {
+    history
+        .iter()
+        .rev()
+        .filter_map(|m| m.message.as_assistant())
+        .find(|a| a.finish.is_some() && !a.summary)
+        .map_or(0, |a| a.tokens.context_count())
+}
+
+/// The model stopped with work left: it was calling tools, or a user message
+/// was still unanswered when the window overflowed.
+fn was_mid_task(history: &[MessageWithParts], request_id: &str) -> bool {
+    let before: Vec<&MessageWithParts> = history.iter().filter(|m| m.message.id.as_str() < request_id).collect();
+    let last_user = before.iter().rev().find(|m| m.message.is_user() && m.compaction().is_none());
+    let last_assistant = before.iter().rev().find_map(|m| m.message.as_assistant().map(|a| (m.message.id.as_str(), a)));
+    match (last_user, last_assistant) {
+        (Some(user), Some((id, assistant))) => user.message.id.as_str() > id || assistant.finish == Some(FinishReason::ToolCalls),
+        (Some(_), None) => true,
+        _ => false,
+    }
+}
+
+async fn continue_message(ctx: &SessionCtx, user: &UserMessage) -> Result<(), Error> {
+    let message = Message {
+        id: crate::id::message_id(),
+        session_id: ctx.session_id.clone(),
+        time_created: now_millis(),
+        role: Role::User(user.clone()),
+    };
+    ctx.writer.message(&message).await?;
+    let text = TextPart {
+        text: CONTINUE_TEXT.to_string(),
+        synthetic: true,
+        metadata: Some(serde_json::json!({ "compaction_continue": true })),
+        ..Default::default()
+    };
+    ctx.writer.part(&Part::new(&message, PartKind::Text(text))).await?;
+    Ok(())
+}
+
+/// Re-sends the user message whose request overflowed, after the summary.
+async fn replay_message(ctx: &SessionCtx, original: &MessageWithParts) -> Result<(), Error> {
+    let mut message = original.message.clone();
+    message.id = crate::id::message_id();
+    message.time_created = now_millis();
+    ctx.writer.message(&message).await?;
+    for part in &original.parts {
+        let mut copy = Part::new(&message, part.kind.clone());
+        copy.tokens = part.tokens;
+        ctx.writer.part(&copy).await?;
+    }
+    Ok(())
+}
+
+/// Prompts typed while the summary was written are moved after it, so the
+/// model sees them as the next thing to answer. Returns how many moved.
+async fn move_queued_prompts(ctx: &SessionCtx, request_id: &str, summary_id: &str) -> Result<usize, Error> {
+    let recent = ctx.writer.store.messages_before(&ctx.session_id, None, 50).await?;
+    let mut queued: Vec<MessageWithParts> = recent
+        .into_iter()
+        .filter(|m| m.message.is_user() && m.message.id.as_str() > request_id && m.message.id.as_str() < summary_id)
+        .collect();
+    queued.sort_by(|a, b| a.message.id.cmp(&b.message.id));
+    for message in &queued {
+        replay_message(ctx, message).await?;
+        ctx.writer.store.delete_message(&message.message.id).await?;
+    }
+    Ok(queued.len())
+}
+
+async fn mark_failed(ctx: &SessionCtx, assistant_id: &str, reason: &str) -> Result<(), Error> {
+    if let Some(mut failed) = ctx.writer.store.get_message(assistant_id).await?
+        && let Some(info) = failed.message.as_assistant_mut()
+    {
+        info.error = Some(MessageError { kind: MessageErrorKind::ContextOverflow, message: reason.to_string() });
+        info.finish = Some(FinishReason::Error);
+        info.time_completed = Some(now_millis());
+        ctx.writer.message(&failed.message).await?;
+    }
+    Ok(())
+}
+
+/// Nothing more can be dropped and the summary still does not fit.
+async fn give_up(ctx: &SessionCtx, request: &MessageWithParts, replaying: bool) -> Result<StepOutcome, Error> {
+    let what = if replaying { "the conversation history is too large to compact" } else { "the session is too large to compact" };
+    ctx.writer.error(&ctx.session_id, format!(
+        "{what}: even the smallest summary request exceeds the model's window. Try /prune, a model with a larger context window, or a new session."
+    ));
+    abandon(ctx, request).await
+}
+
+/// Removes a compaction request that will not run, so it is not retried forever.
+async fn abandon(ctx: &SessionCtx, request: &MessageWithParts) -> Result<StepOutcome, Error> {
+    ctx.writer.store.delete_message(&request.message.id).await?;
+    Ok(StepOutcome::Stop)
+}

@@ -1,0 +1,409 @@
+//! The stream processor: one model call becomes parts.
+//!
+//! step-start; text and reasoning parts created on their first delta, deltas
+//! published, the growing text persisted at part end and at least every
+//! [`FLUSH_INTERVAL`]; tool parts pending -> running (handed to the tool
+//! runner) -> completed / error; step-finish with usage and cost. It decides
+//! nothing about the loop: it returns a [`StepOutcome`] and the loop acts on it.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::bus::{DeltaField, SessionStatus};
+use crate::message::{
+    FinishReason, Message, MessageError, MessageErrorKind, Part, PartKind, ReasoningPart,
+    StepFinishPart, StepStartPart, TextPart, TimeSpan, ToolPart, ToolState, ToolTime, now_millis,
+};
+use crate::provider::{self, ChatRequest, StreamEvent};
+use crate::session::runtime::{ResolvedModel, SessionCtx};
+use crate::session::tool_runner::{ToolCall, ToolRunner};
+use crate::session::{Error, gauge};
+
+/// Longest time streamed text lives only in memory; a crash loses at most this.
+pub const FLUSH_INTERVAL: Duration = Duration::from_millis(250);
+
+/// How one model call ended, for the loop.
+#[derive(Debug)]
+pub enum StepOutcome {
+    /// Go round the loop again; its exit check decides whether to stop.
+    Continue,
+    /// Stop the loop (error, rejection, interrupt).
+    Stop,
+    /// The context overflowed: compact, then go on.
+    Compact,
+    /// A retryable failure before anything useful arrived: try again.
+    Retry(provider::Error),
+}
+
+/// One model call to make.
+pub struct Step<'a> {
+    pub ctx: &'a SessionCtx,
+    pub model: &'a ResolvedModel,
+    pub assistant: Message,
+    pub request: ChatRequest,
+    /// Summaries may not call tools.
+    pub summary: bool,
+    pub cancel: CancellationToken,
+}
+
+/// The parts being built while the stream runs.
+struct Building {
+    assistant: Message,
+    text: Option<(Part, Instant)>,
+    reasoning: Option<(Part, Instant)>,
+    /// call id -> pending tool part and its raw argument text.
+    pending_tools: HashMap<String, Part>,
+    tool_calls_started: usize,
+    /// Set while recording an error the loop will retry.
+    retrying: bool,
+}
+
+pub async fn process(step: Step<'_>, runner: &mut ToolRunner) -> Result<StepOutcome, Error> {
+    let ctx = step.ctx;
+    let writer = &ctx.writer;
+    writer.message(&step.assistant).await?;
+    let start = Part::new(&step.assistant, PartKind::StepStart(StepStartPart::default()));
+    writer.part(&start).await?;
+    let mut building = Building {
+        assistant: step.assistant,
+        text: None,
+        reasoning: None,
+        pending_tools: HashMap::new(),
+        tool_calls_started: 0,
+        retrying: false,
+    };
+
+    let session_id = ctx.session_id.clone();
+    let bus = writer.bus.clone();
+    let on_retry = move |notice: provider::RetryNotice| {
+        bus.publish(crate::bus::Event::Status {
+            session_id: session_id.clone(),
+            status: SessionStatus::Retrying {
+                attempt: notice.attempt,
+                message: notice.message,
+                next_at: notice.next_at_millis,
+            },
+        });
+    };
+    let opened = step
+        .model
+        .provider
+        .stream_with_retry(&step.request, step.cancel.clone(), on_retry)
+        .await;
+    let mut stream = match opened {
+        Ok(stream) => stream,
+        Err(error) => return fail(ctx, &mut building, runner, error).await,
+    };
+    ctx.set_status(SessionStatus::Busy);
+
+    loop {
+        let event = tokio::select! {
+            biased;
+            _ = step.cancel.cancelled() => {
+                interrupt(ctx, &mut building, runner).await?;
+                return Ok(StepOutcome::Stop);
+            }
+            event = stream.next() => event,
+        };
+        match event {
+            None => break,
+            Some(Ok(event)) => {
+                if let Some(outcome) = apply(ctx, step.model, &mut building, runner, event, step.summary).await? {
+                    return Ok(outcome);
+                }
+            }
+            Some(Err(error)) => return fail(ctx, &mut building, runner, error).await,
+        }
+    }
+    close_open_parts(ctx, &mut building).await?;
+    if building.assistant.as_assistant().and_then(|a| a.finish).is_none() {
+        // The stream ended without a finish event: treat as a dropped connection.
+        let error = provider::Error::truncated_stream();
+        return fail(ctx, &mut building, runner, error).await;
+    }
+    finish_tools(ctx, &mut building, runner).await?;
+    if runner.blocked() {
+        return Ok(StepOutcome::Stop);
+    }
+    let tokens = building.assistant.as_assistant().map(|a| a.tokens).unwrap_or_default();
+    if !step.summary && gauge::is_overflow(ctx, step.model, tokens.context_count()) {
+        return Ok(StepOutcome::Compact);
+    }
+    Ok(StepOutcome::Continue)
+}
+
+/// Applies one stream event; `Some` ends the step early.
+async fn apply(
+    ctx: &SessionCtx,
+    model: &ResolvedModel,
+    building: &mut Building,
+    runner: &mut ToolRunner,
+    event: StreamEvent,
+    summary: bool,
+) -> Result<Option<StepOutcome>, Error> {
+    let writer = &ctx.writer;
+    match event {
+        StreamEvent::TextDelta { text } => {
+            close_reasoning(ctx, building).await?;
+            let (part, last_flush) = match &mut building.text {
+                Some(open) => open,
+                None => {
+                    let part = Part::new(
+                        &building.assistant,
+                        PartKind::Text(TextPart {
+                            time: Some(TimeSpan { start: now_millis(), end: None }),
+                            ..Default::default()
+                        }),
+                    );
+                    writer.part(&part).await?;
+                    building.text.insert((part, Instant::now()))
+                }
+            };
+            if let PartKind::Text(text_part) = &mut part.kind {
+                text_part.text.push_str(&text);
+            }
+            writer.delta(part, DeltaField::Text, &text);
+            if last_flush.elapsed() >= FLUSH_INTERVAL {
+                writer.store.upsert_part(part).await?;
+                *last_flush = Instant::now();
+            }
+        }
+        StreamEvent::ReasoningDelta { text } => {
+            let (part, last_flush) = match &mut building.reasoning {
+                Some(open) => open,
+                None => {
+                    close_text(ctx, building).await?;
+                    let part = Part::new(
+                        &building.assistant,
+                        PartKind::Reasoning(ReasoningPart {
+                            time: TimeSpan { start: now_millis(), end: None },
+                            ..Default::default()
+                        }),
+                    );
+                    writer.part(&part).await?;
+                    building.reasoning.insert((part, Instant::now()))
+                }
+            };
+            if let PartKind::Reasoning(reasoning) = &mut part.kind {
+                reasoning.text.push_str(&text);
+            }
+            writer.delta(part, DeltaField::Reasoning, &text);
+            if last_flush.elapsed() >= FLUSH_INTERVAL {
+                writer.store.upsert_part(part).await?;
+                *last_flush = Instant::now();
+            }
+        }
+        StreamEvent::ReasoningSignature { signature } => {
+            if let Some((part, _)) = &mut building.reasoning
+                && let PartKind::Reasoning(reasoning) = &mut part.kind
+            {
+                reasoning.signature = Some(signature);
+            }
+            close_reasoning(ctx, building).await?;
+        }
+        StreamEvent::RedactedReasoning { data } => {
+            close_text(ctx, building).await?;
+            close_reasoning(ctx, building).await?;
+            let now = now_millis();
+            let part = Part::new(
+                &building.assistant,
+                PartKind::Reasoning(ReasoningPart {
+                    redacted: Some(data),
+                    time: TimeSpan { start: now, end: Some(now) },
+                    ..Default::default()
+                }),
+            );
+            writer.part(&part).await?;
+        }
+        StreamEvent::ToolCallStart { id, name } => {
+            close_text(ctx, building).await?;
+            close_reasoning(ctx, building).await?;
+            if summary {
+                let message = format!("Tool call not allowed while generating summary: {name}");
+                set_error(ctx, building, MessageErrorKind::Api, &message).await?;
+                return Ok(Some(StepOutcome::Stop));
+            }
+            let part = Part::new(
+                &building.assistant,
+                PartKind::Tool(ToolPart {
+                    call_id: id.clone(),
+                    tool: name,
+                    state: ToolState::Pending { input: Value::Object(Default::default()), raw: String::new() },
+                }),
+            );
+            writer.part(&part).await?;
+            building.pending_tools.insert(id, part);
+            building.tool_calls_started += 1;
+        }
+        StreamEvent::ToolCallDelta { id, arguments } => {
+            if let Some(part) = building.pending_tools.get_mut(&id)
+                && let PartKind::Tool(ToolPart { state: ToolState::Pending { raw, .. }, .. }) = &mut part.kind
+            {
+                raw.push_str(&arguments);
+            }
+        }
+        StreamEvent::ToolCallEnd { id, name, input } => {
+            let part = match building.pending_tools.remove(&id) {
+                Some(part) => part,
+                None => {
+                    // A provider that sends the whole call at once, without a start.
+                    building.tool_calls_started += 1;
+                    Part::new(
+                        &building.assistant,
+                        PartKind::Tool(ToolPart {
+                            call_id: id.clone(),
+                            tool: name.clone(),
+                            state: ToolState::Pending { input: Value::Null, raw: String::new() },
+                        }),
+                    )
+                }
+            };
+            runner.submit(ToolCall { part, name, input });
+        }
+        StreamEvent::Finish { reason, usage } => {
+            close_open_parts(ctx, building).await?;
+            let tokens = usage.to_tokens();
+            let cost = model.cost(&usage);
+            let finish = Part::new(
+                &building.assistant,
+                PartKind::StepFinish(StepFinishPart { reason, tokens, cost, snapshot: None }),
+            );
+            writer.part(&finish).await?;
+            if let Some(assistant) = building.assistant.as_assistant_mut() {
+                assistant.finish = Some(reason);
+                // Replace, not add: tokens mean "size of the last request".
+                assistant.tokens = tokens;
+                assistant.cost += cost;
+            }
+            writer.message(&building.assistant).await?;
+            ctx.learn_usage(model, &usage);
+        }
+    }
+    Ok(None)
+}
+
+async fn close_text(ctx: &SessionCtx, building: &mut Building) -> Result<(), Error> {
+    if let Some((mut part, _)) = building.text.take() {
+        if let PartKind::Text(text) = &mut part.kind
+            && let Some(time) = &mut text.time
+        {
+            time.end = Some(now_millis());
+        }
+        ctx.writer.part(&part).await?;
+    }
+    Ok(())
+}
+
+async fn close_reasoning(ctx: &SessionCtx, building: &mut Building) -> Result<(), Error> {
+    if let Some((mut part, _)) = building.reasoning.take() {
+        if let PartKind::Reasoning(reasoning) = &mut part.kind {
+            reasoning.time.end = Some(now_millis());
+        }
+        ctx.writer.part(&part).await?;
+    }
+    Ok(())
+}
+
+async fn close_open_parts(ctx: &SessionCtx, building: &mut Building) -> Result<(), Error> {
+    close_text(ctx, building).await?;
+    close_reasoning(ctx, building).await
+}
+
+/// Waits for every submitted tool, then marks calls whose arguments never
+/// completed as errors so each call has a result.
+async fn finish_tools(ctx: &SessionCtx, building: &mut Building, runner: &mut ToolRunner) -> Result<(), Error> {
+    runner.drain().await?;
+    for (_, part) in building.pending_tools.drain() {
+        runner.record_unfinished(ctx, part, "tool call arguments were cut off before they completed").await?;
+    }
+    Ok(())
+}
+
+/// Esc: keep what arrived, stop tools, mark the message aborted.
+async fn interrupt(ctx: &SessionCtx, building: &mut Building, runner: &mut ToolRunner) -> Result<(), Error> {
+    close_open_parts(ctx, building).await?;
+    runner.cancel_all(ctx).await?;
+    for (_, part) in building.pending_tools.drain() {
+        runner.record_unfinished(ctx, part, "interrupted").await?;
+    }
+    set_error(ctx, building, MessageErrorKind::Aborted, "Interrupted by the user").await
+}
+
+/// A failed request or stream: classify, keep the session consistent, decide.
+async fn fail(
+    ctx: &SessionCtx,
+    building: &mut Building,
+    runner: &mut ToolRunner,
+    error: provider::Error,
+) -> Result<StepOutcome, Error> {
+    close_open_parts(ctx, building).await?;
+    if error.is_cancelled() {
+        interrupt(ctx, building, runner).await?;
+        return Ok(StepOutcome::Stop);
+    }
+    if error.is_context_overflow() {
+        finish_tools(ctx, building, runner).await?;
+        // No error on the message: the compaction that follows is marked
+        // `overflow` because this message never finished (spec 4.3 halt).
+        ctx.writer.notice(&ctx.session_id, format!("{error}; compacting the conversation"));
+        return Ok(StepOutcome::Compact);
+    }
+    if error.is_retryable() {
+        if building.tool_calls_started > 0 {
+            // Tools already ran with real effects: keep the step as it is so the
+            // model sees the calls and results, and let the loop go on.
+            finish_tools(ctx, building, runner).await?;
+            if let Some(assistant) = building.assistant.as_assistant_mut() {
+                assistant.finish = Some(FinishReason::ToolCalls);
+                assistant.time_completed = Some(now_millis());
+            }
+            ctx.writer.message(&building.assistant).await?;
+            ctx.writer.notice(&ctx.session_id, format!("{error}; continuing"));
+            return Ok(StepOutcome::Continue);
+        }
+        building.retrying = true;
+        set_error(ctx, building, MessageErrorKind::Api, &error.to_string()).await?;
+        return Ok(StepOutcome::Retry(error));
+    }
+    finish_tools(ctx, building, runner).await?;
+    let kind = if error.is_auth() { MessageErrorKind::Auth } else { MessageErrorKind::Api };
+    set_error(ctx, building, kind, &error.to_string()).await?;
+    ctx.writer.error(&ctx.session_id, error.to_string());
+    Ok(StepOutcome::Stop)
+}
+
+/// Records an error on the message. Errors that end the turn also set
+/// `finish = error`, so the loop never picks the same request up again; an
+/// interrupt or a retry leaves `finish` unset.
+async fn set_error(ctx: &SessionCtx, building: &mut Building, kind: MessageErrorKind, message: &str) -> Result<(), Error> {
+    let ends_turn = !matches!(kind, MessageErrorKind::Aborted) && !building.retrying;
+    if let Some(assistant) = building.assistant.as_assistant_mut() {
+        assistant.error = Some(MessageError { kind, message: message.to_string() });
+        assistant.time_completed = Some(now_millis());
+        if ends_turn {
+            assistant.finish = Some(FinishReason::Error);
+        }
+    }
+    ctx.writer.message(&building.assistant).await?;
+    Ok(())
+}
+
+/// A tool part's state once its call is resolved, for the runner.
+pub fn finished_state(input: Value, start: i64, result: Result<crate::tool::ToolOutput, String>) -> ToolState {
+    let time = ToolTime { start, end: Some(now_millis()), compacted: None };
+    match result {
+        Ok(output) => ToolState::Completed {
+            input,
+            output: output.output,
+            title: output.title,
+            metadata: output.metadata,
+            time,
+            attachments: output.attachments,
+        },
+        Err(error) => ToolState::Error { input, error, metadata: None, time },
+    }
+}

@@ -1,0 +1,248 @@
+//! The system prompt: base prompt, environment block and instruction files.
+//!
+//! Rebuilt for every request, so instruction files (AGENTS.md, CLAUDE.md) are
+//! re-read from disk each time and can never be summarised away. Sent as two
+//! blocks, [base + environment, instructions], which Anthropic caching marks
+//! separately; both stay byte-stable across a session unless a file changes.
+
+use std::path::{Path, PathBuf};
+
+use crate::message::ModelRef;
+use crate::session::agent::Agent;
+
+const BASE_PROMPT: &str = include_str!("../../assets/prompts/system.txt");
+
+/// Project instruction file names, in priority order: the first name found
+/// anywhere between the working directory and the project root wins, so
+/// AGENTS.md and CLAUDE.md are not stacked (spec 5.3).
+const PROJECT_INSTRUCTION_NAMES: [&str; 3] = ["AGENTS.md", "CLAUDE.md", "CONTEXT.md"];
+
+/// One instruction file, as sent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Instruction {
+    pub path: PathBuf,
+    pub content: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SystemPrompt {
+    /// Base prompt, the agent's extra prompt and the environment block.
+    pub base: String,
+    pub instructions: Vec<Instruction>,
+}
+
+impl SystemPrompt {
+    /// The system blocks of a request.
+    pub fn blocks(&self) -> Vec<String> {
+        let mut blocks = vec![self.base.clone()];
+        if !self.instructions.is_empty() {
+            let joined: Vec<String> = self
+                .instructions
+                .iter()
+                .map(|i| format!("Instructions from: {}\n{}", i.path.display(), i.content))
+                .collect();
+            blocks.push(joined.join("\n\n"));
+        }
+        blocks
+    }
+}
+
+/// Where the prompt is built: the facts of the environment block.
+#[derive(Debug, Clone)]
+pub struct Environment {
+    pub cwd: PathBuf,
+    pub root: PathBuf,
+    pub is_git: bool,
+    /// The user's home, for global instruction files; `None` skips them.
+    pub home: Option<PathBuf>,
+    /// cairn's config dir (global AGENTS.md lives there).
+    pub config_dir: Option<PathBuf>,
+    /// Extra instruction files from config (`instructions`), relative to cwd.
+    pub extra_instructions: Vec<String>,
+}
+
+impl Environment {
+    /// Finds the project root (nearest ancestor with `.git`) for `cwd`.
+    pub fn discover(cwd: &Path) -> Self {
+        let git_root = cwd.ancestors().find(|dir| dir.join(".git").exists());
+        Self {
+            cwd: cwd.to_path_buf(),
+            root: git_root.unwrap_or(cwd).to_path_buf(),
+            is_git: git_root.is_some(),
+            home: std::env::var_os("HOME").map(PathBuf::from),
+            config_dir: None,
+            extra_instructions: Vec::new(),
+        }
+    }
+}
+
+pub fn build(agent: &Agent, model: &ModelRef, env: &Environment) -> SystemPrompt {
+    let mut base = BASE_PROMPT.trim_end().to_string();
+    if let Some(extra) = &agent.prompt {
+        base.push_str("\n\n");
+        base.push_str(extra.trim_end());
+    }
+    base.push_str("\n\n");
+    base.push_str(&environment_block(model, env));
+    SystemPrompt {
+        base,
+        instructions: instruction_files(env),
+    }
+}
+
+fn environment_block(model: &ModelRef, env: &Environment) -> String {
+    format!(
+        "You are powered by the model named {model_id}. The exact model ID is {model}\n\
+         Here is some useful information about the environment you are running in:\n\
+         <env>\n  Working directory: {cwd}\n  Workspace root folder: {root}\n  \
+         Is directory a git repo: {git}\n  Platform: {platform}\n  Today's date: {date}\n</env>",
+        model_id = model.model,
+        cwd = env.cwd.display(),
+        root = env.root.display(),
+        git = if env.is_git { "yes" } else { "no" },
+        platform = std::env::consts::OS,
+        date = today(),
+    )
+}
+
+/// Global, then project (nearest first), then config files; empty files skipped.
+fn instruction_files(env: &Environment) -> Vec<Instruction> {
+    let mut paths = Vec::new();
+    let global = [
+        env.config_dir.as_ref().map(|dir| dir.join("AGENTS.md")),
+        env.home.as_ref().map(|home| home.join(".claude").join("CLAUDE.md")),
+    ];
+    if let Some(first) = global.into_iter().flatten().find(|p| p.is_file()) {
+        paths.push(first);
+    }
+    paths.extend(project_instruction_files(&env.cwd, &env.root));
+    for extra in &env.extra_instructions {
+        let path = expand_home(extra, env.home.as_deref());
+        let path = if path.is_absolute() {
+            path
+        } else {
+            env.cwd.join(path)
+        };
+        paths.push(path);
+    }
+    let mut seen = Vec::new();
+    let mut out = Vec::new();
+    for path in paths {
+        let canonical = path.canonicalize().unwrap_or_else(|_| path.clone());
+        if seen.contains(&canonical) {
+            continue;
+        }
+        seen.push(canonical);
+        match std::fs::read_to_string(&path) {
+            Ok(content) if !content.trim().is_empty() => out.push(Instruction { path, content }),
+            Ok(_) => {}
+            Err(error) => tracing::warn!(path = %path.display(), %error, "cannot read instruction file"),
+        }
+    }
+    out
+}
+
+fn project_instruction_files(cwd: &Path, root: &Path) -> Vec<PathBuf> {
+    let dirs: Vec<&Path> = cwd
+        .ancestors()
+        .take_while(|dir| dir.starts_with(root))
+        .collect();
+    for name in PROJECT_INSTRUCTION_NAMES {
+        let found: Vec<PathBuf> = dirs
+            .iter()
+            .map(|dir| dir.join(name))
+            .filter(|path| path.is_file())
+            .collect();
+        if !found.is_empty() {
+            return found;
+        }
+    }
+    Vec::new()
+}
+
+fn expand_home(path: &str, home: Option<&Path>) -> PathBuf {
+    match (path.strip_prefix("~/"), home) {
+        (Some(rest), Some(home)) => home.join(rest),
+        _ => PathBuf::from(path),
+    }
+}
+
+/// Today's date as `YYYY-MM-DD` (UTC), without pulling in a date crate.
+fn today() -> String {
+    let days = crate::message::now_millis().div_euclid(86_400_000);
+    let (year, month, day) = civil_from_days(days);
+    format!("{year:04}-{month:02}-{day:02}")
+}
+
+/// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::agent::Agents;
+
+    fn env_in(dir: &Path, root: &Path) -> Environment {
+        Environment {
+            cwd: dir.to_path_buf(),
+            root: root.to_path_buf(),
+            is_git: true,
+            home: None,
+            config_dir: None,
+            extra_instructions: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn agents_md_wins_over_claude_md_and_all_levels_are_read() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let root = tmp.path();
+        let sub = root.join("crates/core");
+        std::fs::create_dir_all(&sub).expect("mkdir");
+        std::fs::write(root.join("AGENTS.md"), "root rules").expect("write");
+        std::fs::write(sub.join("AGENTS.md"), "core rules").expect("write");
+        std::fs::write(root.join("CLAUDE.md"), "claude rules").expect("write");
+        let agents = Agents::new([]);
+        let prompt = build(
+            agents.get("build"),
+            &ModelRef::new("anthropic", "claude"),
+            &env_in(&sub, root),
+        );
+        let contents: Vec<&str> = prompt.instructions.iter().map(|i| i.content.as_str()).collect();
+        assert_eq!(contents, ["core rules", "root rules"]);
+        let blocks = prompt.blocks();
+        assert_eq!(blocks.len(), 2);
+        assert!(blocks[1].starts_with("Instructions from: "));
+        assert!(blocks[0].contains("Is directory a git repo: yes"));
+    }
+
+    #[test]
+    fn instruction_files_are_reread_every_time() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let env = env_in(tmp.path(), tmp.path());
+        let agents = Agents::new([]);
+        let model = ModelRef::new("openai", "gpt-5");
+        std::fs::write(tmp.path().join("AGENTS.md"), "first").expect("write");
+        assert_eq!(build(agents.get("build"), &model, &env).instructions[0].content, "first");
+        std::fs::write(tmp.path().join("AGENTS.md"), "second").expect("write");
+        assert_eq!(build(agents.get("build"), &model, &env).instructions[0].content, "second");
+    }
+
+    #[test]
+    fn civil_dates() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(20_414), (2025, 11, 22));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+    }
+}

@@ -1,0 +1,272 @@
+//! The agent loop: one per session, stateless across iterations.
+//!
+//! Each iteration reads the session back from the store (from the last
+//! completed compaction point), finds the latest user / assistant / finished
+//! messages and pending tasks, and decides, in this order: exit; run a pending
+//! compaction; create a compaction when the last finished step overflowed;
+//! otherwise call the model once. Queued user messages, crash recovery and
+//! resume need nothing special: they are just what the store says.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::bus::SessionStatus;
+use crate::message::{
+    AssistantMessage, CompactionPart, FinishReason, Message, MessagePath, MessageWithParts, Part,
+    PartKind, Role, Tokens, UserMessage, now_millis,
+};
+use crate::provider::{ChatMessage, ChatRole, Content};
+use crate::session::agent::{Agent, ToolAccess};
+use crate::session::doom::CallSignature;
+use crate::session::processor::{self, Step, StepOutcome};
+use crate::session::runtime::{ResolvedModel, SessionCtx};
+use crate::session::tool_runner::ToolRunner;
+use crate::session::{Error, compaction_task, context, gauge, prompt, prune_task};
+
+const MAX_STEPS_PROMPT: &str = include_str!("../../assets/prompts/max-steps.txt");
+const PLAN_REMINDER: &str = include_str!("../../assets/prompts/plan.txt");
+
+/// Retries of a step that failed mid-stream before anything useful arrived.
+const MAX_STEP_RETRIES: u32 = 4;
+
+/// How many recent tool calls the doom-loop detector looks back over.
+const DOOM_HISTORY: usize = 24;
+
+/// The newest messages that matter to the loop's decision.
+pub struct Latest<'a> {
+    pub user: Option<&'a MessageWithParts>,
+    pub assistant: Option<&'a MessageWithParts>,
+    /// Newest assistant with a finish reason.
+    pub finished: Option<&'a MessageWithParts>,
+    /// Newest compaction request newer than `finished` (a pending task).
+    pub compaction: Option<&'a MessageWithParts>,
+}
+
+impl<'a> Latest<'a> {
+    pub fn of(history: &'a [MessageWithParts]) -> Self {
+        let user = history.iter().rev().find(|m| m.message.is_user());
+        let assistant = history.iter().rev().find(|m| !m.message.is_user());
+        let finished = history
+            .iter()
+            .rev()
+            .find(|m| m.message.as_assistant().is_some_and(|a| a.finish.is_some()));
+        let finished_id = finished.map(|m| m.message.id.as_str()).unwrap_or("");
+        let compaction = history
+            .iter()
+            .rev()
+            .take_while(|m| m.message.id.as_str() > finished_id)
+            .find(|m| m.message.is_user() && m.compaction().is_some());
+        Self { user, assistant, finished, compaction }
+    }
+
+    /// Exit when the last assistant finished for a reason other than tool
+    /// calls, has no unfinished tool calls, and is newer than the last user
+    /// message (spec 3.1).
+    pub fn is_done(&self) -> bool {
+        let (Some(user), Some(assistant)) = (self.user, self.assistant) else {
+            return self.user.is_none();
+        };
+        let Some(info) = assistant.message.as_assistant() else {
+            return false;
+        };
+        let finished = info.finish.is_some_and(|f| f != FinishReason::ToolCalls);
+        let unfinished_tools = assistant
+            .parts
+            .iter()
+            .filter_map(Part::as_tool)
+            .any(|t| !t.state.is_finished());
+        finished && !unfinished_tools && user.message.id < assistant.message.id
+    }
+}
+
+/// Runs the loop until the session has nothing left to do.
+pub async fn run(ctx: Arc<SessionCtx>, cancel: CancellationToken) -> Result<(), Error> {
+    let mut step: u32 = 0;
+    let mut retries: u32 = 0;
+    let result = iterate(&ctx, &cancel, &mut step, &mut retries).await;
+    if result.is_ok() && ctx.settings.compaction.prune && !cancel.is_cancelled() {
+        prune_task::run(&ctx, false).await?;
+    }
+    // Idle last: a front end that waits for idle sees the prune's result too.
+    ctx.set_status(SessionStatus::Idle);
+    result
+}
+
+async fn iterate(ctx: &Arc<SessionCtx>, cancel: &CancellationToken, step: &mut u32, retries: &mut u32) -> Result<(), Error> {
+    loop {
+        if cancel.is_cancelled() {
+            return Ok(());
+        }
+        ctx.set_status(SessionStatus::Busy);
+        let history = ctx.writer.store.read_context(&ctx.session_id).await?;
+        let latest = Latest::of(&history);
+        if latest.is_done() {
+            return Ok(());
+        }
+        let Some(user_message) = latest.user else { return Ok(()) };
+        let Some(user) = user_message.message.as_user().cloned() else { return Ok(()) };
+        *step += 1;
+
+        if let Some(request) = latest.compaction {
+            match compaction_task::run(ctx, &history, request, cancel).await? {
+                StepOutcome::Stop => return Ok(()),
+                _ => continue,
+            }
+        }
+        let model = match ctx.models.resolve(&user.model).await {
+            Ok(model) => model,
+            Err(message) => {
+                ctx.writer.error(&ctx.session_id, message);
+                return Ok(());
+            }
+        };
+        if let Some(finished) = latest.finished.and_then(|m| m.message.as_assistant())
+            && !finished.summary
+            && gauge::is_overflow(ctx, &model, finished.tokens.context_count())
+        {
+            create_compaction(ctx, &user, CompactionPart { auto: true, ..Default::default() }).await?;
+            continue;
+        }
+        let agent = ctx.agents.get(&user.agent).clone();
+        let is_last_step = agent.steps.is_some_and(|max| *step >= max);
+        let assistant = new_assistant(ctx, &user_message.message.id, &user, &agent.name, false);
+        let request = build_request(ctx, &agent, &model, &history, is_last_step);
+        let mut runner = ToolRunner::new(ctx.clone(), agent.tools, recent_calls(&history), cancel.clone());
+        let assistant_id = assistant.id.clone();
+        let outcome = processor::process(
+            Step { ctx, model: &model, assistant, request, summary: false, cancel: cancel.clone() },
+            &mut runner,
+        )
+        .await?;
+        gauge::publish(ctx, &model).await;
+        match outcome {
+            StepOutcome::Continue => *retries = 0,
+            StepOutcome::Stop => return Ok(()),
+            StepOutcome::Compact => {
+                let finished = ctx.writer.store.get_message(&assistant_id).await?.and_then(|m| m.message.as_assistant().and_then(|a| a.finish));
+                if !ctx.settings.compaction.auto {
+                    ctx.writer.error(&ctx.session_id, gauge::overflow_advice());
+                    return Ok(());
+                }
+                let overflow = finished.is_none();
+                create_compaction(ctx, &user, CompactionPart { auto: true, overflow, ..Default::default() }).await?;
+            }
+            StepOutcome::Retry(error) => {
+                *retries += 1;
+                if *retries > MAX_STEP_RETRIES {
+                    ctx.writer.error(&ctx.session_id, format!("{error}. Gave up after {MAX_STEP_RETRIES} retries; send a message to try again."));
+                    return Ok(());
+                }
+                if !wait_before_retry(ctx, *retries, &error.to_string(), cancel).await {
+                    return Ok(());
+                }
+            }
+        }
+    }
+}
+
+/// The request for one normal step: system prompt, history as the model sees
+/// it, the agent's tools.
+pub fn build_request(
+    ctx: &SessionCtx,
+    agent: &Agent,
+    model: &ResolvedModel,
+    history: &[MessageWithParts],
+    is_last_step: bool,
+) -> crate::provider::ChatRequest {
+    let system = prompt::build(agent, &model.model, &ctx.env).blocks();
+    let mut messages = context::model_view(history, &model.model, model.media_in_tool_results());
+    if agent.name == crate::session::agent::PLAN
+        && let Some(last_user) = messages.iter_mut().rev().find(|m| m.role == ChatRole::User)
+    {
+        last_user.content.push(Content::Text { text: PLAN_REMINDER.to_string() });
+    }
+    if is_last_step {
+        messages.push(ChatMessage {
+            role: ChatRole::Assistant,
+            content: vec![Content::Text { text: MAX_STEPS_PROMPT.to_string() }],
+        });
+    }
+    let tools = match agent.tools {
+        ToolAccess::None => Vec::new(),
+        ToolAccess::All => ctx.tools.specs(|_| true),
+        ToolAccess::ReadOnly => ctx.tools.specs(|tool| tool.is_read_only()),
+    };
+    crate::provider::ChatRequest {
+        model: model.model.model.clone(),
+        system,
+        messages,
+        tools,
+        max_output_tokens: model.max_output_tokens(),
+        temperature: agent.temperature,
+        cache_key: Some(ctx.session_id.clone()),
+    }
+}
+
+pub fn new_assistant(ctx: &SessionCtx, parent_id: &str, user: &UserMessage, agent: &str, summary: bool) -> Message {
+    Message {
+        id: crate::id::message_id(),
+        session_id: ctx.session_id.clone(),
+        time_created: now_millis(),
+        role: Role::Assistant(AssistantMessage {
+            parent_id: parent_id.to_string(),
+            agent: agent.to_string(),
+            model: user.model.clone(),
+            path: MessagePath {
+                cwd: ctx.env.cwd.display().to_string(),
+                root: ctx.env.root.display().to_string(),
+            },
+            summary,
+            finish: None,
+            error: None,
+            tokens: Tokens::default(),
+            cost: 0.0,
+            time_completed: None,
+        }),
+    }
+}
+
+/// Writes a user message carrying a compaction request; the next iteration runs it.
+pub async fn create_compaction(ctx: &SessionCtx, user: &UserMessage, part: CompactionPart) -> Result<(), Error> {
+    let message = Message {
+        id: crate::id::message_id(),
+        session_id: ctx.session_id.clone(),
+        time_created: now_millis(),
+        role: Role::User(UserMessage { agent: user.agent.clone(), model: user.model.clone(), system: None }),
+    };
+    ctx.writer.message(&message).await?;
+    ctx.writer.part(&Part::new(&message, PartKind::Compaction(part))).await?;
+    Ok(())
+}
+
+/// Recent tool calls of the session, oldest first, for the doom-loop detector.
+fn recent_calls(history: &[MessageWithParts]) -> Vec<CallSignature> {
+    let mut calls: Vec<CallSignature> = history
+        .iter()
+        .rev()
+        .flat_map(|m| m.parts.iter().rev())
+        .filter_map(Part::as_tool)
+        .filter(|t| t.state.is_finished())
+        .take(DOOM_HISTORY)
+        .map(|t| CallSignature::new(&t.tool, t.state.input()))
+        .collect();
+    calls.reverse();
+    calls
+}
+
+/// Backs off before retrying a failed step, showing the countdown.
+/// Returns false when the user cancelled meanwhile.
+async fn wait_before_retry(ctx: &SessionCtx, attempt: u32, message: &str, cancel: &CancellationToken) -> bool {
+    let delay = Duration::from_secs(2u64.saturating_pow(attempt).min(30));
+    ctx.set_status(SessionStatus::Retrying {
+        attempt,
+        message: message.to_string(),
+        next_at: now_millis() + delay.as_millis() as i64,
+    });
+    tokio::select! {
+        _ = cancel.cancelled() => false,
+        _ = tokio::time::sleep(delay) => true,
+    }
+}

@@ -1,0 +1,310 @@
+//! Runs the tool calls of one step, in call order, while the stream goes on.
+//!
+//! Calls run one at a time (an edit followed by a test run must not race),
+//! each starting as soon as its arguments are complete. Before each call the
+//! doom-loop detector looks at the session's recent calls; live output is
+//! published as deltas; every call ends as a completed or error part, also when
+//! the user interrupts (the whole process group is killed by the tool).
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::bus::DeltaField;
+use crate::message::{Part, PartKind, ToolPart, ToolState, ToolTime, now_millis};
+use crate::permission::PermissionRequest;
+use crate::session::agent::ToolAccess;
+use crate::session::doom::{self, CallSignature, Verdict};
+use crate::session::processor::finished_state;
+use crate::session::runtime::SessionCtx;
+use crate::session::Error;
+use crate::tool::{ToolContext, ToolError, ToolProgress};
+
+/// How long interrupted tools get to wind down before they are abandoned.
+const CANCEL_GRACE: Duration = Duration::from_secs(1);
+
+/// Longest live-output preview kept on a running part (the tail).
+const LIVE_OUTPUT_MAX: usize = 30_000;
+
+pub struct ToolCall {
+    pub part: Part,
+    pub name: String,
+    pub input: Value,
+}
+
+pub struct ToolRunner {
+    ctx: Arc<SessionCtx>,
+    access: ToolAccess,
+    history: Vec<CallSignature>,
+    cancel: CancellationToken,
+    sender: Option<mpsc::UnboundedSender<ToolCall>>,
+    task: Option<JoinHandle<Result<bool, Error>>>,
+    /// Submitted calls that have not finished, so an interrupt can mark them.
+    unfinished: Arc<Mutex<Vec<Part>>>,
+    blocked: bool,
+}
+
+impl ToolRunner {
+    /// `history` holds the session's recent calls, oldest first, for the
+    /// doom-loop detector; `cancel` is the loop's token.
+    pub fn new(ctx: Arc<SessionCtx>, access: ToolAccess, history: Vec<CallSignature>, cancel: CancellationToken) -> Self {
+        Self {
+            ctx,
+            access,
+            history,
+            cancel: cancel.child_token(),
+            sender: None,
+            task: None,
+            unfinished: Arc::new(Mutex::new(Vec::new())),
+            blocked: false,
+        }
+    }
+
+    /// True when a call was rejected or stopped so that the loop must stop.
+    pub fn blocked(&self) -> bool {
+        self.blocked
+    }
+
+    pub fn submit(&mut self, call: ToolCall) {
+        lock(&self.unfinished).push(call.part.clone());
+        if self.sender.is_none() {
+            let (sender, receiver) = mpsc::unbounded_channel();
+            let worker = Worker {
+                ctx: self.ctx.clone(),
+                access: self.access,
+                history: std::mem::take(&mut self.history),
+                cancel: self.cancel.clone(),
+                unfinished: self.unfinished.clone(),
+            };
+            self.task = Some(tokio::spawn(worker.run(receiver)));
+            self.sender = Some(sender);
+        }
+        if let Some(sender) = &self.sender {
+            // The worker only ends after the sender is dropped, so this cannot fail.
+            let _ = sender.send(call);
+        }
+    }
+
+    /// Waits until every submitted call has finished.
+    pub async fn drain(&mut self) -> Result<(), Error> {
+        self.sender = None;
+        if let Some(task) = self.task.take() {
+            match task.await {
+                Ok(result) => self.blocked |= result?,
+                Err(join) => return Err(Error::Internal(format!("tool runner failed: {join}"))),
+            }
+        }
+        Ok(())
+    }
+
+    /// Interrupt: cancel running tools, give them a moment, mark the rest.
+    pub async fn cancel_all(&mut self, ctx: &SessionCtx) -> Result<(), Error> {
+        self.cancel.cancel();
+        self.sender = None;
+        if let Some(mut task) = self.task.take()
+            && tokio::time::timeout(CANCEL_GRACE, &mut task).await.is_err()
+        {
+            task.abort();
+        }
+        let left: Vec<Part> = std::mem::take(&mut *lock(&self.unfinished));
+        for part in left {
+            self.record_unfinished(ctx, part, "interrupted").await?;
+        }
+        Ok(())
+    }
+
+    /// Ends a call that never ran (or was cut off) as an error part.
+    pub async fn record_unfinished(&self, ctx: &SessionCtx, mut part: Part, reason: &str) -> Result<(), Error> {
+        if let PartKind::Tool(tool) = &mut part.kind {
+            if tool.state.is_finished() {
+                return Ok(());
+            }
+            let start = match &tool.state {
+                ToolState::Running { time, .. } => time.start,
+                _ => now_millis(),
+            };
+            tool.state = ToolState::Error {
+                input: tool.state.input().clone(),
+                error: reason.to_string(),
+                metadata: Some(json!({ "interrupted": true })),
+                time: ToolTime { start, end: Some(now_millis()), compacted: None },
+            };
+        }
+        ctx.writer.part(&part).await?;
+        Ok(())
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A panic while holding this lock leaves a plain Vec, still usable.
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The task that runs calls one by one. Returns whether the loop must stop.
+struct Worker {
+    ctx: Arc<SessionCtx>,
+    access: ToolAccess,
+    history: Vec<CallSignature>,
+    cancel: CancellationToken,
+    unfinished: Arc<Mutex<Vec<Part>>>,
+}
+
+impl Worker {
+    async fn run(mut self, mut calls: mpsc::UnboundedReceiver<ToolCall>) -> Result<bool, Error> {
+        let mut blocked = false;
+        while let Some(call) = calls.recv().await {
+            let part_id = call.part.id.clone();
+            if self.cancel.is_cancelled() {
+                break;
+            }
+            blocked |= self.run_one(call).await?;
+            lock(&self.unfinished).retain(|p| p.id != part_id);
+        }
+        Ok(blocked)
+    }
+
+    async fn run_one(&mut self, call: ToolCall) -> Result<bool, Error> {
+        let ToolCall { mut part, name, input } = call;
+        let start = now_millis();
+        set_state(&mut part, ToolState::Running {
+            input: input.clone(),
+            title: None,
+            metadata: None,
+            time: ToolTime { start, end: None, compacted: None },
+        });
+        lock(&self.unfinished).iter_mut().filter(|p| p.id == part.id).for_each(|p| *p = part.clone());
+        self.ctx.writer.part(&part).await?;
+
+        let signature = CallSignature::new(&name, &input);
+        let (result, blocked) = match self.guard(&part, &signature).await {
+            Some(refusal) => refusal,
+            None => self.execute(&part, &name, input.clone()).await,
+        };
+        self.history.push(signature);
+        set_state(&mut part, finished_state(input, start, result));
+        self.ctx.writer.part(&part).await?;
+        Ok(blocked)
+    }
+
+    /// Checks that may refuse the call before it runs: tool access and doom loop.
+    async fn guard(&self, part: &Part, signature: &CallSignature) -> Option<(Result<crate::tool::ToolOutput, String>, bool)> {
+        let tools = &self.ctx.tools;
+        let allowed = match tools.get(&signature.tool) {
+            None => true, // the registry answers unknown tools with the list of real ones
+            Some(tool) => match self.access {
+                ToolAccess::All => true,
+                ToolAccess::ReadOnly => tool.is_read_only(),
+                ToolAccess::None => false,
+            },
+        };
+        if !allowed {
+            return Some((Err(format!("The {} tool is not available to this agent (read-only mode).", signature.tool)), false));
+        }
+        let settings = &self.ctx.settings;
+        match doom::judge(&self.history, signature, settings.doom_threshold, settings.doom_hard_stop) {
+            Verdict::Fine => None,
+            Verdict::Stop { description, .. } => {
+                let message = format!("Stopped: possible doom loop, {description}. Tell the user what you were trying to do instead of repeating the call.");
+                self.ctx.writer.error(&self.ctx.session_id, format!("stopped a doom loop: {description}"));
+                Some((Err(message), true))
+            }
+            Verdict::Ask { description, .. } => {
+                let request = PermissionRequest {
+                    id: crate::id::call_id(),
+                    session_id: self.ctx.session_id.clone(),
+                    call_id: part.as_tool().map(|t| t.call_id.clone()),
+                    permission: "doom_loop".into(),
+                    patterns: vec![signature.tool.clone()],
+                    always: vec![signature.tool.clone()],
+                    title: format!("Possible doom loop: {description}"),
+                    metadata: json!({ "tool": signature.tool, "input": signature.input }),
+                };
+                match self.ctx.permissions.ask(request, &self.cancel).await {
+                    Ok(()) => None,
+                    Err(error) => Some((Err(error.to_string()), true)),
+                }
+            }
+        }
+    }
+
+    async fn execute(&self, part: &Part, name: &str, input: Value) -> (Result<crate::tool::ToolOutput, String>, bool) {
+        let (progress_tx, mut progress_rx) = mpsc::unbounded_channel();
+        let tool_ctx = ToolContext {
+            session_id: part.session_id.clone(),
+            message_id: part.message_id.clone(),
+            call_id: part.as_tool().map(|t| t.call_id.clone()).unwrap_or_default(),
+            cwd: self.ctx.env.cwd.clone(),
+            root: self.ctx.env.root.clone(),
+            tool_output_dir: self.ctx.settings.tool_output_dir.clone(),
+            cancel: self.cancel.child_token(),
+            permissions: self.ctx.permissions.clone(),
+            progress: Some(progress_tx),
+            limits: self.ctx.settings.tool_limits.clone(),
+        };
+        let run = self.ctx.tools.run(name, input, &tool_ctx);
+        tokio::pin!(run);
+        let mut live = LiveOutput::new(part.clone());
+        let result = loop {
+            tokio::select! {
+                result = &mut run => break result,
+                Some(progress) = progress_rx.recv() => live.apply(&self.ctx, progress).await,
+            }
+        };
+        match result {
+            Ok(output) => (Ok(output), false),
+            Err(ToolError::PermissionRejected { message: None }) => (Err(ToolError::PermissionRejected { message: None }.to_string()), true),
+            Err(error) => (Err(error.to_string()), false),
+        }
+    }
+}
+
+/// Live title and output of a running tool, published as it arrives.
+struct LiveOutput {
+    part: Part,
+    output: String,
+}
+
+impl LiveOutput {
+    fn new(part: Part) -> Self {
+        Self { part, output: String::new() }
+    }
+
+    async fn apply(&mut self, ctx: &SessionCtx, progress: ToolProgress) {
+        match progress {
+            ToolProgress::Output(text) => {
+                ctx.writer.delta(&self.part, DeltaField::ToolOutput, &text);
+                self.output.push_str(&text);
+                if self.output.len() > LIVE_OUTPUT_MAX {
+                    let mut cut = self.output.len() - LIVE_OUTPUT_MAX;
+                    while !self.output.is_char_boundary(cut) {
+                        cut += 1;
+                    }
+                    self.output.drain(..cut);
+                }
+            }
+            ToolProgress::Title(title) => {
+                if let PartKind::Tool(ToolPart { state: ToolState::Running { title: slot, .. }, .. }) = &mut self.part.kind {
+                    *slot = Some(title);
+                }
+                if let Err(error) = ctx.writer.part(&self.part).await {
+                    tracing::warn!(%error, "cannot persist a running tool's title");
+                }
+            }
+            ToolProgress::Metadata(metadata) => {
+                if let PartKind::Tool(ToolPart { state: ToolState::Running { metadata: slot, .. }, .. }) = &mut self.part.kind {
+                    *slot = Some(metadata);
+                }
+            }
+        }
+    }
+}
+
+fn set_state(part: &mut Part, state: ToolState) {
+    if let PartKind::Tool(tool) = &mut part.kind {
+        tool.state = state;
+    }
+}

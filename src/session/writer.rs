@@ -1,0 +1,70 @@
+//! Persist-and-publish: the one way the session layer changes the transcript.
+//!
+//! Every full update goes to the store first and then on the bus, so what a
+//! subscriber sees is always already durable; deltas go on the bus only.
+
+use std::sync::Arc;
+
+use crate::bus::{Bus, DeltaField, Event};
+use crate::message::{Message, Part, Session};
+use crate::store::{self, Store};
+
+#[derive(Clone)]
+pub struct Writer {
+    pub store: Store,
+    pub bus: Bus,
+}
+
+impl Writer {
+    pub fn new(store: Store, bus: Bus) -> Self {
+        Self { store, bus }
+    }
+
+    pub async fn message(&self, message: &Message) -> Result<(), store::Error> {
+        self.store.upsert_message(message).await?;
+        self.bus.publish(Event::MessageUpdated {
+            message: Arc::new(message.clone()),
+        });
+        Ok(())
+    }
+
+    pub async fn part(&self, part: &Part) -> Result<(), store::Error> {
+        self.store.upsert_part(part).await?;
+        self.bus.publish(Event::PartUpdated {
+            part: Arc::new(part.clone()),
+        });
+        Ok(())
+    }
+
+    pub async fn session(&self, session: &Session) -> Result<(), store::Error> {
+        self.store.update_session(session).await?;
+        self.bus.publish(Event::SessionUpdated {
+            session: Arc::new(session.clone()),
+        });
+        Ok(())
+    }
+
+    pub fn delta(&self, part: &Part, field: DeltaField, delta: &str) {
+        self.bus.publish(Event::PartDelta {
+            session_id: part.session_id.clone(),
+            message_id: part.message_id.clone(),
+            part_id: part.id.clone(),
+            field,
+            delta: delta.to_string(),
+        });
+    }
+
+    pub fn notice(&self, session_id: &str, message: impl Into<String>) {
+        self.bus.publish(Event::Notice {
+            session_id: session_id.to_string(),
+            message: message.into(),
+        });
+    }
+
+    pub fn error(&self, session_id: &str, message: impl Into<String>) {
+        self.bus.publish(Event::Error {
+            session_id: session_id.to_string(),
+            message: message.into(),
+        });
+    }
+}
