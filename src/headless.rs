@@ -11,16 +11,10 @@ use std::io::Write;
 use tokio::sync::broadcast::error::RecvError;
 
 use crate::bus::{Bus, Event, SessionStatus};
+pub use crate::cli::Format;
 use crate::message::{PartKind, ToolState};
 use crate::session::command::Command;
 use crate::session::runtime::SessionHandle;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum Format {
-    #[default]
-    Text,
-    Json,
-}
 
 /// How a headless run ended; maps to the process exit status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

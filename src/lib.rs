@@ -17,11 +17,13 @@
 //! - `session`    the agent: the loop, the stream processor, context building,
 //!   prune and compaction
 //! - `headless`   `cairn run`: the loop without a terminal UI
+//! - `app`        assembly: config -> a running session, for every front end
 //! - `tui`        the terminal UI; talks to `session` only through commands and bus events
 //!
 //! Dependencies point down this list's layers: `tui`/`headless` -> `session` ->
 //! `provider`/`tool`/`store` -> `message`, never the reverse.
 
+pub mod app;
 pub mod bus;
 pub mod cli;
 pub mod config;

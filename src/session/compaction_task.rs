@@ -16,15 +16,13 @@ use crate::message::{
     FinishReason, Message, MessageError, MessageErrorKind, MessageWithParts, Part, PartKind,
     Role, TextPart, UserMessage, now_millis,
 };
-use crate::provider::{ChatMessage, ChatRequest, ChatRole, Content};
-use crate::session::agent::COMPACTION;
-use crate::session::compaction::{self, CONTINUE_TEXT};
+use crate::provider::ChatRequest;
+use crate::session::agent::{COMPACTION, ToolAccess};
+use crate::session::compaction::{self, AUTO_CONTINUE, AUTO_CONTINUE_METADATA, TailSettings};
 use crate::session::processor::{self, Step, StepOutcome};
 use crate::session::runtime::SessionCtx;
 use crate::session::tool_runner::ToolRunner;
-use crate::session::{Error, context, gauge, run};
-
-const COMPACTION_SYSTEM: &str = include_str!("../../assets/prompts/compaction.txt");
+use crate::session::{Error, gauge, prune, run};
 
 pub async fn run(
     ctx: &Arc<SessionCtx>,
@@ -45,33 +43,24 @@ pub async fn run(
         }
     };
     let before_count = tokens_before(history);
-    let ordered = context::order_for_model(history.to_vec());
-    let older: Vec<MessageWithParts> = ordered
-        .iter()
-        .filter(|m| m.message.id < request.message.id)
-        .cloned()
-        .collect();
-    let (older, replay) = if part.overflow { compaction::select_replay(older) } else { (older, None) };
-    let previous_summary = compaction::find_previous_summary(&older);
-    let visible = compaction::hide_completed_compactions(older);
-    let usable = gauge::usable(ctx, &model);
-    let budget = compaction::tail_budget(usable, ctx.settings.compaction.preserve_recent_tokens);
-    let split = compaction::select_tail(visible, ctx.settings.compaction.tail_turns, budget, |m| gauge::count_message(ctx, m));
-    let prompt = compaction::build_prompt(previous_summary.as_deref(), part.instructions.as_deref());
+    let tail = TailSettings {
+        tail_turns: ctx.settings.compaction.tail_turns,
+        preserve_recent_tokens: ctx.settings.compaction.preserve_recent_tokens,
+    };
+    let Some(plan) = compaction::plan_summary(history, &request.message.id, tail, gauge::usable(ctx, &model)) else {
+        return abandon(ctx, request).await;
+    };
 
-    let mut attempt = 0usize;
-    let summary = loop {
-        let Some(input) = compaction::shrink_step(&split.head, attempt) else {
-            return give_up(ctx, request, replay.is_some()).await;
+    let mut step = plan.first_step;
+    let summary_id = loop {
+        let Some(input) = compaction::shrink_step(&plan.head, step) else {
+            return give_up(ctx, request, plan.replay.is_some()).await;
         };
-        attempt += 1;
-        let mut messages = context::to_model_messages(&input, &model.model, context::ModelOptions { strip_media: true, tool_output_max_chars: Some(compaction::TOOL_OUTPUT_MAX_CHARS), media_in_tool_results: false });
-        context::ensure_tool_pairing(&mut messages);
-        messages.push(ChatMessage { role: ChatRole::User, content: vec![Content::Text { text: prompt.clone() }] });
+        step += 1;
         let chat = ChatRequest {
             model: model.model.model.clone(),
-            system: vec![COMPACTION_SYSTEM.to_string()],
-            messages,
+            system: vec![compaction::SYSTEM_PROMPT.to_string()],
+            messages: compaction::summary_messages(&input, &model.model, &plan.prompt, model.media_in_tool_results()),
             tools: Vec::new(),
             max_output_tokens: model.max_output_tokens(),
             temperature: None,
@@ -83,12 +72,11 @@ pub async fn run(
         }
         let assistant = run::new_assistant(ctx, &request.message.id, &user, COMPACTION, true);
         let assistant_id = assistant.id.clone();
-        let mut runner = ToolRunner::new(ctx.clone(), crate::session::agent::ToolAccess::None, Vec::new(), cancel.clone());
-        let outcome = processor::process(Step { ctx, model: &model, assistant, request: chat, summary: true, cancel: cancel.clone() }, &mut runner).await?;
-        match outcome {
+        let mut runner = ToolRunner::new(ctx.clone(), ToolAccess::None, Vec::new(), cancel.clone());
+        let step_input = Step { ctx, model: &model, assistant, request: chat, summary: true, cancel: cancel.clone() };
+        match processor::process(step_input, &mut runner).await? {
             StepOutcome::Compact => {
                 mark_failed(ctx, &assistant_id, "summary request exceeded the context window; retrying with less history").await?;
-                continue;
             }
             StepOutcome::Continue => break assistant_id,
             StepOutcome::Stop | StepOutcome::Retry(_) => {
@@ -103,30 +91,29 @@ pub async fn run(
         }
     };
 
-    if let Some(tail_start) = &split.tail_start_id {
-        let mut part_row = request.parts.iter().find(|p| p.as_compaction().is_some()).cloned().expect("request has a compaction part");
-        if let PartKind::Compaction(compaction) = &mut part_row.kind {
+    if let Some(tail_start) = &plan.tail_start_id
+        && let Some(mut stored) = request.parts.iter().find(|p| p.as_compaction().is_some()).cloned()
+    {
+        if let PartKind::Compaction(compaction) = &mut stored.kind {
             compaction.tail_start_id = Some(tail_start.clone());
         }
-        ctx.writer.part(&part_row).await?;
+        ctx.writer.part(&stored).await?;
     }
-    let queued = move_queued_prompts(ctx, &request.message.id, &summary).await?;
-    let after_count = gauge::next_request_tokens(ctx, &model).await?;
+    let queued = move_queued_prompts(ctx, &request.message.id, &summary_id).await?;
+    let after = gauge::refresh(ctx, &model).await?;
+    let kind = if part.auto { "auto" } else { "manual" };
     ctx.writer.notice(&ctx.session_id, format!(
-        "compacted the conversation ({}): {} -> {} tokens",
-        if part.auto { "auto" } else { "manual" },
-        before_count, after_count,
+        "compacted the conversation ({kind}): {} -> {} tokens",
+        prune::thousands(before_count),
+        prune::thousands(after.used),
     ));
-    gauge::record_compaction(ctx, before_count, after_count);
-    gauge::publish(ctx, &model).await;
-
-    if let Some(advice) = gauge::compaction_cannot_help(ctx, &model, before_count, after_count) {
+    if let Some(advice) = gauge::after_compaction(ctx, &model, before_count, after.used) {
         ctx.writer.error(&ctx.session_id, advice);
         return Ok(StepOutcome::Stop);
     }
     if part.auto && queued == 0 {
-        if let Some(replay) = replay {
-            replay_message(ctx, &replay).await?;
+        if let Some(replay) = &plan.replay {
+            replay_message(ctx, replay).await?;
         } else if was_mid_task(history, &request.message.id) {
             continue_message(ctx, &user).await?;
         }
@@ -166,9 +153,9 @@ async fn continue_message(ctx: &SessionCtx, user: &UserMessage) -> Result<(), Er
     };
     ctx.writer.message(&message).await?;
     let text = TextPart {
-        text: CONTINUE_TEXT.to_string(),
+        text: AUTO_CONTINUE.to_string(),
         synthetic: true,
-        metadata: Some(serde_json::json!({ "compaction_continue": true })),
+        metadata: Some(serde_json::json!({ AUTO_CONTINUE_METADATA: true })),
         ..Default::default()
     };
     ctx.writer.part(&Part::new(&message, PartKind::Text(text))).await?;

@@ -8,6 +8,7 @@
 //! - `agent`           build / plan / compaction
 //! - `prompt`          the system prompt and instruction files
 //! - `context`         history -> the messages the model sees
+//! - `models`          provider/model -> client, limits, prices
 //! - `gauge`           token accounting glue: the gauge, overflow, `/context`
 //! - `prune`, `prune_task`             clearing old tool outputs (rule, then act)
 //! - `compaction`, `compaction_task`   summarizing history (rules, then act)
@@ -24,6 +25,7 @@ pub mod compaction_task;
 pub mod context;
 pub mod doom;
 pub mod gauge;
+pub mod models;
 pub mod processor;
 pub mod prompt;
 pub mod prune;

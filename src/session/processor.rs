@@ -85,14 +85,15 @@ pub async fn process(step: Step<'_>, runner: &mut ToolRunner) -> Result<StepOutc
             status: SessionStatus::Retrying {
                 attempt: notice.attempt,
                 message: notice.message,
-                next_at: notice.next_at_millis,
+                next_at: notice.next_at_millis as i64,
             },
         });
     };
+    ctx.accounting.sent(&step.model.model, gauge::count_request(&step.request));
     let opened = step
         .model
         .provider
-        .stream_with_retry(&step.request, step.cancel.clone(), on_retry)
+        .stream_with_retry(&step.request, step.cancel.clone(), &ctx.settings.retry, on_retry)
         .await;
     let mut stream = match opened {
         Ok(stream) => stream,
@@ -122,7 +123,7 @@ pub async fn process(step: Step<'_>, runner: &mut ToolRunner) -> Result<StepOutc
     close_open_parts(ctx, &mut building).await?;
     if building.assistant.as_assistant().and_then(|a| a.finish).is_none() {
         // The stream ended without a finish event: treat as a dropped connection.
-        let error = provider::Error::truncated_stream();
+        let error = provider::Error::truncated(&step.model.model.provider, "a finish event");
         return fail(ctx, &mut building, runner, error).await;
     }
     finish_tools(ctx, &mut building, runner).await?;
@@ -280,7 +281,7 @@ async fn apply(
                 assistant.cost += cost;
             }
             writer.message(&building.assistant).await?;
-            ctx.learn_usage(model, &usage);
+            ctx.accounting.learn(&model.model, &usage);
         }
     }
     Ok(None)
@@ -341,7 +342,7 @@ async fn fail(
     error: provider::Error,
 ) -> Result<StepOutcome, Error> {
     close_open_parts(ctx, building).await?;
-    if error.is_cancelled() {
+    if error.kind() == provider::ErrorKind::Cancelled {
         interrupt(ctx, building, runner).await?;
         return Ok(StepOutcome::Stop);
     }
@@ -349,7 +350,7 @@ async fn fail(
         finish_tools(ctx, building, runner).await?;
         // No error on the message: the compaction that follows is marked
         // `overflow` because this message never finished (spec 4.3 halt).
-        ctx.writer.notice(&ctx.session_id, format!("{error}; compacting the conversation"));
+        ctx.writer.notice(&ctx.session_id, error.to_string());
         return Ok(StepOutcome::Compact);
     }
     if error.is_retryable() {
@@ -370,7 +371,7 @@ async fn fail(
         return Ok(StepOutcome::Retry(error));
     }
     finish_tools(ctx, building, runner).await?;
-    let kind = if error.is_auth() { MessageErrorKind::Auth } else { MessageErrorKind::Api };
+    let kind = if error.kind() == provider::ErrorKind::Auth { MessageErrorKind::Auth } else { MessageErrorKind::Api };
     set_error(ctx, building, kind, &error.to_string()).await?;
     ctx.writer.error(&ctx.session_id, error.to_string());
     Ok(StepOutcome::Stop)

@@ -103,6 +103,7 @@ async fn iterate(ctx: &Arc<SessionCtx>, cancel: &CancellationToken, step: &mut u
         let history = ctx.writer.store.read_context(&ctx.session_id).await?;
         let latest = Latest::of(&history);
         if latest.is_done() {
+            gauge::reset_guard(ctx);
             return Ok(());
         }
         let Some(user_message) = latest.user else { return Ok(()) };
@@ -122,17 +123,22 @@ async fn iterate(ctx: &Arc<SessionCtx>, cancel: &CancellationToken, step: &mut u
                 return Ok(());
             }
         };
-        if let Some(finished) = latest.finished.and_then(|m| m.message.as_assistant())
-            && !finished.summary
-            && gauge::is_overflow(ctx, &model, finished.tokens.context_count())
-        {
-            create_compaction(ctx, &user, CompactionPart { auto: true, ..Default::default() }).await?;
-            continue;
+        if let Some(warning) = model.take_warning() {
+            ctx.writer.notice(&ctx.session_id, warning);
         }
         let agent = ctx.agents.get(&user.agent).clone();
         let is_last_step = agent.steps.is_some_and(|max| *step >= max);
+        let view = context::order_for_model(history.clone());
+        let request = build_request(ctx, &agent, &model, &view, is_last_step);
+        // The gauge and the trigger are the same number: the next request's size.
+        let gauge = gauge::measure(ctx, &model, &view, &request);
+        gauge::publish(ctx, gauge);
+        let after_summary = latest.finished.and_then(|m| m.message.as_assistant()).is_none_or(|a| a.summary);
+        if !after_summary && crate::token::is_overflow(&gauge) {
+            create_compaction(ctx, &user, CompactionPart { auto: true, ..Default::default() }).await?;
+            continue;
+        }
         let assistant = new_assistant(ctx, &user_message.message.id, &user, &agent.name, false);
-        let request = build_request(ctx, &agent, &model, &history, is_last_step);
         let mut runner = ToolRunner::new(ctx.clone(), agent.tools, recent_calls(&history), cancel.clone());
         let assistant_id = assistant.id.clone();
         let outcome = processor::process(
@@ -140,7 +146,6 @@ async fn iterate(ctx: &Arc<SessionCtx>, cancel: &CancellationToken, step: &mut u
             &mut runner,
         )
         .await?;
-        gauge::publish(ctx, &model).await;
         match outcome {
             StepOutcome::Continue => *retries = 0,
             StepOutcome::Stop => return Ok(()),
@@ -168,16 +173,24 @@ async fn iterate(ctx: &Arc<SessionCtx>, cancel: &CancellationToken, step: &mut u
 }
 
 /// The request for one normal step: system prompt, history as the model sees
-/// it, the agent's tools.
+/// it (`view`, already ordered), the agent's tools.
 pub fn build_request(
     ctx: &SessionCtx,
     agent: &Agent,
     model: &ResolvedModel,
-    history: &[MessageWithParts],
+    view: &[MessageWithParts],
     is_last_step: bool,
 ) -> crate::provider::ChatRequest {
     let system = prompt::build(agent, &model.model, &ctx.env).blocks();
-    let mut messages = context::model_view(history, &model.model, model.media_in_tool_results());
+    let options = context::ModelViewOptions {
+        media_in_tool_results: model.media_in_tool_results(),
+        ..Default::default()
+    };
+    let mut messages = context::to_model_messages(view, &model.model, options);
+    let repairs = context::ensure_tool_pairing(&mut messages);
+    if !repairs.is_empty() {
+        tracing::warn!(session = %ctx.session_id, ?repairs, "repaired tool call pairing before sending");
+    }
     if agent.name == crate::session::agent::PLAN
         && let Some(last_user) = messages.iter_mut().rev().find(|m| m.role == ChatRole::User)
     {

@@ -17,7 +17,7 @@ use crate::message::{
     CompactionPart, Message, ModelRef, Part, PartKind, Role, TextPart, UserMessage, now_millis,
 };
 use crate::permission::Permissions;
-use crate::provider::{Provider, Usage};
+use crate::provider::{Provider, RetryPolicy, Usage};
 use crate::session::agent::Agents;
 use crate::session::command::Command;
 use crate::session::prompt::Environment;
@@ -31,6 +31,9 @@ pub struct ResolvedModel {
     pub provider: Arc<Provider>,
     pub limits: crate::token::Limits,
     pub prices: Option<crate::provider::catalog::Prices>,
+    /// Why the limits are a fallback, shown to the user once.
+    pub warning: Option<String>,
+    pub warned: std::sync::atomic::AtomicBool,
 }
 
 impl ResolvedModel {
@@ -42,9 +45,10 @@ impl ResolvedModel {
         crate::token::max_output_tokens(&self.limits) as u32
     }
 
-    /// Whether images may sit inside tool results (Anthropic and OpenAI can).
+    /// Whether images may sit inside tool results: Anthropic's tool_result
+    /// blocks take them; Chat Completions `tool` messages take text only.
     pub fn media_in_tool_results(&self) -> bool {
-        self.provider.supports_media_in_tool_results()
+        self.provider.config().wire == crate::provider::Wire::Anthropic
     }
 }
 
@@ -91,6 +95,7 @@ pub struct Settings {
     pub tool_limits: Limits,
     pub tool_output_dir: PathBuf,
     pub default_agent: String,
+    pub retry: RetryPolicy,
 }
 
 /// Everything the loop of one session needs.
@@ -105,17 +110,12 @@ pub struct SessionCtx {
     pub env: Environment,
     /// The model new prompts use unless they name one.
     pub default_model: ModelRef,
-    pub calibration: gauge::Calibrations,
+    pub accounting: gauge::Accounting,
 }
 
 impl SessionCtx {
     pub fn set_status(&self, status: SessionStatus) {
         self.writer.bus.publish(Event::Status { session_id: self.session_id.clone(), status });
-    }
-
-    /// Feeds reported usage to the per-model token calibration.
-    pub fn learn_usage(&self, model: &ResolvedModel, usage: &Usage) {
-        self.calibration.learn(&model.model, usage);
     }
 }
 
@@ -230,8 +230,13 @@ async fn handle(ctx: &Arc<SessionCtx>, running: &mut Option<RunningLoop>, comman
         }
         Command::Prune => prune_task::run(ctx, true).await?,
         Command::Context { reply } => {
-            let breakdown = gauge::breakdown(ctx).await?;
-            let _ = reply.send(breakdown);
+            let user = last_user_or_default(ctx).await?;
+            match ctx.models.resolve(&user.model).await {
+                Ok(model) => {
+                    let _ = reply.send(gauge::breakdown(ctx, &model).await?);
+                }
+                Err(message) => ctx.writer.error(&ctx.session_id, message),
+            }
         }
         Command::AnswerPermission { request_id, answer } => {
             ctx.permissions.answer(&request_id, answer);
@@ -259,7 +264,7 @@ async fn write_prompt(ctx: &SessionCtx, text: &str, agent: Option<String>, model
 }
 
 /// The agent and model of the newest user message, else the defaults.
-async fn last_user_or_default(ctx: &SessionCtx) -> Result<UserMessage, Error> {
+pub async fn last_user_or_default(ctx: &SessionCtx) -> Result<UserMessage, Error> {
     let recent = ctx.writer.store.messages_before(&ctx.session_id, None, 20).await?;
     Ok(recent
         .iter()

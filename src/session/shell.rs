@@ -58,7 +58,11 @@ pub async fn run(ctx: &SessionCtx, command: &str) -> Result<(), Error> {
         tool_output_dir: ctx.settings.tool_output_dir.clone(),
         cancel: tokio_util::sync::CancellationToken::new(),
         // The user typed the command: it needs no permission.
-        permissions: std::sync::Arc::new(crate::permission::Permissions::allow_all(ctx.writer.bus.clone())),
+        permissions: std::sync::Arc::new(crate::permission::Permissions::new(
+            crate::permission::ruleset(&Default::default(), true),
+            ctx.writer.bus.clone(),
+            crate::permission::Mode::Headless,
+        )),
         progress: None,
         limits: ctx.settings.tool_limits.clone(),
     };

@@ -223,7 +223,7 @@ impl Worker {
                     title: format!("Possible doom loop: {description}"),
                     metadata: json!({ "tool": signature.tool, "input": signature.input }),
                 };
-                match self.ctx.permissions.ask(request, &self.cancel).await {
+                match self.ctx.permissions.ask_cancellable(request, &self.cancel).await {
                     Ok(()) => None,
                     Err(error) => Some((Err(error.to_string()), true)),
                 }

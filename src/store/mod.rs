@@ -162,6 +162,16 @@ impl Store {
         .await
     }
 
+    /// Deletes a message and its parts (an abandoned compaction request, a
+    /// queued prompt moved after a summary). Returns whether it existed.
+    pub async fn delete_message(&self, id: &str) -> Result<bool, Error> {
+        let id = id.to_string();
+        self.write("delete message", move |connection| {
+            writes::delete_message(connection, &id)
+        })
+        .await
+    }
+
     /// Inserts or updates a message (its parts are kept) and sets its
     /// session's `time_updated` to now.
     pub async fn upsert_message(&self, message: &Message) -> Result<(), Error> {

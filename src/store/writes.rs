@@ -188,3 +188,33 @@ fn missing_parent(
         Error::Sqlite { operation, source }
     }
 }
+
+/// Deletes a message and its parts; its step-finish parts leave the session
+/// totals, so they still equal the sum of what is stored. Returns whether the
+/// message existed.
+pub(crate) fn delete_message(connection: &Connection, id: &str) -> Result<bool, Error> {
+    const OPERATION: &str = "delete message";
+    let step_ids: Vec<String> = connection
+        .prepare_cached("SELECT id FROM part WHERE message_id = ?1 AND type = 'step-finish'")
+        .during(OPERATION)?
+        .query_map([id], |row| row.get(0))
+        .during(OPERATION)?
+        .collect::<rusqlite::Result<_>>()
+        .during(OPERATION)?;
+    for step_id in step_ids {
+        if let Some((session_id, step)) = stored_step(connection, &step_id)? {
+            sessions::add_step(connection, &session_id, &step, -1)?;
+        }
+    }
+    connection
+        .prepare_cached("DELETE FROM part WHERE message_id = ?1")
+        .during(OPERATION)?
+        .execute([id])
+        .during(OPERATION)?;
+    let deleted = connection
+        .prepare_cached("DELETE FROM message WHERE id = ?1")
+        .during(OPERATION)?
+        .execute([id])
+        .during(OPERATION)?;
+    Ok(deleted > 0)
+}

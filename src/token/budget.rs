@@ -12,14 +12,8 @@ pub const OUTPUT_TOKEN_MAX: u64 = 32_000;
 /// Space kept free below an input limit when `reserved` is not configured.
 pub const COMPACTION_BUFFER: u64 = 20_000;
 
-/// A model's limits; `context == 0` means unknown or unlimited.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
-    pub context: u64,
-    /// A separate input limit, when the provider publishes one.
-    pub input: Option<u64>,
-    pub output: u64,
-}
+/// A model's limits (the catalog's type); `context == 0` means unknown or unlimited.
+pub use crate::provider::catalog::Limits;
 
 /// The `[compaction]` settings that take part in the arithmetic.
 #[derive(Debug, Clone, Copy, PartialEq)]

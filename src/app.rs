@@ -1,0 +1,158 @@
+//! Assembly: config -> store, bus, models, tools, permissions -> a running session.
+//!
+//! Front ends (`main` for the TUI and `cairn run`, tests for scenarios) call
+//! this instead of wiring the layers themselves, so every front end runs the
+//! same session the same way. It owns no behaviour of its own.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::Context;
+
+use crate::bus::Bus;
+use crate::config::Config;
+use crate::message::{ModelRef, Session, now_millis};
+use crate::permission::{Mode, Permissions};
+use crate::session::agent::{AgentOverride, Agents};
+use crate::session::models::{ConfiguredModels, default_model_from_env};
+use crate::session::prompt::Environment;
+use crate::session::runtime::{
+    CompactionSettings, ModelSource, SessionCtx, SessionHandle, Settings, spawn,
+};
+use crate::session::writer::Writer;
+use crate::store::Store;
+use crate::tool::{Limits, Registry};
+
+/// Which session to open.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SessionChoice {
+    New,
+    /// The most recent session in this directory (`--continue`).
+    Latest,
+    Id(String),
+}
+
+pub struct App {
+    pub config: Config,
+    pub store: Store,
+    pub bus: Bus,
+    pub models: Arc<dyn ModelSource>,
+    pub tools: Arc<Registry>,
+    pub cwd: PathBuf,
+    pub data_dir: PathBuf,
+}
+
+impl App {
+    /// Opens the store in `data_dir` (`paths::data_dir()` in the binary).
+    pub fn open(config: Config, cwd: PathBuf, data_dir: &Path) -> anyhow::Result<Self> {
+        let store = Store::open(&data_dir.join("cairn.db"))?;
+        let models: Arc<dyn ModelSource> = Arc::new(ConfiguredModels::new(&config));
+        Ok(Self {
+            config,
+            store,
+            bus: Bus::new(),
+            models,
+            tools: Arc::new(Registry::builtin()),
+            cwd,
+            data_dir: data_dir.to_path_buf(),
+        })
+    }
+
+    /// The model new messages use: config or flag, else a provider whose key is set.
+    pub fn default_model(&self) -> Option<ModelRef> {
+        self.config.model.clone().or_else(default_model_from_env)
+    }
+
+    /// Finds or creates the session and starts its runtime.
+    pub async fn start(&self, choice: SessionChoice, mode: Mode) -> anyhow::Result<(Session, SessionHandle)> {
+        let directory = self.cwd.display().to_string();
+        let session = match choice {
+            SessionChoice::New => self.new_session(&directory).await?,
+            SessionChoice::Latest => match self.store.latest_session(&directory).await? {
+                Some(session) => session,
+                None => self.new_session(&directory).await?,
+            },
+            SessionChoice::Id(id) => self
+                .store
+                .get_session(&id)
+                .await?
+                .with_context(|| format!("no session with id {id}; `cairn sessions` lists them"))?,
+        };
+        let ctx = Arc::new(self.session_ctx(&session, mode)?);
+        let (handle, _task) = spawn(ctx);
+        Ok((session, handle))
+    }
+
+    async fn new_session(&self, directory: &str) -> anyhow::Result<Session> {
+        let now = now_millis();
+        let session = Session {
+            id: crate::id::session_id(),
+            title: String::new(),
+            directory: directory.to_string(),
+            parent_id: None,
+            time_created: now,
+            time_updated: now,
+            cost: 0.0,
+            tokens: Default::default(),
+        };
+        self.store.create_session(&session).await?;
+        Ok(session)
+    }
+
+    fn session_ctx(&self, session: &Session, mode: Mode) -> anyhow::Result<SessionCtx> {
+        let config = &self.config;
+        let default_model = self
+            .default_model()
+            .context("no model configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY, pass --model provider/model, or set `model` in ~/.config/cairn/config.toml")?;
+        let rules = crate::permission::ruleset(&config.permission, config.yolo);
+        let permissions = Arc::new(Permissions::new(rules, self.bus.clone(), mode));
+        let agents = Agents::new(config.agent.iter().map(|(name, agent)| {
+            (
+                name.as_str(),
+                AgentOverride {
+                    model: agent.model.clone(),
+                    steps: agent.steps,
+                    temperature: agent.temperature.map(|t| t as f32),
+                    prompt: agent.prompt.clone(),
+                },
+            )
+        }));
+        let tool_output_dir = self.data_dir.join("tool-output");
+        let mut env = Environment::discover(Path::new(&session.directory));
+        env.config_dir = crate::paths::config_dir();
+        env.extra_instructions = config.instructions.clone();
+        let settings = Settings {
+            compaction: CompactionSettings {
+                auto: config.compaction.auto,
+                prune: config.compaction.prune,
+                reserved: config.compaction.reserved,
+                threshold: config.compaction.threshold.get(),
+                tail_turns: config.compaction.tail_turns as usize,
+                preserve_recent_tokens: config.compaction.preserve_recent_tokens,
+                model: config.compaction.model.clone(),
+            },
+            doom_threshold: config.doom_loop.threshold as usize,
+            doom_hard_stop: config.doom_loop.hard_stop as usize,
+            tool_limits: Limits {
+                max_lines: config.tool_output.max_lines,
+                max_bytes: config.tool_output.max_bytes,
+                bash_timeout: std::time::Duration::from_millis(config.bash.timeout_ms),
+            },
+            tool_output_dir,
+            default_agent: config.default_agent.as_str().to_string(),
+            retry: Default::default(),
+        };
+        Ok(SessionCtx {
+            session_id: session.id.clone(),
+            writer: Writer::new(self.store.clone(), self.bus.clone()),
+            tools: self.tools.clone(),
+            permissions,
+            agents,
+            models: self.models.clone(),
+            settings,
+            env,
+            default_model,
+            accounting: Default::default(),
+        })
+    }
+}

@@ -1,0 +1,187 @@
+//! Token accounting glue: the gauge, the overflow decision and `/context`.
+//!
+//! One function, [`measure`], computes the next request's size from the
+//! history the loop already read (anchored on the provider's last reported
+//! usage, plus counts of what was added since); the status-line gauge and the
+//! automatic-compaction trigger both come from its result, so what the user
+//! sees is what the agent does. The arithmetic itself lives in `token`.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use crate::bus::{ContextBreakdown, ContextGauge, Event};
+use crate::message::{MessageWithParts, ModelRef};
+use crate::provider::{ChatRequest, Usage};
+use crate::session::compaction::{CompactionGuard, GuardVerdict};
+use crate::session::context::{self, BreakdownInput};
+use crate::session::runtime::{ResolvedModel, SessionCtx};
+use crate::session::{Error, prune};
+use crate::token::{self, Calibration};
+
+/// Per-session accounting state: calibrations per model, the last
+/// compaction's before -> after, and the no-progress guard.
+#[derive(Default)]
+pub struct Accounting {
+    calibrations: Mutex<HashMap<ModelRef, Calibration>>,
+    last_compaction: Mutex<Option<(u64, u64)>>,
+    guard: Mutex<CompactionGuard>,
+    /// Our count of the last request sent to each model, to learn from its usage.
+    last_sent: Mutex<HashMap<ModelRef, u64>>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl Accounting {
+    pub fn calibration(&self, model: &ModelRef) -> Calibration {
+        *lock(&self.calibrations)
+            .entry(model.clone())
+            .or_insert_with(|| Calibration::for_model(model))
+    }
+
+    /// Remembers our count of a request about to be sent.
+    pub fn sent(&self, model: &ModelRef, counted: u64) {
+        lock(&self.last_sent).insert(model.clone(), counted);
+    }
+
+    /// Learns the tokenizer ratio from the provider's usage of that request.
+    pub fn learn(&self, model: &ModelRef, usage: &Usage) {
+        let Some(counted) = lock(&self.last_sent).remove(model) else {
+            return;
+        };
+        let reported = usage.input + usage.cache_read + usage.cache_write;
+        lock(&self.calibrations)
+            .entry(model.clone())
+            .or_insert_with(|| Calibration::for_model(model))
+            .observe(counted, reported);
+    }
+}
+
+fn settings(ctx: &SessionCtx) -> token::CompactionSettings {
+    let compaction = &ctx.settings.compaction;
+    token::CompactionSettings {
+        auto: compaction.auto,
+        reserved: compaction.reserved,
+        threshold: compaction.threshold,
+    }
+}
+
+pub fn usable(ctx: &SessionCtx, model: &ResolvedModel) -> u64 {
+    token::usable(&model.limits, &settings(ctx))
+}
+
+/// The gauge for a request of `used` tokens.
+pub fn gauge_for(ctx: &SessionCtx, model: &ResolvedModel, used: u64, estimated: bool) -> ContextGauge {
+    token::gauge(used, estimated, &model.limits, &settings(ctx))
+}
+
+/// Whether a request of `count` tokens reaches the automatic-compaction point.
+pub fn is_overflow(ctx: &SessionCtx, model: &ResolvedModel, count: u64) -> bool {
+    token::is_overflow(&gauge_for(ctx, model, count, false))
+}
+
+/// The next request's size: `history` is the model's view (ordered), `request`
+/// the request about to be sent (its system prompt and tools count when no
+/// earlier usage anchors the figure).
+pub fn measure(ctx: &SessionCtx, model: &ResolvedModel, history: &[MessageWithParts], request: &ChatRequest) -> ContextGauge {
+    let anchor = token::added_since_last_request(history, &model.model);
+    let fixed = fixed_tokens(request);
+    let added = anchor.added.iter().map(|part| context::part_tokens(part));
+    let calibration = ctx.accounting.calibration(&model.model);
+    let next = token::next_request_tokens(anchor.usage.as_ref(), fixed, added, &calibration);
+    gauge_for(ctx, model, next.tokens, next.estimated)
+}
+
+/// System prompt and tool definitions, counted (or estimated) now.
+fn fixed_tokens(request: &ChatRequest) -> (u64, bool) {
+    let mut total = 0;
+    let mut estimated = false;
+    for block in &request.system {
+        let (tokens, is_estimate) = token::count_or_estimate(block);
+        total += tokens as u64;
+        estimated |= is_estimate;
+    }
+    let tools = serde_json::to_string(&request.tools).unwrap_or_default();
+    let (tokens, is_estimate) = token::count_or_estimate(&tools);
+    (total + tokens as u64, estimated || is_estimate)
+}
+
+/// Our whole count of a request (for calibration and the summary pre-check).
+pub fn count_request(request: &ChatRequest) -> u64 {
+    let (fixed, _) = fixed_tokens(request);
+    let messages = serde_json::to_string(&request.messages).unwrap_or_default();
+    fixed + token::count_or_estimate(&messages).0 as u64
+}
+
+/// A request certain not to fit: our count already exceeds the usable window.
+pub fn request_exceeds(ctx: &SessionCtx, model: &ResolvedModel, request: &ChatRequest) -> bool {
+    let usable = usable(ctx, model);
+    usable != 0 && ctx.accounting.calibration(&model.model).scale(count_request(request)) > usable
+}
+
+pub fn publish(ctx: &SessionCtx, gauge: ContextGauge) {
+    ctx.writer.bus.publish(Event::Gauge { session_id: ctx.session_id.clone(), gauge });
+}
+
+/// Reads the session and publishes its gauge (after a prune, a compaction,
+/// or when a front end opens the session).
+pub async fn refresh(ctx: &SessionCtx, model: &ResolvedModel) -> Result<ContextGauge, Error> {
+    let (history, request) = next_request(ctx, model).await?;
+    let gauge = measure(ctx, model, &history, &request);
+    publish(ctx, gauge);
+    Ok(gauge)
+}
+
+/// The model's view of the session and the request the next step would send.
+async fn next_request(ctx: &SessionCtx, model: &ResolvedModel) -> Result<(Vec<MessageWithParts>, ChatRequest), Error> {
+    let read = ctx.writer.store.read_context(&ctx.session_id).await?;
+    let agent_name = read
+        .iter()
+        .rev()
+        .find_map(|m| m.message.as_user().map(|u| u.agent.clone()))
+        .unwrap_or_else(|| ctx.settings.default_agent.clone());
+    let agent = ctx.agents.get(&agent_name).clone();
+    let history = context::order_for_model(read);
+    let request = crate::session::run::build_request(ctx, &agent, model, &history, false);
+    Ok((history, request))
+}
+
+/// `/context`: the next request by category, adding up to the gauge.
+pub async fn breakdown(ctx: &SessionCtx, model: &ResolvedModel) -> Result<ContextBreakdown, Error> {
+    let (history, request) = next_request(ctx, model).await?;
+    let gauge = measure(ctx, model, &history, &request);
+    let all = ctx.writer.store.read_all(&ctx.session_id).await?;
+    let prunable = prune::plan_prune(&all, |part| context::part_tokens(part).0).freed_tokens;
+    let (base, instructions) = request.system.split_at(1.min(request.system.len()));
+    Ok(context::build_breakdown(&BreakdownInput {
+        base_prompt: base,
+        instruction_files: instructions,
+        tools: &request.tools,
+        history: &history,
+        prunable,
+        gauge,
+        last_compaction: *lock(&ctx.accounting.last_compaction),
+    }))
+}
+
+/// What to tell a user whose request overflowed with `compaction.auto = false`.
+pub fn overflow_advice() -> String {
+    "the conversation no longer fits the model's context window, and automatic compaction is off (compaction.auto = false). Type /prune to clear old tool outputs or /compact to summarize, then send your message again.".to_string()
+}
+
+/// Records a finished compaction; `Some(advice)` when compacting again
+/// cannot help and the turn must stop.
+pub fn after_compaction(ctx: &SessionCtx, model: &ResolvedModel, before: u64, after: u64) -> Option<String> {
+    *lock(&ctx.accounting.last_compaction) = Some((before, after));
+    let compact_at = gauge_for(ctx, model, after, false).compact_at;
+    match lock(&ctx.accounting.guard).record(before, after, compact_at) {
+        GuardVerdict::Continue => None,
+        GuardVerdict::Stop { message } => Some(message),
+    }
+}
+
+/// A turn that ended normally: compactions start counting afresh.
+pub fn reset_guard(ctx: &SessionCtx) {
+    lock(&ctx.accounting.guard).reset();
+}

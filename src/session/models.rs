@@ -1,0 +1,138 @@
+//! Model resolution: `provider/model` -> a client, limits and prices.
+//!
+//! Combines the `[provider.NAME]` config tables, the built-in presets and the
+//! model catalog; per-model config overrides win over the catalog. A local
+//! server the catalog does not know is asked for its real window (llama-server
+//! `/props`, Ollama `/api/show`); failing that, a stated default is used and
+//! the user is warned once.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::config::{self, ProviderConfig};
+use crate::message::ModelRef;
+use crate::provider::catalog::{self, Limits, Prices};
+use crate::provider::{ProviderOverrides, Wire, presets};
+use crate::session::runtime::{ModelSource, ResolvedModel};
+
+/// The window assumed for a local model whose server did not say.
+const LOCAL_FALLBACK_CONTEXT: u64 = 32_768;
+/// Limits assumed for a hosted model the catalog does not know.
+const UNKNOWN_MODEL_LIMITS: Limits = Limits { context: 128_000, input: None, output: 16_384 };
+
+pub struct ConfiguredModels {
+    providers: BTreeMap<String, ProviderConfig>,
+    resolved: tokio::sync::Mutex<HashMap<ModelRef, Arc<ResolvedModel>>>,
+}
+
+impl ConfiguredModels {
+    pub fn new(config: &config::Config) -> Self {
+        Self { providers: config.provider.clone(), resolved: Default::default() }
+    }
+}
+
+#[async_trait::async_trait]
+impl ModelSource for ConfiguredModels {
+    async fn resolve(&self, model: &ModelRef) -> Result<Arc<ResolvedModel>, String> {
+        let mut resolved = self.resolved.lock().await;
+        if let Some(found) = resolved.get(model) {
+            return Ok(found.clone());
+        }
+        let found = Arc::new(self.build(model).await?);
+        resolved.insert(model.clone(), found.clone());
+        Ok(found)
+    }
+}
+
+impl ConfiguredModels {
+    async fn build(&self, model: &ModelRef) -> Result<ResolvedModel, String> {
+        let custom = self.providers.get(&model.provider).cloned().unwrap_or_default();
+        let overrides = ProviderOverrides {
+            base_url: custom.base_url.as_ref().map(|u| u.as_str().to_string()),
+            api_key_env: custom.api_key_env.as_ref().map(|v| v.as_str().to_string()),
+            headers: custom.headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            wire: custom.wire.map(|wire| match wire {
+                config::Wire::Anthropic => Wire::Anthropic,
+                config::Wire::Openai => Wire::OpenAi,
+            }),
+        };
+        let inline_key = custom.api_key.clone();
+        let provider = presets::resolve_provider_with_env(&model.provider, &overrides, |variable| {
+            inline_key.clone().or_else(|| std::env::var(variable).ok())
+        })
+        .map_err(|error| format!("cannot use model {model}: {error}"))?;
+        let is_local = presets::preset(&model.provider).is_some_and(|p| p.is_local)
+            || is_loopback(&provider.config().base_url);
+        let known = catalog::lookup_for(&model.model, is_local);
+        let overridden = custom.models.get(&model.model);
+        let mut warning = None;
+        let mut limits = known.map(|info| info.limits);
+        if limits.is_none() && overridden.and_then(|m| m.context).is_none() {
+            if is_local {
+                let probe = catalog::probe_context(&provider.config().base_url, &model.model, LOCAL_FALLBACK_CONTEXT).await;
+                warning = probe.warning;
+                limits = Some(Limits { context: probe.context, input: None, output: (probe.context / 4).max(1) });
+            } else {
+                warning = Some(format!(
+                    "model {model} is not in cairn's catalog: assuming a {}-token window; set [provider.{}.models.\"{}\"] context = ... in your config",
+                    UNKNOWN_MODEL_LIMITS.context, model.provider, model.model
+                ));
+            }
+        }
+        let mut limits = limits.unwrap_or(UNKNOWN_MODEL_LIMITS);
+        let mut prices = known.map(|info| info.prices).unwrap_or_default();
+        if let Some(custom) = overridden {
+            limits.context = custom.context.unwrap_or(limits.context);
+            limits.input = custom.input.or(limits.input);
+            limits.output = custom.output.unwrap_or(limits.output);
+            prices = Prices {
+                input: custom.price_input.unwrap_or(prices.input),
+                output: custom.price_output.unwrap_or(prices.output),
+                cache_read: custom.price_cache_read.unwrap_or(prices.cache_read),
+                cache_write: custom.price_cache_write.unwrap_or(prices.cache_write),
+            };
+        }
+        if let Some(warning) = &warning {
+            tracing::warn!(%model, %warning, "model limits fall back to a default");
+        }
+        Ok(ResolvedModel {
+            model: model.clone(),
+            provider: Arc::new(provider),
+            limits,
+            prices: Some(prices),
+            warning,
+            warned: AtomicBool::new(false),
+        })
+    }
+}
+
+fn is_loopback(base_url: &str) -> bool {
+    let host = base_url.split("://").nth(1).unwrap_or(base_url);
+    ["localhost", "127.", "[::1]"].iter().any(|prefix| host.starts_with(prefix))
+}
+
+impl ResolvedModel {
+    /// The fallback warning, the first time it is asked for.
+    pub fn take_warning(&self) -> Option<&str> {
+        match &self.warning {
+            Some(warning) if !self.warned.swap(true, Ordering::Relaxed) => Some(warning),
+            _ => None,
+        }
+    }
+}
+
+/// The model to use when neither config nor flags name one: whichever
+/// provider has a key in the environment.
+pub fn default_model_from_env() -> Option<ModelRef> {
+    let has = |variable: &str| std::env::var(variable).is_ok_and(|v| !v.trim().is_empty());
+    if has("ANTHROPIC_API_KEY") {
+        Some(ModelRef::new("anthropic", "claude-sonnet-4-5"))
+    } else if has("OPENAI_API_KEY") {
+        Some(ModelRef::new("openai", "gpt-5"))
+    } else if has("OPENROUTER_API_KEY") {
+        Some(ModelRef::new("openrouter", "anthropic/claude-sonnet-4.5"))
+    } else {
+        None
+    }
+}
