@@ -173,10 +173,10 @@ fn session(target: u64) -> Vec<MessageWithParts> {
 fn benches(c: &mut Criterion) {
     print_accuracy();
     let all: String = CORPUS.iter().map(|(_, t)| *t).collect();
-    c.bench_function("count_exact 25KB mixed corpus", |b| {
+    c.bench_function("count_exact 35KB mixed corpus", |b| {
         b.iter(|| count(black_box(&all)))
     });
-    c.bench_function("estimate 25KB mixed corpus", |b| {
+    c.bench_function("estimate 35KB mixed corpus", |b| {
         b.iter(|| estimate(black_box(&all)))
     });
 
