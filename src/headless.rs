@@ -40,8 +40,8 @@ pub async fn run(
     bus: &Bus,
     message: String,
     format: Format,
-    stdout: &mut (impl Write + Send),
-    stderr: &mut (impl Write + Send),
+    stdout: &mut impl Write,
+    stderr: &mut impl Write,
 ) -> std::io::Result<Outcome> {
     let mut events = bus.subscribe();
     if !handle.send(Command::Prompt { text: message, agent: None, model: None }) {

@@ -11,7 +11,10 @@ use std::sync::Mutex;
 use anyhow::Context;
 use clap::Parser;
 
-use cairn::cli::{Cli, Command, EXIT_FAILURE, EXIT_OK, EXIT_USAGE};
+use cairn::app::{App, SessionChoice};
+use cairn::cli::{Cli, Command, EXIT_FAILURE, EXIT_OK, RunArgs};
+use cairn::headless;
+use cairn::permission::Mode;
 use cairn::config::{self, LoadOptions, Loaded};
 
 fn main() -> ExitCode {
@@ -47,8 +50,8 @@ fn dispatch(cli: Cli, loaded: Loaded) -> anyhow::Result<u8> {
             );
             Ok(EXIT_OK)
         }
-        Some(Command::Run(_)) => not_built("cairn run"),
-        Some(Command::Sessions) => not_built("cairn sessions"),
+        Some(Command::Run(args)) => run_headless(args, loaded),
+        Some(Command::Sessions) => list_sessions(loaded),
         Some(Command::Config { .. }) => {
             let mut stdout = std::io::stdout().lock();
             if loaded.files.is_empty() {
@@ -64,9 +67,62 @@ fn dispatch(cli: Cli, loaded: Loaded) -> anyhow::Result<u8> {
     }
 }
 
-fn not_built(command: &str) -> anyhow::Result<u8> {
-    eprintln!("error: {command} is not built yet");
-    Ok(EXIT_USAGE)
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}
+
+fn open_app(loaded: Loaded) -> anyhow::Result<App> {
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let data_dir = cairn::paths::data_dir()?;
+    App::open(loaded.config, cwd, &data_dir)
+}
+
+/// `cairn run`: one message, answered without the TUI.
+fn run_headless(args: RunArgs, loaded: Loaded) -> anyhow::Result<u8> {
+    let app = open_app(loaded)?;
+    let choice = match (args.resume_last, args.session) {
+        (_, Some(id)) => SessionChoice::Id(id),
+        (true, None) => SessionChoice::Latest,
+        (false, None) => SessionChoice::New,
+    };
+    let message = args.message.join(" ");
+    runtime()?.block_on(async {
+        let (session, handle) = app.start(choice, Mode::Headless).await?;
+        tracing::info!(session = %session.id, "headless run");
+        let mut stdout = std::io::stdout().lock();
+        let mut stderr = std::io::stderr().lock();
+        let outcome = headless::run(&handle, &app.bus, message, args.format, &mut stdout, &mut stderr).await?;
+        Ok(outcome.exit_code())
+    })
+}
+
+/// `cairn sessions`: newest first, one line each.
+fn list_sessions(loaded: Loaded) -> anyhow::Result<u8> {
+    let app = open_app(loaded)?;
+    let sessions = runtime()?.block_on(app.store.list_sessions(100))?;
+    let mut stdout = std::io::stdout().lock();
+    if sessions.is_empty() {
+        writeln!(stdout, "no sessions yet: run `cairn` or `cairn run \"...\"` in a project")?;
+    }
+    for session in sessions {
+        let tokens = session.tokens.input + session.tokens.output + session.tokens.cache.read + session.tokens.cache.write;
+        let title = if session.title.is_empty() { "(untitled)" } else { session.title.as_str() };
+        writeln!(
+            stdout,
+            "{}  {}  {:>8} tok  ${:.4}  {}  {}",
+            session.id,
+            cairn::message::format_time(session.time_updated),
+            tokens,
+            session.cost,
+            title,
+            session.directory
+        )?;
+    }
+    Ok(EXIT_OK)
 }
 
 /// Logs go to the data directory's log file, never to the terminal (the TUI

@@ -170,22 +170,8 @@ fn expand_home(path: &str, home: Option<&Path>) -> PathBuf {
 /// Today's date as `YYYY-MM-DD` (UTC), without pulling in a date crate.
 fn today() -> String {
     let days = crate::message::now_millis().div_euclid(86_400_000);
-    let (year, month, day) = civil_from_days(days);
+    let (year, month, day) = crate::message::civil_from_days(days);
     format!("{year:04}-{month:02}-{day:02}")
-}
-
-/// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
 }
 
 #[cfg(test)]
@@ -241,6 +227,7 @@ mod tests {
 
     #[test]
     fn civil_dates() {
+        use crate::message::civil_from_days;
         assert_eq!(civil_from_days(0), (1970, 1, 1));
         assert_eq!(civil_from_days(20_414), (2025, 11, 22));
         assert_eq!(civil_from_days(11_016), (2000, 2, 29));

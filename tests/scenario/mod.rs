@@ -1,0 +1,147 @@
+//! Scenario helpers: a real `App` (SQLite, tools, permissions) in a temp
+//! project, pointed at the scripted server, plus builders for OpenAI-format
+//! streamed answers. Shared by the loop and context scenario tests.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use cairn::app::{App, SessionChoice};
+use cairn::config::{Config, ModelConfig, ProviderConfig, Wire};
+use cairn::message::{MessageWithParts, ModelRef, Session};
+use cairn::permission::Mode;
+use cairn::session::runtime::SessionHandle;
+use serde_json::{Value, json};
+
+use crate::support::{ScriptedResponse, ScriptedServer};
+
+pub const MODEL: &str = "scripted/test-model";
+
+pub struct Scenario {
+    pub server: ScriptedServer,
+    pub app: App,
+    pub project: tempfile::TempDir,
+    pub data: tempfile::TempDir,
+}
+
+/// Config for a scripted OpenAI-compatible provider with a known window.
+pub fn config(server_url: &str, context: u64, output: u64) -> Config {
+    let mut config = Config::default();
+    config.model = Some(ModelRef::parse(MODEL).expect("valid model"));
+    config.yolo = true;
+    let mut provider = ProviderConfig {
+        wire: Some(Wire::Openai),
+        base_url: Some(cairn::config::NonEmpty::new(format!("{server_url}/v1")).expect("url")),
+        ..Default::default()
+    };
+    provider.models.insert(
+        "test-model".into(),
+        ModelConfig { context: Some(context), output: Some(output), ..Default::default() },
+    );
+    config.provider.insert("scripted".into(), provider);
+    config
+}
+
+impl Scenario {
+    pub async fn start(responses: Vec<ScriptedResponse>) -> Self {
+        Self::with_config(responses, |_| {}).await
+    }
+
+    pub async fn with_config(responses: Vec<ScriptedResponse>, edit: impl FnOnce(&mut Config)) -> Self {
+        let server = ScriptedServer::start(responses).await;
+        let project = tempfile::tempdir().expect("project dir");
+        std::fs::create_dir(project.path().join(".git")).expect("mark as git repo");
+        let data = tempfile::tempdir().expect("data dir");
+        let mut config = config(&server.url(), 200_000, 32_000);
+        edit(&mut config);
+        let app = App::open(config, project.path().to_path_buf(), data.path()).expect("open app");
+        Self { server, app, project, data }
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.project.path().join(name)
+    }
+
+    pub async fn session(&self, mode: Mode) -> (Session, SessionHandle) {
+        self.app.start(SessionChoice::New, mode).await.expect("start session")
+    }
+
+    /// Runs one message headless to the end; returns (exit code, stdout, stderr).
+    pub async fn run(&self, handle: &SessionHandle, message: &str) -> (u8, String, String) {
+        let mut out = Vec::new();
+        let mut err = Vec::new();
+        let outcome = tokio::time::timeout(
+            Duration::from_secs(30),
+            cairn::headless::run(handle, &self.app.bus, message.to_string(), cairn::headless::Format::Text, &mut out, &mut err),
+        )
+        .await
+        .expect("the run finishes within 30 s")
+        .expect("writes to memory");
+        (outcome.exit_code(), String::from_utf8_lossy(&out).into(), String::from_utf8_lossy(&err).into())
+    }
+
+    pub async fn history(&self, session_id: &str) -> Vec<MessageWithParts> {
+        self.app.store.read_all(session_id).await.expect("read session")
+    }
+
+    /// The JSON bodies the model received, in order.
+    pub fn requests(&self) -> Vec<Value> {
+        self.server.requests().iter().map(|r| r.json()).collect()
+    }
+}
+
+fn chunk(delta: Value, finish: Option<&str>) -> String {
+    let body = json!({
+        "id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "test-model",
+        "choices": [{ "index": 0, "delta": delta, "finish_reason": finish }]
+    });
+    format!("data: {body}\n\n")
+}
+
+fn usage(prompt: u64, completion: u64) -> String {
+    let body = json!({
+        "id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "test-model",
+        "choices": [], "usage": { "prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion }
+    });
+    format!("data: {body}\n\n")
+}
+
+/// A streamed text answer in a few chunks, with usage.
+pub fn text(answer: &str, prompt_tokens: u64) -> ScriptedResponse {
+    let mut response = ScriptedResponse::sse().chunk(chunk(json!({"role": "assistant", "content": ""}), None));
+    let words: Vec<&str> = answer.split_inclusive(' ').collect();
+    for piece in words.chunks(3) {
+        response = response.chunk(chunk(json!({ "content": piece.concat() }), None));
+    }
+    response
+        .chunk(chunk(json!({}), Some("stop")))
+        .chunk(usage(prompt_tokens, 20))
+        .chunk("data: [DONE]\n\n")
+}
+
+/// One streamed tool call, arguments split across chunks, with usage.
+pub fn tool_call(id: &str, name: &str, arguments: Value, prompt_tokens: u64) -> ScriptedResponse {
+    let args = arguments.to_string();
+    let (first, second) = args.split_at(args.len() / 2);
+    ScriptedResponse::sse()
+        .chunk(chunk(json!({"role": "assistant", "content": null, "tool_calls": [
+            {"index": 0, "id": id, "type": "function", "function": {"name": name, "arguments": ""}}]}), None))
+        .chunk(chunk(json!({"tool_calls": [{"index": 0, "function": {"arguments": first}}]}), None))
+        .chunk(chunk(json!({"tool_calls": [{"index": 0, "function": {"arguments": second}}]}), None))
+        .chunk(chunk(json!({}), Some("tool_calls")))
+        .chunk(usage(prompt_tokens, 30))
+        .chunk("data: [DONE]\n\n")
+}
+
+/// The text of every non-synthetic text part of the session's assistants.
+pub fn assistant_text(history: &[MessageWithParts]) -> String {
+    history
+        .iter()
+        .filter(|m| !m.message.is_user())
+        .flat_map(|m| m.parts.iter())
+        .filter_map(|p| match &p.kind {
+            cairn::message::PartKind::Text(t) => Some(t.text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
