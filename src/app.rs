@@ -64,20 +64,23 @@ impl App {
     }
 
     /// Finds or creates the session and starts its runtime.
-    pub async fn start(&self, choice: SessionChoice, mode: Mode) -> anyhow::Result<(Session, SessionHandle)> {
+    pub async fn start(
+        &self,
+        choice: SessionChoice,
+        mode: Mode,
+    ) -> anyhow::Result<(Session, SessionHandle)> {
         let directory = self.cwd.display().to_string();
-        let session = match choice {
-            SessionChoice::New => self.new_session(&directory).await?,
-            SessionChoice::Latest => match self.store.latest_session(&directory).await? {
-                Some(session) => session,
-                None => self.new_session(&directory).await?,
-            },
-            SessionChoice::Id(id) => self
-                .store
-                .get_session(&id)
-                .await?
-                .with_context(|| format!("no session with id {id}; `cairn sessions` lists them"))?,
-        };
+        let session =
+            match choice {
+                SessionChoice::New => self.new_session(&directory).await?,
+                SessionChoice::Latest => match self.store.latest_session(&directory).await? {
+                    Some(session) => session,
+                    None => self.new_session(&directory).await?,
+                },
+                SessionChoice::Id(id) => self.store.get_session(&id).await?.with_context(|| {
+                    format!("no session with id {id}; `cairn sessions` lists them")
+                })?,
+            };
         let ctx = Arc::new(self.session_ctx(&session, mode)?);
         let (handle, _task) = spawn(ctx);
         Ok((session, handle))

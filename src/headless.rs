@@ -44,11 +44,25 @@ pub async fn run(
     stderr: &mut impl Write,
 ) -> std::io::Result<Outcome> {
     let mut events = bus.subscribe();
-    if !handle.send(Command::Prompt { text: message, agent: None, model: None }) {
-        writeln!(stderr, "error: the session stopped before the message was sent")?;
+    if !handle.send(Command::Prompt {
+        text: message,
+        agent: None,
+        model: None,
+    }) {
+        writeln!(
+            stderr,
+            "error: the session stopped before the message was sent"
+        )?;
         return Ok(Outcome::Failed);
     }
-    let mut printer = Printer { format, printed: HashMap::new(), failed: false, interrupted: false, seen_busy: false, ends_with_newline: true };
+    let mut printer = Printer {
+        format,
+        printed: HashMap::new(),
+        failed: false,
+        interrupted: false,
+        seen_busy: false,
+        ends_with_newline: true,
+    };
     let interrupt = tokio::signal::ctrl_c();
     tokio::pin!(interrupt);
     loop {
@@ -99,9 +113,17 @@ struct Printer {
 
 impl Printer {
     /// Prints one event; true when the run is over.
-    fn print(&mut self, event: &Event, stdout: &mut impl Write, stderr: &mut impl Write) -> std::io::Result<bool> {
+    fn print(
+        &mut self,
+        event: &Event,
+        stdout: &mut impl Write,
+        stderr: &mut impl Write,
+    ) -> std::io::Result<bool> {
         let done = match event {
-            Event::Status { status: SessionStatus::Idle, .. } => self.seen_busy,
+            Event::Status {
+                status: SessionStatus::Idle,
+                ..
+            } => self.seen_busy,
             Event::Status { .. } => {
                 self.seen_busy = true;
                 false
@@ -121,14 +143,26 @@ impl Printer {
         Ok(done)
     }
 
-    fn print_text(&mut self, event: &Event, stdout: &mut impl Write, stderr: &mut impl Write) -> std::io::Result<()> {
+    fn print_text(
+        &mut self,
+        event: &Event,
+        stdout: &mut impl Write,
+        stderr: &mut impl Write,
+    ) -> std::io::Result<()> {
         match event {
-            Event::PartDelta { part_id, field: crate::bus::DeltaField::Text, delta, .. } => {
+            Event::PartDelta {
+                part_id,
+                field: crate::bus::DeltaField::Text,
+                delta,
+                ..
+            } => {
                 self.write_text(stdout, delta)?;
                 *self.printed.entry(part_id.clone()).or_default() += delta.len();
             }
             Event::PartUpdated { part } => match &part.kind {
-                PartKind::Text(text) if !text.synthetic && text.time.is_some_and(|t| t.end.is_some()) => {
+                PartKind::Text(text)
+                    if !text.synthetic && text.time.is_some_and(|t| t.end.is_some()) =>
+                {
                     let printed = self.printed.get(&part.id).copied().unwrap_or(0);
                     if let Some(rest) = text.text.get(printed..)
                         && !rest.is_empty()
@@ -142,7 +176,13 @@ impl Printer {
             },
             Event::Error { message, .. } => writeln!(stderr, "error: {message}")?,
             Event::Notice { message, .. } => writeln!(stderr, "{message}")?,
-            Event::Status { status: SessionStatus::Retrying { attempt, message, .. }, .. } => {
+            Event::Status {
+                status:
+                    SessionStatus::Retrying {
+                        attempt, message, ..
+                    },
+                ..
+            } => {
                 writeln!(stderr, "retrying (attempt {attempt}): {message}")?;
             }
             _ => {}
@@ -157,17 +197,29 @@ impl Printer {
         Ok(())
     }
 
-    fn print_tool(&mut self, tool: &str, state: &ToolState, stdout: &mut impl Write, stderr: &mut impl Write) -> std::io::Result<()> {
+    fn print_tool(
+        &mut self,
+        tool: &str,
+        state: &ToolState,
+        stdout: &mut impl Write,
+        stderr: &mut impl Write,
+    ) -> std::io::Result<()> {
         if !self.ends_with_newline {
             // Keep tool lines off the end of a half-printed line of text.
             writeln!(stdout)?;
             self.ends_with_newline = true;
         }
         match state {
-            ToolState::Running { input, .. } => writeln!(stderr, "> {tool} {}", key_argument(input)),
+            ToolState::Running { input, .. } => {
+                writeln!(stderr, "> {tool} {}", key_argument(input))
+            }
             ToolState::Completed { time, title, .. } => {
                 let ms = time.end.unwrap_or(time.start) - time.start;
-                writeln!(stderr, "  {tool} done in {:.1}s: {title}", ms as f64 / 1000.0)
+                writeln!(
+                    stderr,
+                    "  {tool} done in {:.1}s: {title}",
+                    ms as f64 / 1000.0
+                )
             }
             ToolState::Error { error, .. } => {
                 let first = error.lines().next().unwrap_or("");

@@ -13,9 +13,9 @@ use clap::Parser;
 
 use cairn::app::{App, SessionChoice};
 use cairn::cli::{Cli, Command, EXIT_FAILURE, EXIT_OK, RunArgs};
+use cairn::config::{self, LoadOptions, Loaded};
 use cairn::headless;
 use cairn::permission::Mode;
-use cairn::config::{self, LoadOptions, Loaded};
 
 fn main() -> ExitCode {
     // clap exits by itself for --version, --help and usage errors (code 2).
@@ -95,7 +95,15 @@ fn run_headless(args: RunArgs, loaded: Loaded) -> anyhow::Result<u8> {
         tracing::info!(session = %session.id, "headless run");
         let mut stdout = std::io::stdout().lock();
         let mut stderr = std::io::stderr().lock();
-        let outcome = headless::run(&handle, &app.bus, message, args.format, &mut stdout, &mut stderr).await?;
+        let outcome = headless::run(
+            &handle,
+            &app.bus,
+            message,
+            args.format,
+            &mut stdout,
+            &mut stderr,
+        )
+        .await?;
         Ok(outcome.exit_code())
     })
 }
@@ -106,11 +114,21 @@ fn list_sessions(loaded: Loaded) -> anyhow::Result<u8> {
     let sessions = runtime()?.block_on(app.store.list_sessions(100))?;
     let mut stdout = std::io::stdout().lock();
     if sessions.is_empty() {
-        writeln!(stdout, "no sessions yet: run `cairn` or `cairn run \"...\"` in a project")?;
+        writeln!(
+            stdout,
+            "no sessions yet: run `cairn` or `cairn run \"...\"` in a project"
+        )?;
     }
     for session in sessions {
-        let tokens = session.tokens.input + session.tokens.output + session.tokens.cache.read + session.tokens.cache.write;
-        let title = if session.title.is_empty() { "(untitled)" } else { session.title.as_str() };
+        let tokens = session.tokens.input
+            + session.tokens.output
+            + session.tokens.cache.read
+            + session.tokens.cache.write;
+        let title = if session.title.is_empty() {
+            "(untitled)"
+        } else {
+            session.title.as_str()
+        };
         writeln!(
             stdout,
             "{}  {}  {:>8} tok  ${:.4}  {}  {}",

@@ -24,7 +24,11 @@ pub fn format_time(millis: Millis) -> String {
     let days = millis.div_euclid(86_400_000);
     let minutes = millis.rem_euclid(86_400_000) / 60_000;
     let (year, month, day) = civil_from_days(days);
-    format!("{year:04}-{month:02}-{day:02} {:02}:{:02}", minutes / 60, minutes % 60)
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}",
+        minutes / 60,
+        minutes % 60
+    )
 }
 
 /// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).

@@ -26,8 +26,18 @@ async fn multi_step_tool_task_reads_edits_and_runs() {
     let path = file.display().to_string();
     for response in [
         tool_call("call_1", "read", json!({ "file_path": path }), 1_000),
-        tool_call("call_2", "edit", json!({ "file_path": path, "old_string": "world", "new_string": "cairn" }), 1_200),
-        tool_call("call_3", "bash", json!({ "command": "cat greeting.txt", "description": "show" }), 1_400),
+        tool_call(
+            "call_2",
+            "edit",
+            json!({ "file_path": path, "old_string": "world", "new_string": "cairn" }),
+            1_200,
+        ),
+        tool_call(
+            "call_3",
+            "bash",
+            json!({ "command": "cat greeting.txt", "description": "show" }),
+            1_400,
+        ),
         text("The greeting now says hello cairn.", 1_600),
     ] {
         scenario.server.push(response);
@@ -36,12 +46,19 @@ async fn multi_step_tool_task_reads_edits_and_runs() {
     let (code, out, err) = scenario.run(&handle, "change world to cairn").await;
     assert_eq!(code, 0, "stderr: {err}");
     assert!(out.contains("hello cairn"), "stdout: {out}");
-    assert_eq!(std::fs::read_to_string(&file).expect("read"), "hello cairn\n");
+    assert_eq!(
+        std::fs::read_to_string(&file).expect("read"),
+        "hello cairn\n"
+    );
 
     let history = scenario.history(&session.id).await;
     assert_eq!(
         tool_states(&history),
-        [("read".into(), "completed"), ("edit".into(), "completed"), ("bash".into(), "completed")]
+        [
+            ("read".into(), "completed"),
+            ("edit".into(), "completed"),
+            ("bash".into(), "completed")
+        ]
     );
     let bash_output = history
         .iter()
@@ -58,11 +75,23 @@ async fn multi_step_tool_task_reads_edits_and_runs() {
     let requests = scenario.requests();
     assert_eq!(requests.len(), 4);
     let messages = requests[1]["messages"].as_array().expect("messages");
-    let tool_message = messages.iter().find(|m| m["role"] == "tool").expect("a tool result");
+    let tool_message = messages
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .expect("a tool result");
     assert_eq!(tool_message["tool_call_id"], "call_1");
-    assert!(tool_message["content"].as_str().unwrap_or("").contains("hello world"));
+    assert!(
+        tool_message["content"]
+            .as_str()
+            .unwrap_or("")
+            .contains("hello world")
+    );
     // Step-finish tokens replace, not add: the last assistant holds the last request's size.
-    let last = history.iter().rev().find_map(|m| m.message.as_assistant()).expect("assistant");
+    let last = history
+        .iter()
+        .rev()
+        .find_map(|m| m.message.as_assistant())
+        .expect("assistant");
     assert_eq!(last.tokens.input, 1_600);
     assert!(assistant_text(&history).contains("hello cairn"));
 }
@@ -70,12 +99,20 @@ async fn multi_step_tool_task_reads_edits_and_runs() {
 #[tokio::test]
 async fn denied_permission_reaches_the_model_as_a_tool_error() {
     let scenario = Scenario::with_config(vec![], |config| config.yolo = false).await;
-    scenario.server.push(tool_call("call_1", "bash", json!({ "command": "touch made.txt", "description": "x" }), 500));
+    scenario.server.push(tool_call(
+        "call_1",
+        "bash",
+        json!({ "command": "touch made.txt", "description": "x" }),
+        500,
+    ));
     scenario.server.push(text("I could not run it.", 600));
     let (session, handle) = scenario.session(Mode::Headless).await;
     let (code, _, _) = scenario.run(&handle, "make a file").await;
     assert_eq!(code, 0);
-    assert!(!scenario.path("made.txt").exists(), "the denied command must not run");
+    assert!(
+        !scenario.path("made.txt").exists(),
+        "the denied command must not run"
+    );
     let history = scenario.history(&session.id).await;
     let error = history
         .iter()
@@ -86,29 +123,68 @@ async fn denied_permission_reaches_the_model_as_a_tool_error() {
             _ => None,
         })
         .expect("an errored tool part");
-    assert!(error.contains("yolo") || error.contains("permission"), "{error}");
+    assert!(
+        error.contains("yolo") || error.contains("permission"),
+        "{error}"
+    );
     // The model saw the error as the call's result.
     let second = &scenario.requests()[1];
-    let tool_message = second["messages"].as_array().expect("messages").iter().find(|m| m["role"] == "tool").expect("tool result");
-    assert!(tool_message["content"].as_str().unwrap_or("").contains(&error[..20.min(error.len())]));
+    let tool_message = second["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .expect("tool result");
+    assert!(
+        tool_message["content"]
+            .as_str()
+            .unwrap_or("")
+            .contains(&error[..20.min(error.len())])
+    );
 }
 
 #[tokio::test]
 async fn max_steps_ends_with_a_text_answer() {
     let scenario = Scenario::with_config(vec![], |config| {
-        config.agent.insert("build".into(), cairn::config::AgentConfig { steps: Some(2), ..Default::default() });
+        config.agent.insert(
+            "build".into(),
+            cairn::config::AgentConfig {
+                steps: Some(2),
+                ..Default::default()
+            },
+        );
     })
     .await;
-    scenario.server.push(tool_call("call_1", "list", json!({ "path": "." }), 500));
-    scenario.server.push(text("Maximum steps reached; here is what I did.", 600));
+    scenario
+        .server
+        .push(tool_call("call_1", "list", json!({ "path": "." }), 500));
+    scenario
+        .server
+        .push(text("Maximum steps reached; here is what I did.", 600));
     let (session, handle) = scenario.session(Mode::Headless).await;
     let (code, out, _) = scenario.run(&handle, "explore").await;
     assert_eq!(code, 0);
     assert!(out.contains("Maximum steps reached"));
     let requests = scenario.requests();
     assert_eq!(requests.len(), 2);
-    let last = requests[1]["messages"].as_array().expect("messages").last().expect("a message").clone();
+    let last = requests[1]["messages"]
+        .as_array()
+        .expect("messages")
+        .last()
+        .expect("a message")
+        .clone();
     assert_eq!(last["role"], "assistant");
-    assert!(last["content"].as_str().unwrap_or("").contains("MAXIMUM STEPS REACHED"));
-    assert!(scenario.history(&session.id).await.iter().any(|m| m.parts.iter().any(|p| matches!(p.kind, PartKind::Text(_)))));
+    assert!(
+        last["content"]
+            .as_str()
+            .unwrap_or("")
+            .contains("MAXIMUM STEPS REACHED")
+    );
+    assert!(
+        scenario
+            .history(&session.id)
+            .await
+            .iter()
+            .any(|m| m.parts.iter().any(|p| matches!(p.kind, PartKind::Text(_))))
+    );
 }

@@ -13,8 +13,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::bus::SessionStatus;
 use crate::message::{
-    FinishReason, Message, MessageError, MessageErrorKind, MessageWithParts, Part, PartKind,
-    Role, TextPart, UserMessage, now_millis,
+    FinishReason, Message, MessageError, MessageErrorKind, MessageWithParts, Part, PartKind, Role,
+    TextPart, UserMessage, now_millis,
 };
 use crate::provider::ChatRequest;
 use crate::session::agent::{COMPACTION, ToolAccess};
@@ -30,11 +30,19 @@ pub async fn run(
     request: &MessageWithParts,
     cancel: &CancellationToken,
 ) -> Result<StepOutcome, Error> {
-    let (Some(part), Some(user)) = (request.compaction().cloned(), request.message.as_user().cloned()) else {
+    let (Some(part), Some(user)) = (
+        request.compaction().cloned(),
+        request.message.as_user().cloned(),
+    ) else {
         return Ok(StepOutcome::Stop);
     };
     ctx.set_status(SessionStatus::Compacting);
-    let model_ref = ctx.settings.compaction.model.clone().unwrap_or_else(|| user.model.clone());
+    let model_ref = ctx
+        .settings
+        .compaction
+        .model
+        .clone()
+        .unwrap_or_else(|| user.model.clone());
     let model = match ctx.models.resolve(&model_ref).await {
         Ok(model) => model,
         Err(message) => {
@@ -47,7 +55,12 @@ pub async fn run(
         tail_turns: ctx.settings.compaction.tail_turns,
         preserve_recent_tokens: ctx.settings.compaction.preserve_recent_tokens,
     };
-    let Some(plan) = compaction::plan_summary(history, &request.message.id, tail, gauge::usable(ctx, &model)) else {
+    let Some(plan) = compaction::plan_summary(
+        history,
+        &request.message.id,
+        tail,
+        gauge::usable(ctx, &model),
+    ) else {
         return abandon(ctx, request).await;
     };
 
@@ -60,7 +73,12 @@ pub async fn run(
         let chat = ChatRequest {
             model: model.model.model.clone(),
             system: vec![compaction::SYSTEM_PROMPT.to_string()],
-            messages: compaction::summary_messages(&input, &model.model, &plan.prompt, model.media_in_tool_results()),
+            messages: compaction::summary_messages(
+                &input,
+                &model.model,
+                &plan.prompt,
+                model.media_in_tool_results(),
+            ),
             tools: Vec::new(),
             max_output_tokens: model.max_output_tokens(),
             temperature: None,
@@ -73,10 +91,22 @@ pub async fn run(
         let assistant = run::new_assistant(ctx, &request.message.id, &user, COMPACTION, true);
         let assistant_id = assistant.id.clone();
         let mut runner = ToolRunner::new(ctx.clone(), ToolAccess::None, Vec::new(), cancel.clone());
-        let step_input = Step { ctx, model: &model, assistant, request: chat, summary: true, cancel: cancel.clone() };
+        let step_input = Step {
+            ctx,
+            model: &model,
+            assistant,
+            request: chat,
+            summary: true,
+            cancel: cancel.clone(),
+        };
         match processor::process(step_input, &mut runner).await? {
             StepOutcome::Compact => {
-                mark_failed(ctx, &assistant_id, "summary request exceeded the context window; retrying with less history").await?;
+                mark_failed(
+                    ctx,
+                    &assistant_id,
+                    "summary request exceeded the context window; retrying with less history",
+                )
+                .await?;
             }
             StepOutcome::Continue => break assistant_id,
             StepOutcome::Stop | StepOutcome::Retry(_) => {
@@ -92,7 +122,11 @@ pub async fn run(
     };
 
     if let Some(tail_start) = &plan.tail_start_id
-        && let Some(mut stored) = request.parts.iter().find(|p| p.as_compaction().is_some()).cloned()
+        && let Some(mut stored) = request
+            .parts
+            .iter()
+            .find(|p| p.as_compaction().is_some())
+            .cloned()
     {
         if let PartKind::Compaction(compaction) = &mut stored.kind {
             compaction.tail_start_id = Some(tail_start.clone());
@@ -102,11 +136,14 @@ pub async fn run(
     let queued = move_queued_prompts(ctx, &request.message.id, &summary_id).await?;
     let after = gauge::refresh(ctx, &model).await?;
     let kind = if part.auto { "auto" } else { "manual" };
-    ctx.writer.notice(&ctx.session_id, format!(
-        "compacted the conversation ({kind}): {} -> {} tokens",
-        prune::thousands(before_count),
-        prune::thousands(after.used),
-    ));
+    ctx.writer.notice(
+        &ctx.session_id,
+        format!(
+            "compacted the conversation ({kind}): {} -> {} tokens",
+            prune::thousands(before_count),
+            prune::thousands(after.used),
+        ),
+    );
     if let Some(advice) = gauge::after_compaction(ctx, &model, before_count, after.used) {
         ctx.writer.error(&ctx.session_id, advice);
         return Ok(StepOutcome::Stop);
@@ -134,11 +171,22 @@ fn tokens_before(history: &[MessageWithParts]) -> u64 {
 /// The model stopped with work left: it was calling tools, or a user message
 /// was still unanswered when the window overflowed.
 fn was_mid_task(history: &[MessageWithParts], request_id: &str) -> bool {
-    let before: Vec<&MessageWithParts> = history.iter().filter(|m| m.message.id.as_str() < request_id).collect();
-    let last_user = before.iter().rev().find(|m| m.message.is_user() && m.compaction().is_none());
-    let last_assistant = before.iter().rev().find_map(|m| m.message.as_assistant().map(|a| (m.message.id.as_str(), a)));
+    let before: Vec<&MessageWithParts> = history
+        .iter()
+        .filter(|m| m.message.id.as_str() < request_id)
+        .collect();
+    let last_user = before
+        .iter()
+        .rev()
+        .find(|m| m.message.is_user() && m.compaction().is_none());
+    let last_assistant = before
+        .iter()
+        .rev()
+        .find_map(|m| m.message.as_assistant().map(|a| (m.message.id.as_str(), a)));
     match (last_user, last_assistant) {
-        (Some(user), Some((id, assistant))) => user.message.id.as_str() > id || assistant.finish == Some(FinishReason::ToolCalls),
+        (Some(user), Some((id, assistant))) => {
+            user.message.id.as_str() > id || assistant.finish == Some(FinishReason::ToolCalls)
+        }
         (Some(_), None) => true,
         _ => false,
     }
@@ -158,7 +206,9 @@ async fn continue_message(ctx: &SessionCtx, user: &UserMessage) -> Result<(), Er
         metadata: Some(serde_json::json!({ AUTO_CONTINUE_METADATA: true })),
         ..Default::default()
     };
-    ctx.writer.part(&Part::new(&message, PartKind::Text(text))).await?;
+    ctx.writer
+        .part(&Part::new(&message, PartKind::Text(text)))
+        .await?;
     Ok(())
 }
 
@@ -178,11 +228,23 @@ async fn replay_message(ctx: &SessionCtx, original: &MessageWithParts) -> Result
 
 /// Prompts typed while the summary was written are moved after it, so the
 /// model sees them as the next thing to answer. Returns how many moved.
-async fn move_queued_prompts(ctx: &SessionCtx, request_id: &str, summary_id: &str) -> Result<usize, Error> {
-    let recent = ctx.writer.store.messages_before(&ctx.session_id, None, 50).await?;
+async fn move_queued_prompts(
+    ctx: &SessionCtx,
+    request_id: &str,
+    summary_id: &str,
+) -> Result<usize, Error> {
+    let recent = ctx
+        .writer
+        .store
+        .messages_before(&ctx.session_id, None, 50)
+        .await?;
     let mut queued: Vec<MessageWithParts> = recent
         .into_iter()
-        .filter(|m| m.message.is_user() && m.message.id.as_str() > request_id && m.message.id.as_str() < summary_id)
+        .filter(|m| {
+            m.message.is_user()
+                && m.message.id.as_str() > request_id
+                && m.message.id.as_str() < summary_id
+        })
         .collect();
     queued.sort_by(|a, b| a.message.id.cmp(&b.message.id));
     for message in &queued {
@@ -196,7 +258,10 @@ async fn mark_failed(ctx: &SessionCtx, assistant_id: &str, reason: &str) -> Resu
     if let Some(mut failed) = ctx.writer.store.get_message(assistant_id).await?
         && let Some(info) = failed.message.as_assistant_mut()
     {
-        info.error = Some(MessageError { kind: MessageErrorKind::ContextOverflow, message: reason.to_string() });
+        info.error = Some(MessageError {
+            kind: MessageErrorKind::ContextOverflow,
+            message: reason.to_string(),
+        });
         info.finish = Some(FinishReason::Error);
         info.time_completed = Some(now_millis());
         ctx.writer.message(&failed.message).await?;
@@ -205,8 +270,16 @@ async fn mark_failed(ctx: &SessionCtx, assistant_id: &str, reason: &str) -> Resu
 }
 
 /// Nothing more can be dropped and the summary still does not fit.
-async fn give_up(ctx: &SessionCtx, request: &MessageWithParts, replaying: bool) -> Result<StepOutcome, Error> {
-    let what = if replaying { "the conversation history is too large to compact" } else { "the session is too large to compact" };
+async fn give_up(
+    ctx: &SessionCtx,
+    request: &MessageWithParts,
+    replaying: bool,
+) -> Result<StepOutcome, Error> {
+    let what = if replaying {
+        "the conversation history is too large to compact"
+    } else {
+        "the session is too large to compact"
+    };
     ctx.writer.error(&ctx.session_id, format!(
         "{what}: even the smallest summary request exceeds the model's window. Try /prune, a model with a larger context window, or a new session."
     ));

@@ -28,9 +28,15 @@ impl CallSignature {
 pub enum Verdict {
     Fine,
     /// Ask the user before running the call again.
-    Ask { repeats: usize, description: String },
+    Ask {
+        repeats: usize,
+        description: String,
+    },
     /// Stop the turn: the loop went on even after asking.
-    Stop { repeats: usize, description: String },
+    Stop {
+        repeats: usize,
+        description: String,
+    },
 }
 
 /// Periods checked for cycles: 1 is "the same call again", 2 is A, B, A, B.
@@ -120,7 +126,7 @@ mod tests {
     #[test]
     fn third_identical_call_asks() {
         let a = call("read", "a");
-        assert_eq!(judge(&[a.clone()], &a, 3, 10), Verdict::Fine);
+        assert_eq!(judge(std::slice::from_ref(&a), &a, 3, 10), Verdict::Fine);
         assert!(matches!(
             judge(&[a.clone(), a.clone()], &a, 3, 10),
             Verdict::Ask { repeats: 3, .. }
@@ -138,7 +144,10 @@ mod tests {
         let (a, b) = (call("read", "a"), call("grep", "b"));
         let history = [a.clone(), b.clone(), a.clone()];
         match judge(&history, &b, 3, 10) {
-            Verdict::Ask { repeats, description } => {
+            Verdict::Ask {
+                repeats,
+                description,
+            } => {
                 assert_eq!(repeats, 2);
                 assert!(description.contains("read, grep"), "{description}");
             }
@@ -150,6 +159,9 @@ mod tests {
     fn hard_stop_after_many_repeats() {
         let a = call("bash", "ls");
         let history = vec![a.clone(); 9];
-        assert!(matches!(judge(&history, &a, 3, 10), Verdict::Stop { repeats: 10, .. }));
+        assert!(matches!(
+            judge(&history, &a, 3, 10),
+            Verdict::Stop { repeats: 10, .. }
+        ));
     }
 }

@@ -30,7 +30,9 @@ pub struct Accounting {
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl Accounting {
@@ -72,7 +74,12 @@ pub fn usable(ctx: &SessionCtx, model: &ResolvedModel) -> u64 {
 }
 
 /// The gauge for a request of `used` tokens.
-pub fn gauge_for(ctx: &SessionCtx, model: &ResolvedModel, used: u64, estimated: bool) -> ContextGauge {
+pub fn gauge_for(
+    ctx: &SessionCtx,
+    model: &ResolvedModel,
+    used: u64,
+    estimated: bool,
+) -> ContextGauge {
     token::gauge(used, estimated, &model.limits, &settings(ctx))
 }
 
@@ -84,7 +91,12 @@ pub fn is_overflow(ctx: &SessionCtx, model: &ResolvedModel, count: u64) -> bool 
 /// The next request's size: `history` is the model's view (ordered), `request`
 /// the request about to be sent (its system prompt and tools count when no
 /// earlier usage anchors the figure).
-pub fn measure(ctx: &SessionCtx, model: &ResolvedModel, history: &[MessageWithParts], request: &ChatRequest) -> ContextGauge {
+pub fn measure(
+    ctx: &SessionCtx,
+    model: &ResolvedModel,
+    history: &[MessageWithParts],
+    request: &ChatRequest,
+) -> ContextGauge {
     let anchor = token::added_since_last_request(history, &model.model);
     let fixed = fixed_tokens(request);
     let added = anchor.added.iter().map(|part| context::part_tokens(part));
@@ -117,11 +129,19 @@ pub fn count_request(request: &ChatRequest) -> u64 {
 /// A request certain not to fit: our count already exceeds the usable window.
 pub fn request_exceeds(ctx: &SessionCtx, model: &ResolvedModel, request: &ChatRequest) -> bool {
     let usable = usable(ctx, model);
-    usable != 0 && ctx.accounting.calibration(&model.model).scale(count_request(request)) > usable
+    usable != 0
+        && ctx
+            .accounting
+            .calibration(&model.model)
+            .scale(count_request(request))
+            > usable
 }
 
 pub fn publish(ctx: &SessionCtx, gauge: ContextGauge) {
-    ctx.writer.bus.publish(Event::Gauge { session_id: ctx.session_id.clone(), gauge });
+    ctx.writer.bus.publish(Event::Gauge {
+        session_id: ctx.session_id.clone(),
+        gauge,
+    });
 }
 
 /// Reads the session and publishes its gauge (after a prune, a compaction,
@@ -134,7 +154,10 @@ pub async fn refresh(ctx: &SessionCtx, model: &ResolvedModel) -> Result<ContextG
 }
 
 /// The model's view of the session and the request the next step would send.
-async fn next_request(ctx: &SessionCtx, model: &ResolvedModel) -> Result<(Vec<MessageWithParts>, ChatRequest), Error> {
+async fn next_request(
+    ctx: &SessionCtx,
+    model: &ResolvedModel,
+) -> Result<(Vec<MessageWithParts>, ChatRequest), Error> {
     let read = ctx.writer.store.read_context(&ctx.session_id).await?;
     let agent_name = read
         .iter()
@@ -172,7 +195,12 @@ pub fn overflow_advice() -> String {
 
 /// Records a finished compaction; `Some(advice)` when compacting again
 /// cannot help and the turn must stop.
-pub fn after_compaction(ctx: &SessionCtx, model: &ResolvedModel, before: u64, after: u64) -> Option<String> {
+pub fn after_compaction(
+    ctx: &SessionCtx,
+    model: &ResolvedModel,
+    before: u64,
+    after: u64,
+) -> Option<String> {
     *lock(&ctx.accounting.last_compaction) = Some((before, after));
     let compact_at = gauge_for(ctx, model, after, false).compact_at;
     match lock(&ctx.accounting.guard).record(before, after, compact_at) {

@@ -19,7 +19,11 @@ use crate::session::runtime::{ModelSource, ResolvedModel};
 /// The window assumed for a local model whose server did not say.
 const LOCAL_FALLBACK_CONTEXT: u64 = 32_768;
 /// Limits assumed for a hosted model the catalog does not know.
-const UNKNOWN_MODEL_LIMITS: Limits = Limits { context: 128_000, input: None, output: 16_384 };
+const UNKNOWN_MODEL_LIMITS: Limits = Limits {
+    context: 128_000,
+    input: None,
+    output: 16_384,
+};
 
 pub struct ConfiguredModels {
     providers: BTreeMap<String, ProviderConfig>,
@@ -28,7 +32,10 @@ pub struct ConfiguredModels {
 
 impl ConfiguredModels {
     pub fn new(config: &config::Config) -> Self {
-        Self { providers: config.provider.clone(), resolved: Default::default() }
+        Self {
+            providers: config.provider.clone(),
+            resolved: Default::default(),
+        }
     }
 }
 
@@ -47,21 +54,30 @@ impl ModelSource for ConfiguredModels {
 
 impl ConfiguredModels {
     async fn build(&self, model: &ModelRef) -> Result<ResolvedModel, String> {
-        let custom = self.providers.get(&model.provider).cloned().unwrap_or_default();
+        let custom = self
+            .providers
+            .get(&model.provider)
+            .cloned()
+            .unwrap_or_default();
         let overrides = ProviderOverrides {
             base_url: custom.base_url.as_ref().map(|u| u.as_str().to_string()),
             api_key_env: custom.api_key_env.as_ref().map(|v| v.as_str().to_string()),
-            headers: custom.headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            headers: custom
+                .headers
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
             wire: custom.wire.map(|wire| match wire {
                 config::Wire::Anthropic => Wire::Anthropic,
                 config::Wire::Openai => Wire::OpenAi,
             }),
         };
         let inline_key = custom.api_key.clone();
-        let provider = presets::resolve_provider_with_env(&model.provider, &overrides, |variable| {
-            inline_key.clone().or_else(|| std::env::var(variable).ok())
-        })
-        .map_err(|error| format!("cannot use model {model}: {error}"))?;
+        let provider =
+            presets::resolve_provider_with_env(&model.provider, &overrides, |variable| {
+                inline_key.clone().or_else(|| std::env::var(variable).ok())
+            })
+            .map_err(|error| format!("cannot use model {model}: {error}"))?;
         let is_local = presets::preset(&model.provider).is_some_and(|p| p.is_local)
             || is_loopback(&provider.config().base_url);
         let known = catalog::lookup_for(&model.model, is_local);
@@ -70,9 +86,18 @@ impl ConfiguredModels {
         let mut limits = known.map(|info| info.limits);
         if limits.is_none() && overridden.and_then(|m| m.context).is_none() {
             if is_local {
-                let probe = catalog::probe_context(&provider.config().base_url, &model.model, LOCAL_FALLBACK_CONTEXT).await;
+                let probe = catalog::probe_context(
+                    &provider.config().base_url,
+                    &model.model,
+                    LOCAL_FALLBACK_CONTEXT,
+                )
+                .await;
                 warning = probe.warning;
-                limits = Some(Limits { context: probe.context, input: None, output: (probe.context / 4).max(1) });
+                limits = Some(Limits {
+                    context: probe.context,
+                    input: None,
+                    output: (probe.context / 4).max(1),
+                });
             } else {
                 warning = Some(format!(
                     "model {model} is not in cairn's catalog: assuming a {}-token window; set [provider.{}.models.\"{}\"] context = ... in your config",
@@ -109,7 +134,9 @@ impl ConfiguredModels {
 
 fn is_loopback(base_url: &str) -> bool {
     let host = base_url.split("://").nth(1).unwrap_or(base_url);
-    ["localhost", "127.", "[::1]"].iter().any(|prefix| host.starts_with(prefix))
+    ["localhost", "127.", "[::1]"]
+        .iter()
+        .any(|prefix| host.starts_with(prefix))
 }
 
 impl ResolvedModel {

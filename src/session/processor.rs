@@ -66,7 +66,10 @@ pub async fn process(step: Step<'_>, runner: &mut ToolRunner) -> Result<StepOutc
     let ctx = step.ctx;
     let writer = &ctx.writer;
     writer.message(&step.assistant).await?;
-    let start = Part::new(&step.assistant, PartKind::StepStart(StepStartPart::default()));
+    let start = Part::new(
+        &step.assistant,
+        PartKind::StepStart(StepStartPart::default()),
+    );
     writer.part(&start).await?;
     let mut building = Building {
         assistant: step.assistant,
@@ -89,11 +92,17 @@ pub async fn process(step: Step<'_>, runner: &mut ToolRunner) -> Result<StepOutc
             },
         });
     };
-    ctx.accounting.sent(&step.model.model, gauge::count_request(&step.request));
+    ctx.accounting
+        .sent(&step.model.model, gauge::count_request(&step.request));
     let opened = step
         .model
         .provider
-        .stream_with_retry(&step.request, step.cancel.clone(), &ctx.settings.retry, on_retry)
+        .stream_with_retry(
+            &step.request,
+            step.cancel.clone(),
+            &ctx.settings.retry,
+            on_retry,
+        )
         .await;
     let mut stream = match opened {
         Ok(stream) => stream,
@@ -113,7 +122,9 @@ pub async fn process(step: Step<'_>, runner: &mut ToolRunner) -> Result<StepOutc
         match event {
             None => break,
             Some(Ok(event)) => {
-                if let Some(outcome) = apply(ctx, step.model, &mut building, runner, event, step.summary).await? {
+                if let Some(outcome) =
+                    apply(ctx, step.model, &mut building, runner, event, step.summary).await?
+                {
                     return Ok(outcome);
                 }
             }
@@ -121,7 +132,12 @@ pub async fn process(step: Step<'_>, runner: &mut ToolRunner) -> Result<StepOutc
         }
     }
     close_open_parts(ctx, &mut building).await?;
-    if building.assistant.as_assistant().and_then(|a| a.finish).is_none() {
+    if building
+        .assistant
+        .as_assistant()
+        .and_then(|a| a.finish)
+        .is_none()
+    {
         // The stream ended without a finish event: treat as a dropped connection.
         let error = provider::Error::truncated(&step.model.model.provider, "a finish event");
         return fail(ctx, &mut building, runner, error).await;
@@ -130,7 +146,11 @@ pub async fn process(step: Step<'_>, runner: &mut ToolRunner) -> Result<StepOutc
     if runner.blocked() {
         return Ok(StepOutcome::Stop);
     }
-    let tokens = building.assistant.as_assistant().map(|a| a.tokens).unwrap_or_default();
+    let tokens = building
+        .assistant
+        .as_assistant()
+        .map(|a| a.tokens)
+        .unwrap_or_default();
     if !step.summary && gauge::is_overflow(ctx, step.model, tokens.context_count()) {
         return Ok(StepOutcome::Compact);
     }
@@ -156,7 +176,10 @@ async fn apply(
                     let part = Part::new(
                         &building.assistant,
                         PartKind::Text(TextPart {
-                            time: Some(TimeSpan { start: now_millis(), end: None }),
+                            time: Some(TimeSpan {
+                                start: now_millis(),
+                                end: None,
+                            }),
                             ..Default::default()
                         }),
                     );
@@ -181,7 +204,10 @@ async fn apply(
                     let part = Part::new(
                         &building.assistant,
                         PartKind::Reasoning(ReasoningPart {
-                            time: TimeSpan { start: now_millis(), end: None },
+                            time: TimeSpan {
+                                start: now_millis(),
+                                end: None,
+                            },
                             ..Default::default()
                         }),
                     );
@@ -214,7 +240,10 @@ async fn apply(
                 &building.assistant,
                 PartKind::Reasoning(ReasoningPart {
                     redacted: Some(data),
-                    time: TimeSpan { start: now, end: Some(now) },
+                    time: TimeSpan {
+                        start: now,
+                        end: Some(now),
+                    },
                     ..Default::default()
                 }),
             );
@@ -233,7 +262,10 @@ async fn apply(
                 PartKind::Tool(ToolPart {
                     call_id: id.clone(),
                     tool: name,
-                    state: ToolState::Pending { input: Value::Object(Default::default()), raw: String::new() },
+                    state: ToolState::Pending {
+                        input: Value::Object(Default::default()),
+                        raw: String::new(),
+                    },
                 }),
             );
             writer.part(&part).await?;
@@ -242,7 +274,10 @@ async fn apply(
         }
         StreamEvent::ToolCallDelta { id, arguments } => {
             if let Some(part) = building.pending_tools.get_mut(&id)
-                && let PartKind::Tool(ToolPart { state: ToolState::Pending { raw, .. }, .. }) = &mut part.kind
+                && let PartKind::Tool(ToolPart {
+                    state: ToolState::Pending { raw, .. },
+                    ..
+                }) = &mut part.kind
             {
                 raw.push_str(&arguments);
             }
@@ -258,7 +293,10 @@ async fn apply(
                         PartKind::Tool(ToolPart {
                             call_id: id.clone(),
                             tool: name.clone(),
-                            state: ToolState::Pending { input: Value::Null, raw: String::new() },
+                            state: ToolState::Pending {
+                                input: Value::Null,
+                                raw: String::new(),
+                            },
                         }),
                     )
                 }
@@ -271,7 +309,12 @@ async fn apply(
             let cost = model.cost(&usage);
             let finish = Part::new(
                 &building.assistant,
-                PartKind::StepFinish(StepFinishPart { reason, tokens, cost, snapshot: None }),
+                PartKind::StepFinish(StepFinishPart {
+                    reason,
+                    tokens,
+                    cost,
+                    snapshot: None,
+                }),
             );
             writer.part(&finish).await?;
             if let Some(assistant) = building.assistant.as_assistant_mut() {
@@ -316,22 +359,42 @@ async fn close_open_parts(ctx: &SessionCtx, building: &mut Building) -> Result<(
 
 /// Waits for every submitted tool, then marks calls whose arguments never
 /// completed as errors so each call has a result.
-async fn finish_tools(ctx: &SessionCtx, building: &mut Building, runner: &mut ToolRunner) -> Result<(), Error> {
+async fn finish_tools(
+    ctx: &SessionCtx,
+    building: &mut Building,
+    runner: &mut ToolRunner,
+) -> Result<(), Error> {
     runner.drain().await?;
     for (_, part) in building.pending_tools.drain() {
-        runner.record_unfinished(ctx, part, "tool call arguments were cut off before they completed").await?;
+        runner
+            .record_unfinished(
+                ctx,
+                part,
+                "tool call arguments were cut off before they completed",
+            )
+            .await?;
     }
     Ok(())
 }
 
 /// Esc: keep what arrived, stop tools, mark the message aborted.
-async fn interrupt(ctx: &SessionCtx, building: &mut Building, runner: &mut ToolRunner) -> Result<(), Error> {
+async fn interrupt(
+    ctx: &SessionCtx,
+    building: &mut Building,
+    runner: &mut ToolRunner,
+) -> Result<(), Error> {
     close_open_parts(ctx, building).await?;
     runner.cancel_all(ctx).await?;
     for (_, part) in building.pending_tools.drain() {
         runner.record_unfinished(ctx, part, "interrupted").await?;
     }
-    set_error(ctx, building, MessageErrorKind::Aborted, "Interrupted by the user").await
+    set_error(
+        ctx,
+        building,
+        MessageErrorKind::Aborted,
+        "Interrupted by the user",
+    )
+    .await
 }
 
 /// A failed request or stream: classify, keep the session consistent, decide.
@@ -363,7 +426,8 @@ async fn fail(
                 assistant.time_completed = Some(now_millis());
             }
             ctx.writer.message(&building.assistant).await?;
-            ctx.writer.notice(&ctx.session_id, format!("{error}; continuing"));
+            ctx.writer
+                .notice(&ctx.session_id, format!("{error}; continuing"));
             return Ok(StepOutcome::Continue);
         }
         building.retrying = true;
@@ -371,7 +435,11 @@ async fn fail(
         return Ok(StepOutcome::Retry(error));
     }
     finish_tools(ctx, building, runner).await?;
-    let kind = if error.kind() == provider::ErrorKind::Auth { MessageErrorKind::Auth } else { MessageErrorKind::Api };
+    let kind = if error.kind() == provider::ErrorKind::Auth {
+        MessageErrorKind::Auth
+    } else {
+        MessageErrorKind::Api
+    };
     set_error(ctx, building, kind, &error.to_string()).await?;
     ctx.writer.error(&ctx.session_id, error.to_string());
     Ok(StepOutcome::Stop)
@@ -380,10 +448,18 @@ async fn fail(
 /// Records an error on the message. Errors that end the turn also set
 /// `finish = error`, so the loop never picks the same request up again; an
 /// interrupt or a retry leaves `finish` unset.
-async fn set_error(ctx: &SessionCtx, building: &mut Building, kind: MessageErrorKind, message: &str) -> Result<(), Error> {
+async fn set_error(
+    ctx: &SessionCtx,
+    building: &mut Building,
+    kind: MessageErrorKind,
+    message: &str,
+) -> Result<(), Error> {
     let ends_turn = !matches!(kind, MessageErrorKind::Aborted) && !building.retrying;
     if let Some(assistant) = building.assistant.as_assistant_mut() {
-        assistant.error = Some(MessageError { kind, message: message.to_string() });
+        assistant.error = Some(MessageError {
+            kind,
+            message: message.to_string(),
+        });
         assistant.time_completed = Some(now_millis());
         if ends_turn {
             assistant.finish = Some(FinishReason::Error);
@@ -394,8 +470,16 @@ async fn set_error(ctx: &SessionCtx, building: &mut Building, kind: MessageError
 }
 
 /// A tool part's state once its call is resolved, for the runner.
-pub fn finished_state(input: Value, start: i64, result: Result<crate::tool::ToolOutput, String>) -> ToolState {
-    let time = ToolTime { start, end: Some(now_millis()), compacted: None };
+pub fn finished_state(
+    input: Value,
+    start: i64,
+    result: Result<crate::tool::ToolOutput, String>,
+) -> ToolState {
+    let time = ToolTime {
+        start,
+        end: Some(now_millis()),
+        compacted: None,
+    };
     match result {
         Ok(output) => ToolState::Completed {
             input,
@@ -405,6 +489,11 @@ pub fn finished_state(input: Value, start: i64, result: Result<crate::tool::Tool
             time,
             attachments: output.attachments,
         },
-        Err(error) => ToolState::Error { input, error, metadata: None, time },
+        Err(error) => ToolState::Error {
+            input,
+            error,
+            metadata: None,
+            time,
+        },
     }
 }

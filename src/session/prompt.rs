@@ -110,7 +110,9 @@ fn instruction_files(env: &Environment) -> Vec<Instruction> {
     let mut paths = Vec::new();
     let global = [
         env.config_dir.as_ref().map(|dir| dir.join("AGENTS.md")),
-        env.home.as_ref().map(|home| home.join(".claude").join("CLAUDE.md")),
+        env.home
+            .as_ref()
+            .map(|home| home.join(".claude").join("CLAUDE.md")),
     ];
     if let Some(first) = global.into_iter().flatten().find(|p| p.is_file()) {
         paths.push(first);
@@ -136,7 +138,9 @@ fn instruction_files(env: &Environment) -> Vec<Instruction> {
         match std::fs::read_to_string(&path) {
             Ok(content) if !content.trim().is_empty() => out.push(Instruction { path, content }),
             Ok(_) => {}
-            Err(error) => tracing::warn!(path = %path.display(), %error, "cannot read instruction file"),
+            Err(error) => {
+                tracing::warn!(path = %path.display(), %error, "cannot read instruction file")
+            }
         }
     }
     out
@@ -205,7 +209,11 @@ mod tests {
             &ModelRef::new("anthropic", "claude"),
             &env_in(&sub, root),
         );
-        let contents: Vec<&str> = prompt.instructions.iter().map(|i| i.content.as_str()).collect();
+        let contents: Vec<&str> = prompt
+            .instructions
+            .iter()
+            .map(|i| i.content.as_str())
+            .collect();
         assert_eq!(contents, ["core rules", "root rules"]);
         let blocks = prompt.blocks();
         assert_eq!(blocks.len(), 2);
@@ -220,9 +228,15 @@ mod tests {
         let agents = Agents::new([]);
         let model = ModelRef::new("openai", "gpt-5");
         std::fs::write(tmp.path().join("AGENTS.md"), "first").expect("write");
-        assert_eq!(build(agents.get("build"), &model, &env).instructions[0].content, "first");
+        assert_eq!(
+            build(agents.get("build"), &model, &env).instructions[0].content,
+            "first"
+        );
         std::fs::write(tmp.path().join("AGENTS.md"), "second").expect("write");
-        assert_eq!(build(agents.get("build"), &model, &env).instructions[0].content, "second");
+        assert_eq!(
+            build(agents.get("build"), &model, &env).instructions[0].content,
+            "second"
+        );
     }
 
     #[test]

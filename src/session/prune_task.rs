@@ -12,7 +12,9 @@ pub async fn run(ctx: &SessionCtx, report: bool) -> Result<(), Error> {
     let plan = prune::plan_prune(&all, |part| context::part_tokens(part).0);
     if !plan.acts() {
         if report {
-            let reason = plan.reason_if_none.unwrap_or_else(|| "nothing to prune".to_string());
+            let reason = plan
+                .reason_if_none
+                .unwrap_or_else(|| "nothing to prune".to_string());
             ctx.writer.notice(&ctx.session_id, reason);
         }
         return Ok(());
@@ -20,11 +22,17 @@ pub async fn run(ctx: &SessionCtx, report: bool) -> Result<(), Error> {
     let parts = prune::apply(&plan, all.iter().flat_map(|m| m.parts.iter()), now_millis());
     ctx.writer.store.upsert_parts(&parts).await?;
     for part in &parts {
-        ctx.writer.bus.publish(crate::bus::Event::PartUpdated { part: std::sync::Arc::new(part.clone()) });
+        ctx.writer.bus.publish(crate::bus::Event::PartUpdated {
+            part: std::sync::Arc::new(part.clone()),
+        });
     }
     ctx.writer.notice(
         &ctx.session_id,
-        format!("pruned {} tool outputs, freed {} tokens", plan.outputs, prune::thousands(plan.freed_tokens)),
+        format!(
+            "pruned {} tool outputs, freed {} tokens",
+            plan.outputs,
+            prune::thousands(plan.freed_tokens)
+        ),
     );
     if let Ok(model) = ctx.models.resolve(&ctx.default_model).await {
         gauge::refresh(ctx, &model).await?;

@@ -58,7 +58,12 @@ impl<'a> Latest<'a> {
             .rev()
             .take_while(|m| m.message.id.as_str() > finished_id)
             .find(|m| m.message.is_user() && m.compaction().is_some());
-        Self { user, assistant, finished, compaction }
+        Self {
+            user,
+            assistant,
+            finished,
+            compaction,
+        }
     }
 
     /// Exit when the last assistant finished for a reason other than tool
@@ -94,7 +99,12 @@ pub async fn run(ctx: Arc<SessionCtx>, cancel: CancellationToken) -> Result<(), 
     result
 }
 
-async fn iterate(ctx: &Arc<SessionCtx>, cancel: &CancellationToken, step: &mut u32, retries: &mut u32) -> Result<(), Error> {
+async fn iterate(
+    ctx: &Arc<SessionCtx>,
+    cancel: &CancellationToken,
+    step: &mut u32,
+    retries: &mut u32,
+) -> Result<(), Error> {
     loop {
         if cancel.is_cancelled() {
             return Ok(());
@@ -106,8 +116,12 @@ async fn iterate(ctx: &Arc<SessionCtx>, cancel: &CancellationToken, step: &mut u
             gauge::reset_guard(ctx);
             return Ok(());
         }
-        let Some(user_message) = latest.user else { return Ok(()) };
-        let Some(user) = user_message.message.as_user().cloned() else { return Ok(()) };
+        let Some(user_message) = latest.user else {
+            return Ok(());
+        };
+        let Some(user) = user_message.message.as_user().cloned() else {
+            return Ok(());
+        };
         *step += 1;
 
         if let Some(request) = latest.compaction {
@@ -133,16 +147,39 @@ async fn iterate(ctx: &Arc<SessionCtx>, cancel: &CancellationToken, step: &mut u
         // The gauge and the trigger are the same number: the next request's size.
         let gauge = gauge::measure(ctx, &model, &view, &request);
         gauge::publish(ctx, gauge);
-        let after_summary = latest.finished.and_then(|m| m.message.as_assistant()).is_none_or(|a| a.summary);
+        let after_summary = latest
+            .finished
+            .and_then(|m| m.message.as_assistant())
+            .is_none_or(|a| a.summary);
         if !after_summary && crate::token::is_overflow(&gauge) {
-            create_compaction(ctx, &user, CompactionPart { auto: true, ..Default::default() }).await?;
+            create_compaction(
+                ctx,
+                &user,
+                CompactionPart {
+                    auto: true,
+                    ..Default::default()
+                },
+            )
+            .await?;
             continue;
         }
         let assistant = new_assistant(ctx, &user_message.message.id, &user, &agent.name, false);
-        let mut runner = ToolRunner::new(ctx.clone(), agent.tools, recent_calls(&history), cancel.clone());
+        let mut runner = ToolRunner::new(
+            ctx.clone(),
+            agent.tools,
+            recent_calls(&history),
+            cancel.clone(),
+        );
         let assistant_id = assistant.id.clone();
         let outcome = processor::process(
-            Step { ctx, model: &model, assistant, request, summary: false, cancel: cancel.clone() },
+            Step {
+                ctx,
+                model: &model,
+                assistant,
+                request,
+                summary: false,
+                cancel: cancel.clone(),
+            },
             &mut runner,
         )
         .await?;
@@ -150,13 +187,27 @@ async fn iterate(ctx: &Arc<SessionCtx>, cancel: &CancellationToken, step: &mut u
             StepOutcome::Continue => *retries = 0,
             StepOutcome::Stop => return Ok(()),
             StepOutcome::Compact => {
-                let finished = ctx.writer.store.get_message(&assistant_id).await?.and_then(|m| m.message.as_assistant().and_then(|a| a.finish));
+                let finished = ctx
+                    .writer
+                    .store
+                    .get_message(&assistant_id)
+                    .await?
+                    .and_then(|m| m.message.as_assistant().and_then(|a| a.finish));
                 if !ctx.settings.compaction.auto {
                     ctx.writer.error(&ctx.session_id, gauge::overflow_advice());
                     return Ok(());
                 }
                 let overflow = finished.is_none();
-                create_compaction(ctx, &user, CompactionPart { auto: true, overflow, ..Default::default() }).await?;
+                create_compaction(
+                    ctx,
+                    &user,
+                    CompactionPart {
+                        auto: true,
+                        overflow,
+                        ..Default::default()
+                    },
+                )
+                .await?;
             }
             StepOutcome::Retry(error) => {
                 *retries += 1;
@@ -194,12 +245,16 @@ pub fn build_request(
     if agent.name == crate::session::agent::PLAN
         && let Some(last_user) = messages.iter_mut().rev().find(|m| m.role == ChatRole::User)
     {
-        last_user.content.push(Content::Text { text: PLAN_REMINDER.to_string() });
+        last_user.content.push(Content::Text {
+            text: PLAN_REMINDER.to_string(),
+        });
     }
     if is_last_step {
         messages.push(ChatMessage {
             role: ChatRole::Assistant,
-            content: vec![Content::Text { text: MAX_STEPS_PROMPT.to_string() }],
+            content: vec![Content::Text {
+                text: MAX_STEPS_PROMPT.to_string(),
+            }],
         });
     }
     let tools = match agent.tools {
@@ -218,7 +273,13 @@ pub fn build_request(
     }
 }
 
-pub fn new_assistant(ctx: &SessionCtx, parent_id: &str, user: &UserMessage, agent: &str, summary: bool) -> Message {
+pub fn new_assistant(
+    ctx: &SessionCtx,
+    parent_id: &str,
+    user: &UserMessage,
+    agent: &str,
+    summary: bool,
+) -> Message {
     Message {
         id: crate::id::message_id(),
         session_id: ctx.session_id.clone(),
@@ -242,15 +303,25 @@ pub fn new_assistant(ctx: &SessionCtx, parent_id: &str, user: &UserMessage, agen
 }
 
 /// Writes a user message carrying a compaction request; the next iteration runs it.
-pub async fn create_compaction(ctx: &SessionCtx, user: &UserMessage, part: CompactionPart) -> Result<(), Error> {
+pub async fn create_compaction(
+    ctx: &SessionCtx,
+    user: &UserMessage,
+    part: CompactionPart,
+) -> Result<(), Error> {
     let message = Message {
         id: crate::id::message_id(),
         session_id: ctx.session_id.clone(),
         time_created: now_millis(),
-        role: Role::User(UserMessage { agent: user.agent.clone(), model: user.model.clone(), system: None }),
+        role: Role::User(UserMessage {
+            agent: user.agent.clone(),
+            model: user.model.clone(),
+            system: None,
+        }),
     };
     ctx.writer.message(&message).await?;
-    ctx.writer.part(&Part::new(&message, PartKind::Compaction(part))).await?;
+    ctx.writer
+        .part(&Part::new(&message, PartKind::Compaction(part)))
+        .await?;
     Ok(())
 }
 
@@ -271,7 +342,12 @@ fn recent_calls(history: &[MessageWithParts]) -> Vec<CallSignature> {
 
 /// Backs off before retrying a failed step, showing the countdown.
 /// Returns false when the user cancelled meanwhile.
-async fn wait_before_retry(ctx: &SessionCtx, attempt: u32, message: &str, cancel: &CancellationToken) -> bool {
+async fn wait_before_retry(
+    ctx: &SessionCtx,
+    attempt: u32,
+    message: &str,
+    cancel: &CancellationToken,
+) -> bool {
     let delay = Duration::from_secs(2u64.saturating_pow(attempt).min(30));
     ctx.set_status(SessionStatus::Retrying {
         attempt,

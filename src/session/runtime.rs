@@ -38,7 +38,9 @@ pub struct ResolvedModel {
 
 impl ResolvedModel {
     pub fn cost(&self, usage: &Usage) -> f64 {
-        self.prices.as_ref().map_or(0.0, |p| crate::provider::catalog::cost(usage, p))
+        self.prices
+            .as_ref()
+            .map_or(0.0, |p| crate::provider::catalog::cost(usage, p))
     }
 
     pub fn max_output_tokens(&self) -> u32 {
@@ -115,7 +117,10 @@ pub struct SessionCtx {
 
 impl SessionCtx {
     pub fn set_status(&self, status: SessionStatus) {
-        self.writer.bus.publish(Event::Status { session_id: self.session_id.clone(), status });
+        self.writer.bus.publish(Event::Status {
+            session_id: self.session_id.clone(),
+            status,
+        });
     }
 }
 
@@ -141,7 +146,10 @@ impl SessionHandle {
 /// after cancelling a running loop.
 pub fn spawn(ctx: Arc<SessionCtx>) -> (SessionHandle, JoinHandle<()>) {
     let (commands, receiver) = mpsc::unbounded_channel();
-    let handle = SessionHandle { session_id: ctx.session_id.clone(), commands };
+    let handle = SessionHandle {
+        session_id: ctx.session_id.clone(),
+        commands,
+    };
     let task = tokio::spawn(serve(ctx, receiver));
     (handle, task)
 }
@@ -190,7 +198,11 @@ fn report(ctx: &SessionCtx, error: &Error) {
 fn start_loop(ctx: &Arc<SessionCtx>) -> RunningLoop {
     let cancel = CancellationToken::new();
     let task = tokio::spawn(run::run(ctx.clone(), cancel.clone()));
-    RunningLoop { task, cancel, queued: false }
+    RunningLoop {
+        task,
+        cancel,
+        queued: false,
+    }
 }
 
 /// Starts the loop, or tells the running one to look again when it ends.
@@ -201,7 +213,11 @@ fn ensure_loop(ctx: &Arc<SessionCtx>, running: &mut Option<RunningLoop>) {
     }
 }
 
-async fn handle(ctx: &Arc<SessionCtx>, running: &mut Option<RunningLoop>, command: Command) -> Result<(), Error> {
+async fn handle(
+    ctx: &Arc<SessionCtx>,
+    running: &mut Option<RunningLoop>,
+    command: Command,
+) -> Result<(), Error> {
     match command {
         Command::Prompt { text, agent, model } => {
             write_prompt(ctx, &text, agent, model).await?;
@@ -224,7 +240,11 @@ async fn handle(ctx: &Arc<SessionCtx>, running: &mut Option<RunningLoop>, comman
         },
         Command::Compact { instructions } => {
             let user = last_user_or_default(ctx).await?;
-            let part = CompactionPart { auto: false, instructions, ..Default::default() };
+            let part = CompactionPart {
+                auto: false,
+                instructions,
+                ..Default::default()
+            };
             run::create_compaction(ctx, &user, part).await?;
             ensure_loop(ctx, running);
         }
@@ -245,7 +265,12 @@ async fn handle(ctx: &Arc<SessionCtx>, running: &mut Option<RunningLoop>, comman
     Ok(())
 }
 
-async fn write_prompt(ctx: &SessionCtx, text: &str, agent: Option<String>, model: Option<ModelRef>) -> Result<(), Error> {
+async fn write_prompt(
+    ctx: &SessionCtx,
+    text: &str,
+    agent: Option<String>,
+    model: Option<ModelRef>,
+) -> Result<(), Error> {
     let previous = last_user_or_default(ctx).await?;
     let message = Message {
         id: crate::id::message_id(),
@@ -258,14 +283,24 @@ async fn write_prompt(ctx: &SessionCtx, text: &str, agent: Option<String>, model
         }),
     };
     ctx.writer.message(&message).await?;
-    let part = Part::new(&message, PartKind::Text(TextPart { text: text.to_string(), ..Default::default() }));
+    let part = Part::new(
+        &message,
+        PartKind::Text(TextPart {
+            text: text.to_string(),
+            ..Default::default()
+        }),
+    );
     ctx.writer.part(&part).await?;
     name_session(ctx, text).await
 }
 
 /// The agent and model of the newest user message, else the defaults.
 pub async fn last_user_or_default(ctx: &SessionCtx) -> Result<UserMessage, Error> {
-    let recent = ctx.writer.store.messages_before(&ctx.session_id, None, 20).await?;
+    let recent = ctx
+        .writer
+        .store
+        .messages_before(&ctx.session_id, None, 20)
+        .await?;
     Ok(recent
         .iter()
         .find_map(|m| m.message.as_user().cloned())
@@ -285,7 +320,11 @@ async fn name_session(ctx: &SessionCtx, text: &str) -> Result<(), Error> {
     if !session.title.is_empty() {
         return Ok(());
     }
-    let first_line = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("untitled");
+    let first_line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("untitled");
     session.title = if first_line.chars().count() > 60 {
         format!("{}...", first_line.chars().take(57).collect::<String>())
     } else {

@@ -16,15 +16,16 @@ use crate::session::runtime::SessionCtx;
 use crate::tool::ToolContext;
 
 pub async fn run(ctx: &SessionCtx, command: &str) -> Result<(), Error> {
+    let user_info = UserMessage {
+        agent: ctx.settings.default_agent.clone(),
+        model: ctx.default_model.clone(),
+        system: None,
+    };
     let user = crate::message::Message {
         id: crate::id::message_id(),
         session_id: ctx.session_id.clone(),
         time_created: now_millis(),
-        role: Role::User(UserMessage {
-            agent: ctx.settings.default_agent.clone(),
-            model: ctx.default_model.clone(),
-            system: None,
-        }),
+        role: Role::User(user_info.clone()),
     };
     ctx.writer.message(&user).await?;
     let text = TextPart {
@@ -32,10 +33,17 @@ pub async fn run(ctx: &SessionCtx, command: &str) -> Result<(), Error> {
         synthetic: true,
         ..Default::default()
     };
-    ctx.writer.part(&Part::new(&user, PartKind::Text(text))).await?;
+    ctx.writer
+        .part(&Part::new(&user, PartKind::Text(text)))
+        .await?;
 
-    let Role::User(user_info) = &user.role else { unreachable_user() };
-    let mut assistant = crate::session::run::new_assistant(ctx, &user.id, user_info, &ctx.settings.default_agent, false);
+    let mut assistant = crate::session::run::new_assistant(
+        ctx,
+        &user.id,
+        &user_info,
+        &ctx.settings.default_agent,
+        false,
+    );
     ctx.writer.message(&assistant).await?;
     let input = json!({ "command": command, "description": "Run the user's command" });
     let start = now_millis();
@@ -44,7 +52,16 @@ pub async fn run(ctx: &SessionCtx, command: &str) -> Result<(), Error> {
         PartKind::Tool(ToolPart {
             call_id: crate::id::call_id(),
             tool: "bash".into(),
-            state: ToolState::Running { input: input.clone(), title: Some(command.to_string()), metadata: None, time: ToolTime { start, end: None, compacted: None } },
+            state: ToolState::Running {
+                input: input.clone(),
+                title: Some(command.to_string()),
+                metadata: None,
+                time: ToolTime {
+                    start,
+                    end: None,
+                    compacted: None,
+                },
+            },
         }),
     );
     ctx.writer.part(&part).await?;
@@ -52,7 +69,10 @@ pub async fn run(ctx: &SessionCtx, command: &str) -> Result<(), Error> {
     let tool_ctx = ToolContext {
         session_id: ctx.session_id.clone(),
         message_id: assistant.id.clone(),
-        call_id: part.as_tool().map(|t| t.call_id.clone()).unwrap_or_default(),
+        call_id: part
+            .as_tool()
+            .map(|t| t.call_id.clone())
+            .unwrap_or_default(),
         cwd: ctx.env.cwd.clone(),
         root: ctx.env.root.clone(),
         tool_output_dir: ctx.settings.tool_output_dir.clone(),
@@ -64,9 +84,13 @@ pub async fn run(ctx: &SessionCtx, command: &str) -> Result<(), Error> {
             crate::permission::Mode::Headless,
         )),
         progress: None,
-        limits: ctx.settings.tool_limits.clone(),
+        limits: ctx.settings.tool_limits,
     };
-    let result = ctx.tools.run("bash", input.clone(), &tool_ctx).await.map_err(|e| e.to_string());
+    let result = ctx
+        .tools
+        .run("bash", input.clone(), &tool_ctx)
+        .await
+        .map_err(|e| e.to_string());
     if let PartKind::Tool(tool) = &mut part.kind {
         tool.state = finished_state(input, start, result);
     }
@@ -77,8 +101,4 @@ pub async fn run(ctx: &SessionCtx, command: &str) -> Result<(), Error> {
     }
     ctx.writer.message(&assistant).await?;
     Ok(())
-}
-
-fn unreachable_user() -> ! {
-    panic!("the message was just built as a user message")
 }

@@ -17,11 +17,11 @@ use tokio_util::sync::CancellationToken;
 use crate::bus::DeltaField;
 use crate::message::{Part, PartKind, ToolPart, ToolState, ToolTime, now_millis};
 use crate::permission::PermissionRequest;
+use crate::session::Error;
 use crate::session::agent::ToolAccess;
 use crate::session::doom::{self, CallSignature, Verdict};
 use crate::session::processor::finished_state;
 use crate::session::runtime::SessionCtx;
-use crate::session::Error;
 use crate::tool::{ToolContext, ToolError, ToolProgress};
 
 /// How long interrupted tools get to wind down before they are abandoned.
@@ -51,7 +51,12 @@ pub struct ToolRunner {
 impl ToolRunner {
     /// `history` holds the session's recent calls, oldest first, for the
     /// doom-loop detector; `cancel` is the loop's token.
-    pub fn new(ctx: Arc<SessionCtx>, access: ToolAccess, history: Vec<CallSignature>, cancel: CancellationToken) -> Self {
+    pub fn new(
+        ctx: Arc<SessionCtx>,
+        access: ToolAccess,
+        history: Vec<CallSignature>,
+        cancel: CancellationToken,
+    ) -> Self {
         Self {
             ctx,
             access,
@@ -118,7 +123,12 @@ impl ToolRunner {
     }
 
     /// Ends a call that never ran (or was cut off) as an error part.
-    pub async fn record_unfinished(&self, ctx: &SessionCtx, mut part: Part, reason: &str) -> Result<(), Error> {
+    pub async fn record_unfinished(
+        &self,
+        ctx: &SessionCtx,
+        mut part: Part,
+        reason: &str,
+    ) -> Result<(), Error> {
         if let PartKind::Tool(tool) = &mut part.kind {
             if tool.state.is_finished() {
                 return Ok(());
@@ -131,7 +141,11 @@ impl ToolRunner {
                 input: tool.state.input().clone(),
                 error: reason.to_string(),
                 metadata: Some(json!({ "interrupted": true })),
-                time: ToolTime { start, end: Some(now_millis()), compacted: None },
+                time: ToolTime {
+                    start,
+                    end: Some(now_millis()),
+                    compacted: None,
+                },
             };
         }
         ctx.writer.part(&part).await?;
@@ -141,7 +155,9 @@ impl ToolRunner {
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     // A panic while holding this lock leaves a plain Vec, still usable.
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// The task that runs calls one by one. Returns whether the loop must stop.
@@ -168,15 +184,29 @@ impl Worker {
     }
 
     async fn run_one(&mut self, call: ToolCall) -> Result<bool, Error> {
-        let ToolCall { mut part, name, input } = call;
+        let ToolCall {
+            mut part,
+            name,
+            input,
+        } = call;
         let start = now_millis();
-        set_state(&mut part, ToolState::Running {
-            input: input.clone(),
-            title: None,
-            metadata: None,
-            time: ToolTime { start, end: None, compacted: None },
-        });
-        lock(&self.unfinished).iter_mut().filter(|p| p.id == part.id).for_each(|p| *p = part.clone());
+        set_state(
+            &mut part,
+            ToolState::Running {
+                input: input.clone(),
+                title: None,
+                metadata: None,
+                time: ToolTime {
+                    start,
+                    end: None,
+                    compacted: None,
+                },
+            },
+        );
+        lock(&self.unfinished)
+            .iter_mut()
+            .filter(|p| p.id == part.id)
+            .for_each(|p| *p = part.clone());
         self.ctx.writer.part(&part).await?;
 
         let signature = CallSignature::new(&name, &input);
@@ -191,7 +221,11 @@ impl Worker {
     }
 
     /// Checks that may refuse the call before it runs: tool access and doom loop.
-    async fn guard(&self, part: &Part, signature: &CallSignature) -> Option<(Result<crate::tool::ToolOutput, String>, bool)> {
+    async fn guard(
+        &self,
+        part: &Part,
+        signature: &CallSignature,
+    ) -> Option<(Result<crate::tool::ToolOutput, String>, bool)> {
         let tools = &self.ctx.tools;
         let allowed = match tools.get(&signature.tool) {
             None => true, // the registry answers unknown tools with the list of real ones
@@ -202,14 +236,30 @@ impl Worker {
             },
         };
         if !allowed {
-            return Some((Err(format!("The {} tool is not available to this agent (read-only mode).", signature.tool)), false));
+            return Some((
+                Err(format!(
+                    "The {} tool is not available to this agent (read-only mode).",
+                    signature.tool
+                )),
+                false,
+            ));
         }
         let settings = &self.ctx.settings;
-        match doom::judge(&self.history, signature, settings.doom_threshold, settings.doom_hard_stop) {
+        match doom::judge(
+            &self.history,
+            signature,
+            settings.doom_threshold,
+            settings.doom_hard_stop,
+        ) {
             Verdict::Fine => None,
             Verdict::Stop { description, .. } => {
-                let message = format!("Stopped: possible doom loop, {description}. Tell the user what you were trying to do instead of repeating the call.");
-                self.ctx.writer.error(&self.ctx.session_id, format!("stopped a doom loop: {description}"));
+                let message = format!(
+                    "Stopped: possible doom loop, {description}. Tell the user what you were trying to do instead of repeating the call."
+                );
+                self.ctx.writer.error(
+                    &self.ctx.session_id,
+                    format!("stopped a doom loop: {description}"),
+                );
                 Some((Err(message), true))
             }
             Verdict::Ask { description, .. } => {
@@ -223,7 +273,12 @@ impl Worker {
                     title: format!("Possible doom loop: {description}"),
                     metadata: json!({ "tool": signature.tool, "input": signature.input }),
                 };
-                match self.ctx.permissions.ask_cancellable(request, &self.cancel).await {
+                match self
+                    .ctx
+                    .permissions
+                    .ask_cancellable(request, &self.cancel)
+                    .await
+                {
                     Ok(()) => None,
                     Err(error) => Some((Err(error.to_string()), true)),
                 }
@@ -231,19 +286,27 @@ impl Worker {
         }
     }
 
-    async fn execute(&self, part: &Part, name: &str, input: Value) -> (Result<crate::tool::ToolOutput, String>, bool) {
+    async fn execute(
+        &self,
+        part: &Part,
+        name: &str,
+        input: Value,
+    ) -> (Result<crate::tool::ToolOutput, String>, bool) {
         let (progress_tx, mut progress_rx) = mpsc::unbounded_channel();
         let tool_ctx = ToolContext {
             session_id: part.session_id.clone(),
             message_id: part.message_id.clone(),
-            call_id: part.as_tool().map(|t| t.call_id.clone()).unwrap_or_default(),
+            call_id: part
+                .as_tool()
+                .map(|t| t.call_id.clone())
+                .unwrap_or_default(),
             cwd: self.ctx.env.cwd.clone(),
             root: self.ctx.env.root.clone(),
             tool_output_dir: self.ctx.settings.tool_output_dir.clone(),
             cancel: self.cancel.child_token(),
             permissions: self.ctx.permissions.clone(),
             progress: Some(progress_tx),
-            limits: self.ctx.settings.tool_limits.clone(),
+            limits: self.ctx.settings.tool_limits,
         };
         let run = self.ctx.tools.run(name, input, &tool_ctx);
         tokio::pin!(run);
@@ -256,7 +319,10 @@ impl Worker {
         };
         match result {
             Ok(output) => (Ok(output), false),
-            Err(ToolError::PermissionRejected { message: None }) => (Err(ToolError::PermissionRejected { message: None }.to_string()), true),
+            Err(ToolError::PermissionRejected { message: None }) => (
+                Err(ToolError::PermissionRejected { message: None }.to_string()),
+                true,
+            ),
             Err(error) => (Err(error.to_string()), false),
         }
     }
@@ -270,7 +336,10 @@ struct LiveOutput {
 
 impl LiveOutput {
     fn new(part: Part) -> Self {
-        Self { part, output: String::new() }
+        Self {
+            part,
+            output: String::new(),
+        }
     }
 
     async fn apply(&mut self, ctx: &SessionCtx, progress: ToolProgress) {
@@ -287,7 +356,11 @@ impl LiveOutput {
                 }
             }
             ToolProgress::Title(title) => {
-                if let PartKind::Tool(ToolPart { state: ToolState::Running { title: slot, .. }, .. }) = &mut self.part.kind {
+                if let PartKind::Tool(ToolPart {
+                    state: ToolState::Running { title: slot, .. },
+                    ..
+                }) = &mut self.part.kind
+                {
                     *slot = Some(title);
                 }
                 if let Err(error) = ctx.writer.part(&self.part).await {
@@ -295,7 +368,11 @@ impl LiveOutput {
                 }
             }
             ToolProgress::Metadata(metadata) => {
-                if let PartKind::Tool(ToolPart { state: ToolState::Running { metadata: slot, .. }, .. }) = &mut self.part.kind {
+                if let PartKind::Tool(ToolPart {
+                    state: ToolState::Running { metadata: slot, .. },
+                    ..
+                }) = &mut self.part.kind
+                {
                     *slot = Some(metadata);
                 }
             }

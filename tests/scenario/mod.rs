@@ -26,9 +26,11 @@ pub struct Scenario {
 
 /// Config for a scripted OpenAI-compatible provider with a known window.
 pub fn config(server_url: &str, context: u64, output: u64) -> Config {
-    let mut config = Config::default();
-    config.model = Some(ModelRef::parse(MODEL).expect("valid model"));
-    config.yolo = true;
+    let mut config = Config {
+        model: Some(ModelRef::parse(MODEL).expect("valid model")),
+        yolo: true,
+        ..Default::default()
+    };
     let mut provider = ProviderConfig {
         wire: Some(Wire::Openai),
         base_url: Some(cairn::config::NonEmpty::new(format!("{server_url}/v1")).expect("url")),
@@ -36,7 +38,11 @@ pub fn config(server_url: &str, context: u64, output: u64) -> Config {
     };
     provider.models.insert(
         "test-model".into(),
-        ModelConfig { context: Some(context), output: Some(output), ..Default::default() },
+        ModelConfig {
+            context: Some(context),
+            output: Some(output),
+            ..Default::default()
+        },
     );
     config.provider.insert("scripted".into(), provider);
     config
@@ -47,7 +53,10 @@ impl Scenario {
         Self::with_config(responses, |_| {}).await
     }
 
-    pub async fn with_config(responses: Vec<ScriptedResponse>, edit: impl FnOnce(&mut Config)) -> Self {
+    pub async fn with_config(
+        responses: Vec<ScriptedResponse>,
+        edit: impl FnOnce(&mut Config),
+    ) -> Self {
         let server = ScriptedServer::start(responses).await;
         let project = tempfile::tempdir().expect("project dir");
         std::fs::create_dir(project.path().join(".git")).expect("mark as git repo");
@@ -55,7 +64,12 @@ impl Scenario {
         let mut config = config(&server.url(), 200_000, 32_000);
         edit(&mut config);
         let app = App::open(config, project.path().to_path_buf(), data.path()).expect("open app");
-        Self { server, app, project, data }
+        Self {
+            server,
+            app,
+            project,
+            data,
+        }
     }
 
     pub fn path(&self, name: &str) -> PathBuf {
@@ -63,7 +77,10 @@ impl Scenario {
     }
 
     pub async fn session(&self, mode: Mode) -> (Session, SessionHandle) {
-        self.app.start(SessionChoice::New, mode).await.expect("start session")
+        self.app
+            .start(SessionChoice::New, mode)
+            .await
+            .expect("start session")
     }
 
     /// Runs one message headless to the end; returns (exit code, stdout, stderr).
@@ -72,16 +89,31 @@ impl Scenario {
         let mut err = Vec::new();
         let outcome = tokio::time::timeout(
             Duration::from_secs(30),
-            cairn::headless::run(handle, &self.app.bus, message.to_string(), cairn::headless::Format::Text, &mut out, &mut err),
+            cairn::headless::run(
+                handle,
+                &self.app.bus,
+                message.to_string(),
+                cairn::headless::Format::Text,
+                &mut out,
+                &mut err,
+            ),
         )
         .await
         .expect("the run finishes within 30 s")
         .expect("writes to memory");
-        (outcome.exit_code(), String::from_utf8_lossy(&out).into(), String::from_utf8_lossy(&err).into())
+        (
+            outcome.exit_code(),
+            String::from_utf8_lossy(&out).into(),
+            String::from_utf8_lossy(&err).into(),
+        )
     }
 
     pub async fn history(&self, session_id: &str) -> Vec<MessageWithParts> {
-        self.app.store.read_all(session_id).await.expect("read session")
+        self.app
+            .store
+            .read_all(session_id)
+            .await
+            .expect("read session")
     }
 
     /// The JSON bodies the model received, in order.
@@ -108,7 +140,8 @@ fn usage(prompt: u64, completion: u64) -> String {
 
 /// A streamed text answer in a few chunks, with usage.
 pub fn text(answer: &str, prompt_tokens: u64) -> ScriptedResponse {
-    let mut response = ScriptedResponse::sse().chunk(chunk(json!({"role": "assistant", "content": ""}), None));
+    let mut response =
+        ScriptedResponse::sse().chunk(chunk(json!({"role": "assistant", "content": ""}), None));
     let words: Vec<&str> = answer.split_inclusive(' ').collect();
     for piece in words.chunks(3) {
         response = response.chunk(chunk(json!({ "content": piece.concat() }), None));
