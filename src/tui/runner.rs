@@ -1,0 +1,188 @@
+//! The TUI loop: waits on terminal input, bus events, background results, the
+//! frame deadline and (only while something counts seconds) a 1 s tick; turns
+//! each into `update`/`apply_event` calls; performs the resulting effects;
+//! draws at most once per frame interval and only when something changed.
+
+use std::io::Write;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use futures::StreamExt;
+use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::time::{Instant, MissedTickBehavior};
+
+use crate::bus::Event;
+use crate::message::now_millis;
+use crate::session::command::Command;
+
+use super::app::{App, Effect};
+use super::event::Internal;
+use super::export::osc52;
+use super::terminal::Backend;
+use super::update::update;
+use super::{Reload, TuiExit, keys, view};
+
+/// Redraws are coalesced to at most 60 per second while text streams.
+const FRAME_INTERVAL: Duration = Duration::from_millis(16);
+/// Clock resolution of elapsed times and countdowns.
+const TICK_INTERVAL: Duration = Duration::from_secs(1);
+
+pub struct Channels {
+    pub events: broadcast::Receiver<Event>,
+    pub commands: mpsc::UnboundedSender<Command>,
+    pub reload: Option<Arc<Reload>>,
+}
+
+pub async fn run_loop(
+    terminal: &mut ratatui::Terminal<Backend>,
+    app: &mut App,
+    mut channels: Channels,
+) -> anyhow::Result<TuiExit> {
+    let (internal_tx, mut internal_rx) = mpsc::unbounded_channel::<Internal>();
+    spawn_file_index(app.session.directory.clone(), internal_tx.clone());
+    let mut input = crossterm::event::EventStream::new();
+    let mut tick = tokio::time::interval(TICK_INTERVAL);
+    tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    let mut next_frame = Instant::now();
+    let mut bus_open = true;
+    loop {
+        if app.dirty && Instant::now() >= next_frame {
+            app.now = now_millis();
+            terminal
+                .draw(|frame| {
+                    view::prepare(app, frame.area());
+                    view::draw(app, frame);
+                })
+                .context("drawing the screen")?;
+            app.dirty = false;
+            next_frame = Instant::now() + FRAME_INTERVAL;
+        }
+        if let Some(exit) = app.exit.take() {
+            return Ok(exit);
+        }
+        let effects = tokio::select! {
+            biased;
+            term = input.next() => match term {
+                Some(Ok(event)) => {
+                    app.now = now_millis();
+                    match keys::action_for(&event) {
+                        Some(action) => update(app, action),
+                        None => Vec::new(),
+                    }
+                }
+                Some(Err(error)) => return Err(error).context("reading terminal input"),
+                None => return Ok(TuiExit::Quit),
+            },
+            bus = channels.events.recv(), if bus_open => match bus {
+                Ok(event) => app.apply_event(&event),
+                Err(broadcast::error::RecvError::Lagged(_)) => app.lagged(),
+                Err(broadcast::error::RecvError::Closed) => {
+                    bus_open = false;
+                    app.flash = Some("the session has stopped; restart cairn".into());
+                    app.dirty = true;
+                    Vec::new()
+                }
+            },
+            Some(message) = internal_rx.recv() => {
+                apply_internal(app, message);
+                Vec::new()
+            }
+            _ = tokio::time::sleep_until(next_frame), if app.dirty => Vec::new(),
+            _ = tick.tick(), if app.needs_tick() => app.tick(now_millis()),
+        };
+        for effect in effects {
+            perform(effect, app, &channels, &internal_tx);
+        }
+    }
+}
+
+fn apply_internal(app: &mut App, message: Internal) {
+    app.dirty = true;
+    match message {
+        Internal::Files(files) => app.files = Arc::new(files),
+        Internal::Context(Some(breakdown)) => {
+            if matches!(app.overlay, Some(super::app::Overlay::Context(None))) {
+                app.overlay = Some(super::app::Overlay::Context(Some(breakdown)));
+            }
+        }
+        Internal::Context(None) => {
+            app.overlay = None;
+            app.flash = Some("the session did not answer /context; is it still running?".into());
+        }
+        Internal::Reloaded(history) => app.reloaded(history),
+        Internal::Flash(text) => app.flash = Some(text),
+    }
+}
+
+fn perform(
+    effect: Effect,
+    app: &mut App,
+    channels: &Channels,
+    internal: &mpsc::UnboundedSender<Internal>,
+) {
+    match effect {
+        Effect::Send(command) => send(app, channels, command),
+        Effect::RequestContext => {
+            let (reply, answer) = oneshot::channel();
+            send(app, channels, Command::Context { reply });
+            let internal = internal.clone();
+            tokio::spawn(async move {
+                let _ = internal.send(Internal::Context(answer.await.ok()));
+            });
+        }
+        Effect::Export { path, contents } => {
+            let internal = internal.clone();
+            tokio::task::spawn_blocking(move || {
+                let flash = match std::fs::write(&path, contents) {
+                    Ok(()) => format!("exported to {path}"),
+                    Err(error) => format!("cannot write {path}: {error}"),
+                };
+                let _ = internal.send(Internal::Flash(flash));
+            });
+        }
+        Effect::Copy(text) => {
+            let mut out = std::io::stdout();
+            let written = out
+                .write_all(osc52(&text).as_bytes())
+                .and_then(|()| out.flush());
+            app.flash = Some(match written {
+                Ok(()) => format!("copied {} characters (OSC 52)", text.chars().count()),
+                Err(error) => format!("cannot copy: {error}"),
+            });
+        }
+        Effect::Reload => match &channels.reload {
+            Some(reload) => {
+                let future = reload();
+                let internal = internal.clone();
+                tokio::spawn(async move {
+                    let message = match future.await {
+                        Ok(history) => Internal::Reloaded(history),
+                        Err(error) => {
+                            Internal::Flash(format!("cannot reload the session: {error:#}"))
+                        }
+                    };
+                    let _ = internal.send(message);
+                });
+            }
+            None => {
+                app.flash =
+                    Some("some streamed text was skipped; it is complete in the store".into())
+            }
+        },
+    }
+}
+
+fn send(app: &mut App, channels: &Channels, command: Command) {
+    if channels.commands.send(command).is_err() {
+        app.flash = Some("the session has stopped; restart cairn".into());
+        app.dirty = true;
+    }
+}
+
+fn spawn_file_index(directory: String, internal: mpsc::UnboundedSender<Internal>) {
+    tokio::task::spawn_blocking(move || {
+        let files = super::completion::index_files(std::path::Path::new(&directory));
+        let _ = internal.send(Internal::Files(files));
+    });
+}
