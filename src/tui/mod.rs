@@ -104,3 +104,10 @@ pub async fn run(input: TuiInput) -> anyhow::Result<TuiExit> {
     };
     runner::run_loop(guard.terminal(), &mut app, channels).await
 }
+
+#[cfg(test)]
+mod fixtures;
+#[cfg(test)]
+mod render_tests;
+#[cfg(test)]
+mod update_tests;

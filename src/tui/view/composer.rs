@@ -79,6 +79,9 @@ pub fn draw(app: &App, frame: &mut Frame<'_>, area: Rect) {
     let (rows, (cursor_row, cursor_col)) =
         layout_text(text, app.composer.cursor(), text_width(area.width));
     let visible = (area.height - 1) as usize;
+    if visible == 0 {
+        return;
+    }
     let first = (cursor_row + 1).saturating_sub(visible);
     let mark = match text.chars().next() {
         Some('!') => ("! ", Color::Red),

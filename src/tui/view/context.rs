@@ -75,7 +75,7 @@ pub fn breakdown_lines(b: &ContextBreakdown) -> Vec<Line<'static>> {
     let tilde = if b.gauge.estimated { "~" } else { "" };
     lines.push(Line::styled(
         format!(
-            "total {tilde}{} of {} usable ({} window, {} reserved for output)",
+            "total {tilde}{} of {} usable ({} window - {} for output)",
             short(b.gauge.used),
             short(b.gauge.usable),
             short(b.gauge.context),

@@ -43,7 +43,7 @@ impl BlockContext<'_> {
 pub fn block_lines(cx: &BlockContext<'_>, block: Block, width: usize) -> Vec<Line<'static>> {
     let messages = cx.timeline.messages();
     match block {
-        Block::Header(m) => header(&messages[m].message, m == 0),
+        Block::Header(m) => header(&messages[m].message),
         Block::Part(m, p) => {
             let message = &messages[m];
             part_lines(cx, &message.message, &message.parts[p], width)
@@ -70,11 +70,9 @@ pub fn block_lines(cx: &BlockContext<'_>, block: Block, width: usize) -> Vec<Lin
     }
 }
 
-fn header(message: &Message, first: bool) -> Vec<Line<'static>> {
+/// Every block ends with its own blank line, so headers need none before them.
+fn header(message: &Message) -> Vec<Line<'static>> {
     let mut out = Vec::new();
-    if !first {
-        out.push(Line::default());
-    }
     let line = match &message.role {
         Role::User(_) => Line::styled(
             "▌ you",
@@ -150,6 +148,7 @@ fn part_lines(
                 ]);
                 wrap_into(&row, width, 2, &mut out);
             }
+            out.push(Line::default());
             out
         }
         PartKind::Text(text) if is_summary && !cx.expand_details => {
@@ -162,6 +161,7 @@ fn part_lines(
                     Style::default().fg(Color::DarkGray),
                 ));
             }
+            lines.push(Line::default());
             lines
         }
         PartKind::Text(text) => {
@@ -202,6 +202,7 @@ fn part_lines(
                 3,
                 &mut out,
             );
+            out.push(Line::default());
             out
         }
         PartKind::File(file) => vec![Line::styled(
