@@ -40,4 +40,6 @@ pub enum Action {
     /// Ctrl+T: show or fold reasoning.
     ToggleReasoning,
     Resize,
+    /// Ctrl+Z: suspend to the shell.
+    Suspend,
 }

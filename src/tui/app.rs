@@ -35,6 +35,8 @@ pub enum Effect {
     Copy(String),
     /// Reread the history through the reload callback (after a lag).
     Reload,
+    /// Ctrl+Z: give the terminal back to the shell until resumed.
+    Suspend,
 }
 
 /// A layer drawn over the transcript that takes the keys while open.
@@ -87,6 +89,9 @@ pub struct App {
     pub overlay: Option<Overlay>,
     pub permissions: VecDeque<Arc<PermissionRequest>>,
     pub permission_dialog: PermissionDialog,
+    /// When the front permission request appeared; keys typed just before it
+    /// (meant for the composer) must not answer it.
+    pub permission_since: Millis,
     /// Prompts typed while busy, sent when the agent is free again.
     pub queued: VecDeque<String>,
     pub completion: Vec<Candidate>,
@@ -136,6 +141,7 @@ impl App {
             overlay: init.first_run.map(Overlay::FirstRun),
             permissions: VecDeque::new(),
             permission_dialog: PermissionDialog::default(),
+            permission_since: init.now,
             queued: VecDeque::new(),
             completion: Vec::new(),
             completion_selected: 0,
@@ -210,7 +216,12 @@ impl App {
                 self.scroll.follow();
             }
             Event::Notice { message, .. } => self.timeline.push_note(false, message.clone()),
-            Event::PermissionAsked { request, .. } => self.permissions.push_back(request.clone()),
+            Event::PermissionAsked { request, .. } => {
+                if self.permissions.is_empty() {
+                    self.permission_since = self.now;
+                }
+                self.permissions.push_back(request.clone());
+            }
             Event::PermissionReplied { request_id, .. } => {
                 if self
                     .permissions
@@ -220,6 +231,7 @@ impl App {
                     self.permission_dialog = PermissionDialog::default();
                 }
                 self.permissions.retain(|r| &r.id != request_id);
+                self.permission_since = self.now;
             }
             Event::Gauge { gauge, .. } => self.gauge = Some(*gauge),
         }

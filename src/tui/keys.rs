@@ -47,6 +47,7 @@ pub fn action_for_key(key: &KeyEvent) -> Option<Action> {
         KeyCode::Char('f') if ctrl => Action::Right,
         KeyCode::Char('d') if ctrl => Action::Delete,
         KeyCode::Char('h') if ctrl => Action::Backspace,
+        KeyCode::Char('z') if ctrl => Action::Suspend,
         KeyCode::Char('b') if alt => Action::WordBack,
         KeyCode::Char('f') if alt => Action::WordForward,
         KeyCode::Char(_) if ctrl || alt => return None,

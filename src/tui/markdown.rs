@@ -9,7 +9,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
 use super::highlight::highlight_line;
-use super::wrap::{str_width, wrap_into};
+use super::wrap::wrap_into;
 
 /// Renders `text` as Markdown and wraps it to `width` cells.
 pub fn render_markdown(text: &str, width: usize) -> Vec<Line<'static>> {
@@ -264,18 +264,18 @@ impl Writer {
     }
 }
 
-/// Width of the longest rendered line, for tests and layout hints.
-pub fn widest(lines: &[Line<'_>]) -> usize {
-    lines
-        .iter()
-        .map(|l| l.spans.iter().map(|s| str_width(&s.content)).sum::<usize>())
-        .max()
-        .unwrap_or(0)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tui::wrap::str_width;
+
+    fn widest(lines: &[Line<'_>]) -> usize {
+        lines
+            .iter()
+            .map(|l| l.spans.iter().map(|s| str_width(&s.content)).sum::<usize>())
+            .max()
+            .unwrap_or(0)
+    }
 
     fn texts(text: &str, width: usize) -> Vec<String> {
         render_markdown(text, width)

@@ -75,7 +75,10 @@ pub async fn run_loop(
                 None => return Ok(TuiExit::Quit),
             },
             bus = channels.events.recv(), if bus_open => match bus {
-                Ok(event) => app.apply_event(&event),
+                Ok(event) => {
+                    app.now = now_millis();
+                    app.apply_event(&event)
+                }
                 Err(broadcast::error::RecvError::Lagged(_)) => app.lagged(),
                 Err(broadcast::error::RecvError::Closed) => {
                     bus_open = false;
@@ -92,9 +95,27 @@ pub async fn run_loop(
             _ = tick.tick(), if app.needs_tick() => app.tick(now_millis()),
         };
         for effect in effects {
+            if matches!(effect, Effect::Suspend) {
+                suspend(terminal, app)?;
+                continue;
+            }
             perform(effect, app, &channels, &internal_tx);
         }
     }
+}
+
+#[cfg(unix)]
+fn suspend(terminal: &mut ratatui::Terminal<Backend>, app: &mut App) -> anyhow::Result<()> {
+    super::terminal::suspend(terminal)?;
+    app.dirty = true;
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn suspend(_terminal: &mut ratatui::Terminal<Backend>, app: &mut App) -> anyhow::Result<()> {
+    app.flash = Some("suspending is not supported on this platform".into());
+    app.dirty = true;
+    Ok(())
 }
 
 fn apply_internal(app: &mut App, message: Internal) {
@@ -151,6 +172,7 @@ fn perform(
                 Err(error) => format!("cannot copy: {error}"),
             });
         }
+        Effect::Suspend => {}
         Effect::Reload => match &channels.reload {
             Some(reload) => {
                 let future = reload();

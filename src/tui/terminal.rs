@@ -65,6 +65,30 @@ impl Drop for TerminalGuard {
     }
 }
 
+/// Ctrl+Z: hands the terminal back to the shell, stops the process, and takes
+/// the terminal again when the shell resumes it (`fg`).
+#[cfg(unix)]
+pub fn suspend(terminal: &mut Terminal<Backend>) -> Result<(), TerminalError> {
+    let setup = |operation| move |source| TerminalError::Setup { operation, source };
+    restore();
+    // SAFETY: raising a signal on our own process has no memory preconditions;
+    // SIGTSTP's default action stops every thread until SIGCONT.
+    unsafe {
+        libc::raise(libc::SIGTSTP);
+    }
+    enable_raw_mode().map_err(setup("enable raw mode after resuming"))?;
+    execute!(
+        stdout(),
+        EnterAlternateScreen,
+        EnableBracketedPaste,
+        EnableMouseCapture
+    )
+    .map_err(setup("enter the alternate screen after resuming"))?;
+    terminal
+        .clear()
+        .map_err(setup("clear the screen after resuming"))
+}
+
 /// Restores the terminal if `enter` fails half-way.
 struct RestoreOnDrop;
 

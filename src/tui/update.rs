@@ -17,11 +17,16 @@ use super::slash::run_slash;
 
 /// Two presses of Esc or Ctrl+C within this many milliseconds count as a double press.
 pub const DOUBLE_PRESS_MS: i64 = 1000;
+/// Keys arriving this soon after a permission dialog opens were typed for the
+/// composer; they are dropped rather than taken as an answer.
+pub const PERMISSION_GRACE_MS: i64 = 400;
 
 pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
     app.dirty = true;
-    if action == Action::Resize {
-        return Vec::new();
+    match action {
+        Action::Resize => return Vec::new(),
+        Action::Suspend => return vec![Effect::Suspend],
+        _ => {}
     }
     if !app.permissions.is_empty() {
         return permission_key(app, action);
@@ -81,6 +86,7 @@ fn permission_key(app: &mut App, action: Action) -> Vec<Effect> {
     };
     app.permissions.pop_front();
     app.permission_dialog = Default::default();
+    app.permission_since = app.now;
     vec![Effect::Send(Command::AnswerPermission {
         request_id: request.id.clone(),
         answer,
@@ -210,7 +216,7 @@ fn composer_key(app: &mut App, action: Action) -> Vec<Effect> {
             app.show_reasoning = !app.show_reasoning;
             app.timeline.bump_all();
         }
-        Action::Resize => {}
+        Action::Resize | Action::Suspend => {}
     }
     Vec::new()
 }

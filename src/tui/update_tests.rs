@@ -298,3 +298,16 @@ fn home_shows_the_first_message_and_scrolling_down_returns_to_follow() {
         "reaching the bottom resumes following"
     );
 }
+
+#[test]
+fn only_blocks_that_reach_the_screen_are_wrapped() {
+    let history: Vec<MessageWithParts> = (0..2_000).flat_map(exchange).collect();
+    let mut app = app(history);
+    let screen = render(&mut app, 80, 30);
+    assert!(screen.contains("question number 1999"));
+    assert!(
+        app.viewport.cached_blocks() < 20,
+        "{} blocks wrapped",
+        app.viewport.cached_blocks()
+    );
+}
