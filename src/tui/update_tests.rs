@@ -311,3 +311,85 @@ fn only_blocks_that_reach_the_screen_are_wrapped() {
         app.viewport.cached_blocks()
     );
 }
+
+#[test]
+fn lag_asks_for_a_reload_and_the_reload_replaces_the_transcript() {
+    let mut app = app(exchange(1));
+    assert!(matches!(app.lagged()[..], [Effect::Reload]));
+    app.reloaded(exchange(7));
+    let screen = render(&mut app, 60, 16);
+    assert!(screen.contains("question number 7"));
+    assert!(!screen.contains("question number 1:"));
+}
+
+#[test]
+fn ctrl_o_expands_a_long_tool_output() {
+    let u = user("msg_1a");
+    let a = assistant("msg_1b", &u.id);
+    let output: String = (1..=30).map(|n| format!("out {n}\n")).collect();
+    let card = tool(
+        "bash",
+        ToolState::Completed {
+            input: bash_input("seq 30"),
+            output,
+            title: "seq".into(),
+            metadata: serde_json::json!({}),
+            time: span(3_000, Some(10)),
+            attachments: vec![],
+        },
+    );
+    let mut app = app(vec![with_parts(a.clone(), vec![part("prt_1", &a, card)])]);
+    let collapsed = render(&mut app, 60, 40);
+    assert!(collapsed.contains("out 30") && !collapsed.contains("out 20"));
+    update(&mut app, Action::ToggleDetails);
+    let expanded = render(&mut app, 60, 40);
+    assert!(expanded.contains("out 20") && expanded.contains("out 30"));
+}
+
+#[test]
+fn reasoning_is_folded_until_ctrl_t() {
+    let a = assistant("msg_1b", "msg_1a");
+    let thinking = PartKind::Reasoning(ReasoningPart {
+        text: "first I read the file\nthen the secret second thought".into(),
+        ..Default::default()
+    });
+    let mut app = app(vec![with_parts(
+        a.clone(),
+        vec![part("prt_1", &a, thinking)],
+    )]);
+    let folded = render(&mut app, 70, 10);
+    assert!(folded.contains("▸ thinking: first I read the file"));
+    assert!(!folded.contains("secret second thought"));
+    update(&mut app, Action::ToggleReasoning);
+    assert!(render(&mut app, 70, 10).contains("secret second thought"));
+}
+
+#[test]
+fn retry_countdown_and_errors_show_inline() {
+    let mut app = app(Vec::new());
+    app.apply_event(&Event::Status {
+        session_id: SESSION.into(),
+        status: SessionStatus::Retrying {
+            attempt: 2,
+            message: "429 rate limited".into(),
+            next_at: NOW + 4_000,
+        },
+    });
+    app.apply_event(&Event::Error {
+        session_id: SESSION.into(),
+        message: "the provider refused the key; check ANTHROPIC_API_KEY".into(),
+    });
+    let screen = render(&mut app, 80, 10);
+    assert!(
+        screen.contains("↻ retrying in 4s (attempt 2): 429 rate limited"),
+        "{screen}"
+    );
+    assert!(screen.contains("✗ the provider refused the key; check ANTHROPIC_API_KEY"));
+    assert!(app.needs_tick(), "a countdown needs the 1 s tick");
+}
+
+#[test]
+fn idle_screen_needs_no_tick() {
+    let app = app(exchange(1));
+    assert!(!app.needs_tick());
+}

@@ -1,8 +1,8 @@
 //! The composer pane (a rule, then the text hard-wrapped with a cursor) and
 //! its completion popup (slash commands, `@` files).
 //!
-//! Hard wrapping by cell keeps the cursor arithmetic exact; the prompt mark
-//! shows the mode: `>` for a message, `!` for a shell command, `/` for a command.
+//! Hard wrapping by cell keeps the cursor arithmetic exact; the prompt mark's
+//! colour shows the mode: a message, a `!` shell command or a `/` command.
 
 use ratatui::Frame;
 use ratatui::layout::{Position, Rect};
@@ -83,9 +83,10 @@ pub fn draw(app: &App, frame: &mut Frame<'_>, area: Rect) {
         return;
     }
     let first = (cursor_row + 1).saturating_sub(visible);
+    // The text keeps its own `!` or `/`; the mark's colour says the mode.
     let mark = match text.chars().next() {
-        Some('!') => ("! ", Color::Red),
-        Some('/') => ("/ ", Color::Magenta),
+        Some('!') => ("> ", Color::Red),
+        Some('/') => ("> ", Color::Magenta),
         _ => ("> ", Color::Cyan),
     };
     let mut lines: Vec<Line<'static>> = Vec::new();
