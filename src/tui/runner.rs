@@ -208,3 +208,84 @@ fn spawn_file_index(directory: String, internal: mpsc::UnboundedSender<Internal>
         let _ = internal.send(Internal::Files(files));
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bus::ContextBreakdown;
+    use crate::tui::app::Overlay;
+    use crate::tui::fixtures::{app, gauge};
+
+    fn channels() -> (Channels, mpsc::UnboundedReceiver<Command>) {
+        let (_bus, events) = broadcast::channel(8);
+        let (commands, received) = mpsc::unbounded_channel();
+        (
+            Channels {
+                events,
+                commands,
+                reload: None,
+            },
+            received,
+        )
+    }
+
+    #[tokio::test]
+    async fn context_request_round_trips_through_the_session_reply() {
+        let mut app = app(Vec::new());
+        app.overlay = Some(Overlay::Context(None));
+        let (channels, mut received) = channels();
+        let (internal_tx, mut internal_rx) = mpsc::unbounded_channel();
+        perform(Effect::RequestContext, &mut app, &channels, &internal_tx);
+        let Some(Command::Context { reply }) = received.recv().await else {
+            panic!("expected a Context command");
+        };
+        let breakdown = ContextBreakdown {
+            categories: vec![("messages".into(), 62_000)],
+            prunable: 0,
+            gauge: gauge(62_000),
+            last_compaction: None,
+        };
+        reply.send(breakdown.clone()).expect("the TUI is waiting");
+        let message = internal_rx.recv().await.expect("the reply comes back");
+        apply_internal(&mut app, message);
+        assert_eq!(app.overlay, Some(Overlay::Context(Some(breakdown))));
+    }
+
+    #[tokio::test]
+    async fn export_writes_the_file_and_says_where() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("out.md").to_string_lossy().into_owned();
+        let mut app = app(Vec::new());
+        let (channels, _received) = channels();
+        let (internal_tx, mut internal_rx) = mpsc::unbounded_channel();
+        let export = Effect::Export {
+            path: path.clone(),
+            contents: "# hi\n".into(),
+        };
+        perform(export, &mut app, &channels, &internal_tx);
+        apply_internal(&mut app, internal_rx.recv().await.expect("a flash"));
+        assert_eq!(app.flash, Some(format!("exported to {path}")));
+        assert_eq!(
+            std::fs::read_to_string(&path).expect("exported file"),
+            "# hi\n"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_stopped_session_is_reported_instead_of_panicking() {
+        let mut app = app(Vec::new());
+        let (channels, received) = channels();
+        drop(received);
+        let (internal_tx, _internal_rx) = mpsc::unbounded_channel();
+        perform(
+            Effect::Send(Command::Prune),
+            &mut app,
+            &channels,
+            &internal_tx,
+        );
+        assert_eq!(
+            app.flash.as_deref(),
+            Some("the session has stopped; restart cairn")
+        );
+    }
+}
