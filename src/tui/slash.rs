@@ -37,16 +37,10 @@ pub fn run_slash(app: &mut App, input: &str) -> Vec<Effect> {
         "/model" | "/models" => open_model_picker(app),
         "/sessions" | "/resume" => open_session_picker(app),
         "/export" => {
-            let short: String = app
-                .session
-                .id
-                .chars()
-                .rev()
-                .take(8)
-                .collect::<Vec<_>>()
-                .into_iter()
-                .rev()
-                .collect();
+            // The id's random tail keeps exports of different sessions apart.
+            let id = &app.session.id;
+            let tail_start = id.char_indices().rev().nth(7).map_or(0, |(i, _)| i);
+            let short = &id[tail_start..];
             let path = format!(
                 "{}/cairn-{short}.md",
                 app.session.directory.trim_end_matches('/')

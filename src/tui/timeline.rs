@@ -119,7 +119,13 @@ impl Timeline {
                         parts: Vec::new(),
                     },
                 );
-                self.reindex();
+                if at + 1 == self.messages.len() {
+                    // The usual case, a new newest message: no index shifts.
+                    self.index.insert(message.id.clone(), at);
+                    self.blocks_stale = true;
+                } else {
+                    self.reindex();
+                }
                 if let Some(parts) = self.orphans.remove(&message.id) {
                     for part in parts {
                         self.upsert_part(&part);
@@ -264,5 +270,57 @@ impl Timeline {
             }
         }
         self.blocks_stale = false;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::fixtures::{assistant, part, text, user};
+
+    #[test]
+    fn messages_stay_in_id_order_and_parts_find_them_after_an_insert() {
+        let mut timeline = Timeline::default();
+        let newer = user("msg_2");
+        let older = assistant("msg_1", "msg_0");
+        timeline.upsert_message(&newer);
+        timeline.upsert_message(&older);
+        timeline.upsert_part(&part("prt_1", &newer, text("to the newer one")));
+        let ids: Vec<&str> = timeline
+            .messages()
+            .iter()
+            .map(|m| m.message.id.as_str())
+            .collect();
+        assert_eq!(ids, ["msg_1", "msg_2"]);
+        assert_eq!(timeline.messages()[1].parts.len(), 1);
+        assert_eq!(
+            timeline.blocks(),
+            [Block::Header(0), Block::Header(1), Block::Part(1, 0)]
+        );
+    }
+
+    #[test]
+    fn notes_follow_the_message_that_was_last_when_they_arrived() {
+        let mut timeline = Timeline::default();
+        timeline.upsert_message(&user("msg_1"));
+        timeline.push_note(true, "rate limited".into());
+        timeline.upsert_message(&user("msg_2"));
+        assert_eq!(
+            timeline.blocks(),
+            [Block::Header(0), Block::Note(0), Block::Header(1)]
+        );
+    }
+
+    #[test]
+    fn live_tool_output_keeps_only_the_newest_bytes() {
+        let mut timeline = Timeline::default();
+        let chunk = "x".repeat(1024);
+        for _ in 0..100 {
+            timeline.apply_delta("msg", "prt", DeltaField::ToolOutput, &chunk);
+        }
+        timeline.apply_delta("msg", "prt", DeltaField::ToolOutput, "tail");
+        let output = timeline.live_output("prt").expect("live output");
+        assert_eq!(output.len(), LIVE_OUTPUT_CAP);
+        assert!(output.ends_with("tail"));
     }
 }
