@@ -1,21 +1,25 @@
-//! Key bindings: terminal input (keys, paste, mouse) to [`Action`]s.
+//! Terminal input (keys, paste, mouse) to [`Action`]s: the rebindable named
+//! bindings of a [`KeyMap`] first, then the fixed editing table.
 //!
-//! One table, no state: the same key always means the same action, and
-//! `update` interprets it for whichever layer has focus. Only key presses and
-//! repeats count (releases are ignored, as kitty-protocol terminals send them).
+//! No state: the same key always means the same action, and `update`
+//! interprets it for whichever layer has focus. Only key presses and repeats
+//! count (releases are ignored, as kitty-protocol terminals send them).
 
 use crossterm::event::{
     Event as TermEvent, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEventKind,
 };
 
 use super::action::Action;
+use super::keymap::KeyMap;
 
 /// Lines one mouse-wheel notch scrolls.
 const WHEEL_LINES: i32 = 3;
 
-pub fn action_for(event: &TermEvent) -> Option<Action> {
+pub fn action_for(event: &TermEvent, keymap: &KeyMap) -> Option<Action> {
     match event {
-        TermEvent::Key(key) if key.kind != KeyEventKind::Release => action_for_key(key),
+        TermEvent::Key(key) if key.kind != KeyEventKind::Release => {
+            keymap.named_action(key).or_else(|| action_for_key(key))
+        }
         TermEvent::Paste(text) => Some(Action::Paste(text.clone())),
         TermEvent::Mouse(mouse) => match mouse.kind {
             MouseEventKind::ScrollUp => Some(Action::ScrollLines(-WHEEL_LINES)),
@@ -27,6 +31,8 @@ pub fn action_for(event: &TermEvent) -> Option<Action> {
     }
 }
 
+/// The fixed table: editing, sending, scrolling. Esc always means "close or
+/// stop" here, so popups close even when `interrupt` is rebound.
 pub fn action_for_key(key: &KeyEvent) -> Option<Action> {
     let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
     let alt = key.modifiers.contains(KeyModifiers::ALT);
@@ -40,14 +46,10 @@ pub fn action_for_key(key: &KeyEvent) -> Option<Action> {
         KeyCode::Char('k') if ctrl => Action::KillToEnd,
         KeyCode::Char('u') if ctrl => Action::KillToStart,
         KeyCode::Char('w') if ctrl => Action::DeleteWordBack,
-        KeyCode::Char('c') if ctrl => Action::CtrlC,
-        KeyCode::Char('o') if ctrl => Action::ToggleDetails,
-        KeyCode::Char('t') if ctrl => Action::ToggleReasoning,
         KeyCode::Char('b') if ctrl => Action::Left,
         KeyCode::Char('f') if ctrl => Action::Right,
         KeyCode::Char('d') if ctrl => Action::Delete,
         KeyCode::Char('h') if ctrl => Action::Backspace,
-        KeyCode::Char('z') if ctrl => Action::Suspend,
         KeyCode::Char('b') if alt => Action::WordBack,
         KeyCode::Char('f') if alt => Action::WordForward,
         KeyCode::Char(_) if ctrl || alt => return None,
@@ -61,7 +63,6 @@ pub fn action_for_key(key: &KeyEvent) -> Option<Action> {
         KeyCode::Right => Action::Right,
         KeyCode::Up => Action::Up,
         KeyCode::Down => Action::Down,
-        KeyCode::Tab => Action::Tab,
         KeyCode::Esc => Action::Escape,
         KeyCode::PageUp => Action::PageUp,
         KeyCode::PageDown => Action::PageDown,
@@ -98,9 +99,23 @@ mod tests {
     }
 
     #[test]
+    fn named_bindings_come_from_the_keymap() {
+        let ctrl_o = TermEvent::Key(KeyEvent::new(KeyCode::Char('o'), KeyModifiers::CONTROL));
+        assert_eq!(
+            action_for(&ctrl_o, &KeyMap::default()),
+            Some(Action::ToggleDetails)
+        );
+        let tab = TermEvent::Key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE));
+        assert_eq!(action_for(&tab, &KeyMap::default()), Some(Action::Tab));
+    }
+
+    #[test]
     fn key_releases_are_ignored() {
         let mut release = KeyEvent::new(KeyCode::Char('x'), KeyModifiers::NONE);
         release.kind = KeyEventKind::Release;
-        assert_eq!(action_for(&TermEvent::Key(release)), None);
+        assert_eq!(
+            action_for(&TermEvent::Key(release), &KeyMap::default()),
+            None
+        );
     }
 }

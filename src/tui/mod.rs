@@ -19,6 +19,7 @@ pub mod composer;
 pub mod event;
 pub mod export;
 pub mod highlight;
+pub mod keymap;
 pub mod keys;
 pub mod markdown;
 pub mod runner;
@@ -67,6 +68,8 @@ pub struct TuiInput {
     pub sessions: Vec<Session>,
     /// See [`Reload`]; without it a lag only shows a notice.
     pub reload: Option<Arc<Reload>>,
+    /// `KeyMap::default()`, or `KeyMap::with_overrides` from config.
+    pub keymap: keymap::KeyMap,
 }
 
 /// How the TUI ended, for `main` to act on.
@@ -101,6 +104,7 @@ pub async fn run(input: TuiInput) -> anyhow::Result<TuiExit> {
         events: input.events,
         commands: input.commands,
         reload: input.reload,
+        keymap: input.keymap,
     };
     runner::run_loop(guard.terminal(), &mut app, channels).await
 }

@@ -19,6 +19,7 @@ use crate::session::command::Command;
 use super::app::{App, Effect};
 use super::event::Internal;
 use super::export::osc52;
+use super::keymap::KeyMap;
 use super::terminal::Backend;
 use super::update::update;
 use super::{Reload, TuiExit, keys, view};
@@ -32,6 +33,7 @@ pub struct Channels {
     pub events: broadcast::Receiver<Event>,
     pub commands: mpsc::UnboundedSender<Command>,
     pub reload: Option<Arc<Reload>>,
+    pub keymap: KeyMap,
 }
 
 pub async fn run_loop(
@@ -66,7 +68,7 @@ pub async fn run_loop(
             term = input.next() => match term {
                 Some(Ok(event)) => {
                     app.now = now_millis();
-                    match keys::action_for(&event) {
+                    match keys::action_for(&event, &channels.keymap) {
                         Some(action) => update(app, action),
                         None => Vec::new(),
                     }
@@ -224,6 +226,7 @@ mod tests {
                 events,
                 commands,
                 reload: None,
+                keymap: KeyMap::default(),
             },
             received,
         )
