@@ -9,7 +9,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use crate::bus::{ContextBreakdown, ContextGauge, Event, SessionStatus};
-use crate::message::{MessageWithParts, Millis, ModelRef, PartKind, Session, ToolState};
+use crate::message::{MessageWithParts, Millis, ModelRef, PartKind, Session};
 use crate::permission::PermissionRequest;
 use crate::session::command::Command;
 
@@ -286,14 +286,6 @@ impl App {
             text,
             agent: Some(self.agent.clone()),
             model: self.model.clone(),
-        }
-    }
-
-    /// Seconds a running tool has run, as its card shows them.
-    pub fn tool_elapsed_secs(&self, state: &ToolState) -> Option<i64> {
-        match state {
-            ToolState::Running { time, .. } => Some(((self.now - time.start) / 1000).max(0)),
-            _ => None,
         }
     }
 }

@@ -33,8 +33,4 @@ impl Scroll {
         self.anchor = None;
         self.pending = 0;
     }
-
-    pub fn is_following(&self) -> bool {
-        self.anchor.is_none() && self.pending >= 0
-    }
 }

@@ -75,15 +75,6 @@ pub fn wrap_into(line: &Line<'_>, width: usize, indent: usize, out: &mut Vec<Lin
     out.push(to_line(&row));
 }
 
-/// Wraps each line of `lines` (all with the same continuation indent).
-pub fn wrap_all(lines: &[Line<'_>], width: usize) -> Vec<Line<'static>> {
-    let mut out = Vec::with_capacity(lines.len());
-    for line in lines {
-        wrap_into(line, width, 0, &mut out);
-    }
-    out
-}
-
 /// Display width of a string in cells.
 pub fn str_width(text: &str) -> usize {
     text.chars().map(char_width).sum()
