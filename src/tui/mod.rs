@@ -1,1 +1,117 @@
-//! (being built)
+//! The terminal UI: a ratatui front end that talks to the session only through
+//! [`Command`]s and bus [`Event`]s, never by calling into the loop.
+//!
+//! Shape (STYLE.md "The TUI"): terminal input becomes an [`action::Action`]
+//! (`keys`), `update` applies it to the [`app::App`] state and returns effects
+//! that `runner` performs; bus events are applied by `App::apply_event`;
+//! `view::prepare` measures (wrapping and caching only what is visible) and
+//! `view::draw` paints from state alone. Frames are coalesced (at most 60/s,
+//! none while idle) and the terminal is restored on exit and on panic.
+//!
+//! Key files: `terminal` (raw mode, panic hook), `runner` (the loop),
+//! `timeline` (messages rebuilt from events), `viewport` (visible rows, cache),
+//! `composer` (editing), `markdown` + `highlight`, `view/` (one file per pane).
+
+pub mod action;
+pub mod app;
+pub mod completion;
+pub mod composer;
+pub mod event;
+pub mod export;
+pub mod highlight;
+pub mod keymap;
+pub mod keys;
+pub mod markdown;
+pub mod runner;
+pub mod scroll;
+pub mod slash;
+pub mod terminal;
+pub mod timeline;
+pub mod update;
+pub mod view;
+pub mod viewport;
+pub mod wrap;
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use tokio::sync::{broadcast, mpsc};
+
+use crate::bus::{ContextGauge, Event};
+use crate::message::{MessageWithParts, Session, now_millis};
+use crate::session::command::Command;
+
+/// Rereads the session's history from the store. Called after the bus
+/// receiver lagged (streamed deltas were lost), so the transcript is rebuilt
+/// from what was persisted. The TUI never opens the store itself.
+pub type Reload =
+    dyn Fn() -> BoxFuture<'static, anyhow::Result<Vec<MessageWithParts>>> + Send + Sync;
+
+/// Everything the TUI needs, prepared by `main`.
+pub struct TuiInput {
+    pub session: Session,
+    /// The session's messages so far, oldest first.
+    pub history: Vec<MessageWithParts>,
+    /// A bus subscription taken *before* `history` was read, so nothing is missed.
+    pub events: broadcast::Receiver<Event>,
+    pub commands: mpsc::UnboundedSender<Command>,
+    /// `provider/model` shown in the status line.
+    pub model_label: String,
+    /// `build` or `plan`; Tab switches.
+    pub agent: String,
+    pub gauge: Option<ContextGauge>,
+    /// Why no provider is usable; shows the first-run screen when `Some`.
+    pub first_run: Option<String>,
+    /// `provider/model` entries for `/model`.
+    pub models: Vec<String>,
+    /// Sessions of this directory for `/sessions`, newest first.
+    pub sessions: Vec<Session>,
+    /// See [`Reload`]; without it a lag only shows a notice.
+    pub reload: Option<Arc<Reload>>,
+    /// `KeyMap::default()`, or `KeyMap::with_overrides` from config.
+    pub keymap: keymap::KeyMap,
+}
+
+/// How the TUI ended, for `main` to act on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TuiExit {
+    Quit,
+    /// `/sessions` picked another session: start the TUI again on it.
+    SwitchSession(String),
+    /// `/new`: start the TUI again on a fresh session.
+    NewSession,
+}
+
+/// Runs the TUI until the user quits, switches or starts a session.
+///
+/// # Errors
+/// When the terminal cannot be set up (stdout is not a terminal) or stops
+/// accepting output. The terminal is restored in every case.
+pub async fn run(input: TuiInput) -> anyhow::Result<TuiExit> {
+    let mut app = app::App::new(app::AppInit {
+        session: input.session,
+        history: input.history,
+        model_label: input.model_label,
+        agent: input.agent,
+        gauge: input.gauge,
+        first_run: input.first_run,
+        models: input.models,
+        sessions: input.sessions,
+        now: now_millis(),
+    });
+    let mut guard = terminal::TerminalGuard::enter()?;
+    let channels = runner::Channels {
+        events: input.events,
+        commands: input.commands,
+        reload: input.reload,
+        keymap: input.keymap,
+    };
+    runner::run_loop(guard.terminal(), &mut app, channels).await
+}
+
+#[cfg(test)]
+mod fixtures;
+#[cfg(test)]
+mod render_tests;
+#[cfg(test)]
+mod update_tests;

@@ -1,0 +1,291 @@
+//! The TUI's state and how bus events change it.
+//!
+//! `App` holds everything the view draws: the timeline, the composer, the
+//! status, dialogs and scroll position. Bus events are applied here
+//! ([`App::apply_event`]); user actions in `update`. Nothing here does I/O:
+//! work for the outside world leaves as [`Effect`]s that the runner performs.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use crate::bus::{ContextBreakdown, ContextGauge, Event, SessionStatus};
+use crate::message::{MessageWithParts, Millis, ModelRef, PartKind, Session};
+use crate::permission::PermissionRequest;
+use crate::session::command::Command;
+
+use super::TuiExit;
+use super::completion::Candidate;
+use super::composer::Composer;
+use super::scroll::Scroll;
+use super::timeline::Timeline;
+use super::viewport::Viewport;
+
+/// Something the runner must do for `update`, which does no I/O itself.
+#[derive(Debug)]
+pub enum Effect {
+    Send(Command),
+    /// Send `Command::Context` and show the reply in the /context overlay.
+    RequestContext,
+    /// Write `contents` to `path` (`/export`).
+    Export {
+        path: String,
+        contents: String,
+    },
+    /// Put `text` on the clipboard through OSC 52 (`/copy`).
+    Copy(String),
+    /// Reread the history through the reload callback (after a lag).
+    Reload,
+    /// Ctrl+Z: give the terminal back to the shell until resumed.
+    Suspend,
+}
+
+/// A layer drawn over the transcript that takes the keys while open.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Overlay {
+    /// `/context`: `None` while the reply is on its way.
+    Context(Option<ContextBreakdown>),
+    Help,
+    Picker(Picker),
+    FirstRun(String),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PickerKind {
+    Model,
+    Session,
+}
+
+/// A list to choose one entry from (`/model`, `/sessions`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Picker {
+    pub kind: PickerKind,
+    pub title: String,
+    /// (value returned, label shown)
+    pub entries: Vec<(String, String)>,
+    pub selected: usize,
+}
+
+/// The permission dialog's state for the request at the front of the queue.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct PermissionDialog {
+    /// `Some` while the user types a reason for rejecting.
+    pub reason: Option<String>,
+}
+
+pub struct App {
+    pub session: Session,
+    pub timeline: Timeline,
+    pub composer: Composer,
+    pub status: SessionStatus,
+    /// When the current busy period started, for the elapsed time shown.
+    pub busy_since: Option<Millis>,
+    pub gauge: Option<ContextGauge>,
+    pub agent: String,
+    pub model_label: String,
+    /// Chosen with /model; `None` leaves the session's default.
+    pub model: Option<ModelRef>,
+    pub models: Vec<String>,
+    pub sessions: Vec<Session>,
+    pub overlay: Option<Overlay>,
+    pub permissions: VecDeque<Arc<PermissionRequest>>,
+    pub permission_dialog: PermissionDialog,
+    /// When the front permission request appeared; keys typed just before it
+    /// (meant for the composer) must not answer it.
+    pub permission_since: Millis,
+    /// Prompts typed while busy, sent when the agent is free again.
+    pub queued: VecDeque<String>,
+    pub completion: Vec<Candidate>,
+    pub completion_selected: usize,
+    pub files: Arc<Vec<String>>,
+    /// One line under the composer: hints, export paths, errors.
+    pub flash: Option<String>,
+    pub expand_details: bool,
+    pub show_reasoning: bool,
+    pub now: Millis,
+    pub last_escape: Option<Millis>,
+    pub last_ctrl_c: Option<Millis>,
+    pub scroll: Scroll,
+    pub viewport: Viewport,
+    pub exit: Option<TuiExit>,
+    /// Something changed since the last frame.
+    pub dirty: bool,
+}
+
+/// Inputs to build an [`App`]; see `TuiInput` for what each means.
+pub struct AppInit {
+    pub session: Session,
+    pub history: Vec<MessageWithParts>,
+    pub model_label: String,
+    pub agent: String,
+    pub gauge: Option<ContextGauge>,
+    pub first_run: Option<String>,
+    pub models: Vec<String>,
+    pub sessions: Vec<Session>,
+    pub now: Millis,
+}
+
+impl App {
+    pub fn new(init: AppInit) -> Self {
+        Self {
+            session: init.session,
+            timeline: Timeline::new(init.history),
+            composer: Composer::default(),
+            status: SessionStatus::Idle,
+            busy_since: None,
+            gauge: init.gauge,
+            agent: init.agent,
+            model_label: init.model_label,
+            model: None,
+            models: init.models,
+            sessions: init.sessions,
+            overlay: init.first_run.map(Overlay::FirstRun),
+            permissions: VecDeque::new(),
+            permission_dialog: PermissionDialog::default(),
+            permission_since: init.now,
+            queued: VecDeque::new(),
+            completion: Vec::new(),
+            completion_selected: 0,
+            files: Arc::new(Vec::new()),
+            flash: None,
+            expand_details: false,
+            show_reasoning: false,
+            now: init.now,
+            last_escape: None,
+            last_ctrl_c: None,
+            scroll: Scroll::default(),
+            viewport: Viewport::default(),
+            exit: None,
+            dirty: true,
+        }
+    }
+
+    pub fn is_busy(&self) -> bool {
+        !matches!(self.status, SessionStatus::Idle)
+    }
+
+    /// True while something on screen counts seconds (elapsed, countdown), so
+    /// the runner ticks once a second; otherwise it sleeps until input.
+    pub fn needs_tick(&self) -> bool {
+        self.is_busy()
+            || !self.queued.is_empty()
+            || self.timeline.has_running_tool()
+            || self.last_ctrl_c.is_some()
+    }
+
+    /// Applies one bus event; returns effects (a reload after a lag).
+    pub fn apply_event(&mut self, event: &Event) -> Vec<Effect> {
+        if event.session_id() != self.session.id {
+            return Vec::new();
+        }
+        self.dirty = true;
+        let mut effects = Vec::new();
+        match event {
+            Event::SessionUpdated { session } => self.session = (**session).clone(),
+            Event::MessageUpdated { message } => self.timeline.upsert_message(message),
+            Event::PartUpdated { part } => {
+                let is_step_end = matches!(part.kind, PartKind::StepFinish(_));
+                self.timeline.upsert_part(part);
+                if is_step_end {
+                    // The loop rereads the store at the next step: a queued
+                    // prompt sent now is picked up without waiting for idle.
+                    self.flush_queue(&mut effects);
+                }
+            }
+            Event::PartDelta {
+                message_id,
+                part_id,
+                field,
+                delta,
+                ..
+            } => self
+                .timeline
+                .apply_delta(message_id, part_id, *field, delta),
+            Event::Status { status, .. } => {
+                if matches!(status, SessionStatus::Idle) {
+                    self.busy_since = None;
+                } else if self.busy_since.is_none() {
+                    self.busy_since = Some(self.now);
+                }
+                self.status = status.clone();
+                if !self.is_busy() && !self.escape_is_recent() {
+                    self.flush_queue(&mut effects);
+                }
+            }
+            Event::Error { message, .. } => {
+                self.timeline.push_note(true, message.clone());
+                self.scroll.follow();
+            }
+            Event::Notice { message, .. } => self.timeline.push_note(false, message.clone()),
+            Event::PermissionAsked { request, .. } => {
+                if self.permissions.is_empty() {
+                    self.permission_since = self.now;
+                }
+                self.permissions.push_back(request.clone());
+            }
+            Event::PermissionReplied { request_id, .. } => {
+                if self
+                    .permissions
+                    .front()
+                    .is_some_and(|r| &r.id == request_id)
+                {
+                    self.permission_dialog = PermissionDialog::default();
+                }
+                self.permissions.retain(|r| &r.id != request_id);
+                self.permission_since = self.now;
+            }
+            Event::Gauge { gauge, .. } => self.gauge = Some(*gauge),
+        }
+        effects
+    }
+
+    /// The receiver lagged: deltas were lost, so ask for the stored history.
+    pub fn lagged(&mut self) -> Vec<Effect> {
+        self.flash = Some("display fell behind; reloading the session".into());
+        self.dirty = true;
+        vec![Effect::Reload]
+    }
+
+    pub fn reloaded(&mut self, history: Vec<MessageWithParts>) {
+        self.timeline.reset(history);
+        self.flash = None;
+        self.dirty = true;
+    }
+
+    /// Once a second while [`App::needs_tick`].
+    pub fn tick(&mut self, now: Millis) -> Vec<Effect> {
+        self.now = now;
+        self.dirty = true;
+        if self
+            .last_ctrl_c
+            .is_some_and(|t| now - t > super::update::DOUBLE_PRESS_MS)
+        {
+            self.last_ctrl_c = None;
+            self.flash = None;
+        }
+        let mut effects = Vec::new();
+        if !self.is_busy() && !self.escape_is_recent() {
+            self.flush_queue(&mut effects);
+        }
+        effects
+    }
+
+    pub fn escape_is_recent(&self) -> bool {
+        self.last_escape
+            .is_some_and(|t| self.now - t <= super::update::DOUBLE_PRESS_MS)
+    }
+
+    /// Sends every queued prompt, oldest first.
+    pub fn flush_queue(&mut self, effects: &mut Vec<Effect>) {
+        while let Some(text) = self.queued.pop_front() {
+            effects.push(Effect::Send(self.prompt(text)));
+        }
+    }
+
+    pub fn prompt(&self, text: String) -> Command {
+        Command::Prompt {
+            text,
+            agent: Some(self.agent.clone()),
+            model: self.model.clone(),
+        }
+    }
+}

@@ -1,0 +1,20 @@
+//! Inputs of the TUI loop besides keys and bus events: results of background
+//! work (file index, /context reply, reload, export) coming back as messages.
+//!
+//! Background tasks never touch `App`; they send an [`Internal`] that the
+//! loop applies between frames.
+
+use crate::bus::ContextBreakdown;
+use crate::message::MessageWithParts;
+
+#[derive(Debug)]
+pub enum Internal {
+    /// The `@` completion file list is ready.
+    Files(Vec<String>),
+    /// The reply to `/context`; `None` when the session dropped the request.
+    Context(Option<ContextBreakdown>),
+    /// The history reread after a lag.
+    Reloaded(Vec<MessageWithParts>),
+    /// A line for the status bar (export done, copy done, reload failed).
+    Flash(String),
+}

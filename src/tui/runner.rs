@@ -1,0 +1,294 @@
+//! The TUI loop: waits on terminal input, bus events, background results, the
+//! frame deadline and (only while something counts seconds) a 1 s tick; turns
+//! each into `update`/`apply_event` calls; performs the resulting effects;
+//! draws at most once per frame interval and only when something changed.
+
+use std::io::Write;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use futures::StreamExt;
+use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::time::{Instant, MissedTickBehavior};
+
+use crate::bus::Event;
+use crate::message::now_millis;
+use crate::session::command::Command;
+
+use super::app::{App, Effect};
+use super::event::Internal;
+use super::export::osc52;
+use super::keymap::KeyMap;
+use super::terminal::Backend;
+use super::update::update;
+use super::{Reload, TuiExit, keys, view};
+
+/// Redraws are coalesced to at most 60 per second while text streams.
+const FRAME_INTERVAL: Duration = Duration::from_millis(16);
+/// Clock resolution of elapsed times and countdowns.
+const TICK_INTERVAL: Duration = Duration::from_secs(1);
+
+pub struct Channels {
+    pub events: broadcast::Receiver<Event>,
+    pub commands: mpsc::UnboundedSender<Command>,
+    pub reload: Option<Arc<Reload>>,
+    pub keymap: KeyMap,
+}
+
+pub async fn run_loop(
+    terminal: &mut ratatui::Terminal<Backend>,
+    app: &mut App,
+    mut channels: Channels,
+) -> anyhow::Result<TuiExit> {
+    let (internal_tx, mut internal_rx) = mpsc::unbounded_channel::<Internal>();
+    spawn_file_index(app.session.directory.clone(), internal_tx.clone());
+    let mut input = crossterm::event::EventStream::new();
+    let mut tick = tokio::time::interval(TICK_INTERVAL);
+    tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    let mut next_frame = Instant::now();
+    let mut bus_open = true;
+    loop {
+        if app.dirty && Instant::now() >= next_frame {
+            app.now = now_millis();
+            terminal
+                .draw(|frame| {
+                    view::prepare(app, frame.area());
+                    view::draw(app, frame);
+                })
+                .context("drawing the screen")?;
+            app.dirty = false;
+            next_frame = Instant::now() + FRAME_INTERVAL;
+        }
+        if let Some(exit) = app.exit.take() {
+            return Ok(exit);
+        }
+        let effects = tokio::select! {
+            biased;
+            term = input.next() => match term {
+                Some(Ok(event)) => {
+                    app.now = now_millis();
+                    match keys::action_for(&event, &channels.keymap) {
+                        Some(action) => update(app, action),
+                        None => Vec::new(),
+                    }
+                }
+                Some(Err(error)) => return Err(error).context("reading terminal input"),
+                None => return Ok(TuiExit::Quit),
+            },
+            bus = channels.events.recv(), if bus_open => match bus {
+                Ok(event) => {
+                    app.now = now_millis();
+                    app.apply_event(&event)
+                }
+                Err(broadcast::error::RecvError::Lagged(_)) => app.lagged(),
+                Err(broadcast::error::RecvError::Closed) => {
+                    bus_open = false;
+                    app.flash = Some("the session has stopped; restart cairn".into());
+                    app.dirty = true;
+                    Vec::new()
+                }
+            },
+            Some(message) = internal_rx.recv() => {
+                apply_internal(app, message);
+                Vec::new()
+            }
+            _ = tokio::time::sleep_until(next_frame), if app.dirty => Vec::new(),
+            _ = tick.tick(), if app.needs_tick() => app.tick(now_millis()),
+        };
+        for effect in effects {
+            if matches!(effect, Effect::Suspend) {
+                suspend(terminal, app)?;
+                continue;
+            }
+            perform(effect, app, &channels, &internal_tx);
+        }
+    }
+}
+
+#[cfg(unix)]
+fn suspend(terminal: &mut ratatui::Terminal<Backend>, app: &mut App) -> anyhow::Result<()> {
+    super::terminal::suspend(terminal)?;
+    app.dirty = true;
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn suspend(_terminal: &mut ratatui::Terminal<Backend>, app: &mut App) -> anyhow::Result<()> {
+    app.flash = Some("suspending is not supported on this platform".into());
+    app.dirty = true;
+    Ok(())
+}
+
+fn apply_internal(app: &mut App, message: Internal) {
+    app.dirty = true;
+    match message {
+        Internal::Files(files) => app.files = Arc::new(files),
+        Internal::Context(Some(breakdown)) => {
+            if matches!(app.overlay, Some(super::app::Overlay::Context(None))) {
+                app.overlay = Some(super::app::Overlay::Context(Some(breakdown)));
+            }
+        }
+        Internal::Context(None) => {
+            app.overlay = None;
+            app.flash = Some("the session did not answer /context; is it still running?".into());
+        }
+        Internal::Reloaded(history) => app.reloaded(history),
+        Internal::Flash(text) => app.flash = Some(text),
+    }
+}
+
+fn perform(
+    effect: Effect,
+    app: &mut App,
+    channels: &Channels,
+    internal: &mpsc::UnboundedSender<Internal>,
+) {
+    match effect {
+        Effect::Send(command) => send(app, channels, command),
+        Effect::RequestContext => {
+            let (reply, answer) = oneshot::channel();
+            send(app, channels, Command::Context { reply });
+            let internal = internal.clone();
+            tokio::spawn(async move {
+                let _ = internal.send(Internal::Context(answer.await.ok()));
+            });
+        }
+        Effect::Export { path, contents } => {
+            let internal = internal.clone();
+            tokio::task::spawn_blocking(move || {
+                let flash = match std::fs::write(&path, contents) {
+                    Ok(()) => format!("exported to {path}"),
+                    Err(error) => format!("cannot write {path}: {error}"),
+                };
+                let _ = internal.send(Internal::Flash(flash));
+            });
+        }
+        Effect::Copy(text) => {
+            let mut out = std::io::stdout();
+            let written = out
+                .write_all(osc52(&text).as_bytes())
+                .and_then(|()| out.flush());
+            app.flash = Some(match written {
+                Ok(()) => format!("copied {} characters (OSC 52)", text.chars().count()),
+                Err(error) => format!("cannot copy: {error}"),
+            });
+        }
+        Effect::Suspend => {}
+        Effect::Reload => match &channels.reload {
+            Some(reload) => {
+                let future = reload();
+                let internal = internal.clone();
+                tokio::spawn(async move {
+                    let message = match future.await {
+                        Ok(history) => Internal::Reloaded(history),
+                        Err(error) => {
+                            Internal::Flash(format!("cannot reload the session: {error:#}"))
+                        }
+                    };
+                    let _ = internal.send(message);
+                });
+            }
+            None => {
+                app.flash =
+                    Some("some streamed text was skipped; it is complete in the store".into())
+            }
+        },
+    }
+}
+
+fn send(app: &mut App, channels: &Channels, command: Command) {
+    if channels.commands.send(command).is_err() {
+        app.flash = Some("the session has stopped; restart cairn".into());
+        app.dirty = true;
+    }
+}
+
+fn spawn_file_index(directory: String, internal: mpsc::UnboundedSender<Internal>) {
+    tokio::task::spawn_blocking(move || {
+        let files = super::completion::index_files(std::path::Path::new(&directory));
+        let _ = internal.send(Internal::Files(files));
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bus::ContextBreakdown;
+    use crate::tui::app::Overlay;
+    use crate::tui::fixtures::{app, gauge};
+
+    fn channels() -> (Channels, mpsc::UnboundedReceiver<Command>) {
+        let (_bus, events) = broadcast::channel(8);
+        let (commands, received) = mpsc::unbounded_channel();
+        (
+            Channels {
+                events,
+                commands,
+                reload: None,
+                keymap: KeyMap::default(),
+            },
+            received,
+        )
+    }
+
+    #[tokio::test]
+    async fn context_request_round_trips_through_the_session_reply() {
+        let mut app = app(Vec::new());
+        app.overlay = Some(Overlay::Context(None));
+        let (channels, mut received) = channels();
+        let (internal_tx, mut internal_rx) = mpsc::unbounded_channel();
+        perform(Effect::RequestContext, &mut app, &channels, &internal_tx);
+        let Some(Command::Context { reply }) = received.recv().await else {
+            panic!("expected a Context command");
+        };
+        let breakdown = ContextBreakdown {
+            categories: vec![("messages".into(), 62_000)],
+            prunable: 0,
+            gauge: gauge(62_000),
+            last_compaction: None,
+        };
+        reply.send(breakdown.clone()).expect("the TUI is waiting");
+        let message = internal_rx.recv().await.expect("the reply comes back");
+        apply_internal(&mut app, message);
+        assert_eq!(app.overlay, Some(Overlay::Context(Some(breakdown))));
+    }
+
+    #[tokio::test]
+    async fn export_writes_the_file_and_says_where() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("out.md").to_string_lossy().into_owned();
+        let mut app = app(Vec::new());
+        let (channels, _received) = channels();
+        let (internal_tx, mut internal_rx) = mpsc::unbounded_channel();
+        let export = Effect::Export {
+            path: path.clone(),
+            contents: "# hi\n".into(),
+        };
+        perform(export, &mut app, &channels, &internal_tx);
+        apply_internal(&mut app, internal_rx.recv().await.expect("a flash"));
+        assert_eq!(app.flash, Some(format!("exported to {path}")));
+        assert_eq!(
+            std::fs::read_to_string(&path).expect("exported file"),
+            "# hi\n"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_stopped_session_is_reported_instead_of_panicking() {
+        let mut app = app(Vec::new());
+        let (channels, received) = channels();
+        drop(received);
+        let (internal_tx, _internal_rx) = mpsc::unbounded_channel();
+        perform(
+            Effect::Send(Command::Prune),
+            &mut app,
+            &channels,
+            &internal_tx,
+        );
+        assert_eq!(
+            app.flash.as_deref(),
+            Some("the session has stopped; restart cairn")
+        );
+    }
+}

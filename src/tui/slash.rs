@@ -1,0 +1,106 @@
+//! Slash commands typed in the composer: parse `/name args` and turn it into
+//! state changes and [`Effect`]s.
+//!
+//! The table of names and help lives in `completion`; this file is the
+//! dispatch. No I/O: `/export` renders the Markdown here but the runner writes it.
+
+use crate::session::command::Command;
+
+use super::TuiExit;
+use super::app::{App, Effect, Overlay, Picker, PickerKind};
+use super::export::session_markdown;
+use super::update::switch_agent;
+
+pub fn run_slash(app: &mut App, input: &str) -> Vec<Effect> {
+    let (name, args) = match input.split_once(char::is_whitespace) {
+        Some((name, args)) => (name, args.trim()),
+        None => (input, ""),
+    };
+    match name {
+        "/compact" | "/summarize" => {
+            let instructions = (!args.is_empty()).then(|| args.to_string());
+            return vec![Effect::Send(Command::Compact { instructions })];
+        }
+        "/prune" => return vec![Effect::Send(Command::Prune)],
+        "/context" => {
+            app.overlay = Some(Overlay::Context(None));
+            return vec![Effect::RequestContext];
+        }
+        "/new" | "/clear" => app.exit = Some(TuiExit::NewSession),
+        "/quit" | "/exit" | "/q" => app.exit = Some(TuiExit::Quit),
+        "/help" => app.overlay = Some(Overlay::Help),
+        "/agent" | "/agents" => match args {
+            "" => switch_agent(app, None),
+            "build" | "plan" => switch_agent(app, Some(args)),
+            other => app.flash = Some(format!("no agent named {other:?}; try build or plan")),
+        },
+        "/model" | "/models" => open_model_picker(app),
+        "/sessions" | "/resume" => open_session_picker(app),
+        "/export" => {
+            // The id's random tail keeps exports of different sessions apart.
+            let id = &app.session.id;
+            let tail_start = id.char_indices().rev().nth(7).map_or(0, |(i, _)| i);
+            let short = &id[tail_start..];
+            let path = format!(
+                "{}/cairn-{short}.md",
+                app.session.directory.trim_end_matches('/')
+            );
+            let contents = session_markdown(&app.session, app.timeline.messages());
+            return vec![Effect::Export { path, contents }];
+        }
+        "/copy" => match app.timeline.last_answer() {
+            Some(answer) => return vec![Effect::Copy(answer)],
+            None => app.flash = Some("no answer to copy yet".into()),
+        },
+        other => app.flash = Some(format!("unknown command {other}; /help lists them")),
+    }
+    Vec::new()
+}
+
+fn open_model_picker(app: &mut App) {
+    if app.models.is_empty() {
+        app.flash = Some("no models configured; set [model] in config.toml or pass --model".into());
+        return;
+    }
+    let selected = app
+        .models
+        .iter()
+        .position(|m| *m == app.model_label)
+        .unwrap_or(0);
+    app.overlay = Some(Overlay::Picker(Picker {
+        kind: PickerKind::Model,
+        title: "model".into(),
+        entries: app.models.iter().map(|m| (m.clone(), m.clone())).collect(),
+        selected,
+    }));
+}
+
+fn open_session_picker(app: &mut App) {
+    if app.sessions.is_empty() {
+        app.flash = Some("no other sessions in this directory".into());
+        return;
+    }
+    let entries: Vec<(String, String)> = app
+        .sessions
+        .iter()
+        .map(|s| {
+            let title = if s.title.is_empty() {
+                "(untitled)"
+            } else {
+                s.title.as_str()
+            };
+            (s.id.clone(), format!("{title}  ·  ${:.2}", s.cost))
+        })
+        .collect();
+    let selected = app
+        .sessions
+        .iter()
+        .position(|s| s.id == app.session.id)
+        .unwrap_or(0);
+    app.overlay = Some(Overlay::Picker(Picker {
+        kind: PickerKind::Session,
+        title: "sessions".into(),
+        entries,
+        selected,
+    }));
+}

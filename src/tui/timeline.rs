@@ -1,0 +1,326 @@
+//! The conversation as the TUI knows it: messages and parts rebuilt from bus
+//! events, plus inline notes (errors, notices).
+//!
+//! Owns applying events (`MessageUpdated`, `PartUpdated`, `PartDelta`, ...) and
+//! a revision per block so the view can cache wrapped lines. Never reads the
+//! store: after a lag the whole history is replaced through [`Timeline::reset`].
+
+use std::collections::HashMap;
+
+use crate::bus::DeltaField;
+use crate::message::{Message, MessageWithParts, Part, PartKind, ToolState};
+
+/// Live output kept per running tool; older bytes are dropped.
+const LIVE_OUTPUT_CAP: usize = 64 * 1024;
+
+/// An inline line that is not a message: an error or a notice.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Note {
+    pub is_error: bool,
+    pub text: String,
+    /// Shown after this message; `None` shows it before every message.
+    pub after: Option<String>,
+}
+
+/// One drawable unit of the transcript, in display order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Block {
+    /// The role line of a message (`you`, `build · model`).
+    Header(usize),
+    Part(usize, usize),
+    Note(usize),
+}
+
+#[derive(Debug, Default)]
+pub struct Timeline {
+    messages: Vec<MessageWithParts>,
+    index: HashMap<String, usize>,
+    notes: Vec<Note>,
+    blocks: Vec<Block>,
+    blocks_stale: bool,
+    revisions: HashMap<String, u64>,
+    /// Every block's revision is at least this; raised to invalidate all.
+    base_revision: u64,
+    next_revision: u64,
+    /// Parts that arrived before their message.
+    orphans: HashMap<String, Vec<Part>>,
+    live_output: HashMap<String, String>,
+}
+
+impl Timeline {
+    pub fn new(history: Vec<MessageWithParts>) -> Self {
+        let mut timeline = Self::default();
+        timeline.reset(history);
+        timeline
+    }
+
+    /// Replaces everything with `history` (start-up, resync after a lag).
+    pub fn reset(&mut self, mut history: Vec<MessageWithParts>) {
+        history.sort_by(|a, b| a.message.id.cmp(&b.message.id));
+        self.messages = history;
+        self.reindex();
+        self.live_output.clear();
+        self.orphans.clear();
+        self.bump_all();
+    }
+
+    pub fn messages(&self) -> &[MessageWithParts] {
+        &self.messages
+    }
+
+    pub fn notes(&self) -> &[Note] {
+        &self.notes
+    }
+
+    pub fn live_output(&self, part_id: &str) -> Option<&str> {
+        self.live_output.get(part_id).map(String::as_str)
+    }
+
+    /// Blocks in display order; rebuilt only when the structure changed.
+    pub fn blocks(&mut self) -> &[Block] {
+        if self.blocks_stale {
+            self.rebuild_blocks();
+        }
+        &self.blocks
+    }
+
+    /// Blocks as last rebuilt by [`Timeline::blocks`].
+    pub fn block_list(&self) -> &[Block] {
+        &self.blocks
+    }
+
+    /// Changes whenever what `key` draws may have changed.
+    pub fn revision(&self, key: &str) -> u64 {
+        self.revisions
+            .get(key)
+            .copied()
+            .unwrap_or(0)
+            .max(self.base_revision)
+    }
+
+    /// The cache key of a block: a part id, a message id or a note number.
+    pub fn block_key(&self, block: Block) -> String {
+        match block {
+            Block::Header(m) => self.messages[m].message.id.clone(),
+            Block::Part(m, p) => self.messages[m].parts[p].id.clone(),
+            Block::Note(n) => format!("note-{n}"),
+        }
+    }
+
+    pub fn upsert_message(&mut self, message: &Message) {
+        match self.index.get(&message.id) {
+            Some(&i) => self.messages[i].message = message.clone(),
+            None => {
+                let at = self.messages.partition_point(|m| m.message.id < message.id);
+                self.messages.insert(
+                    at,
+                    MessageWithParts {
+                        message: message.clone(),
+                        parts: Vec::new(),
+                    },
+                );
+                if at + 1 == self.messages.len() {
+                    // The usual case, a new newest message: no index shifts.
+                    self.index.insert(message.id.clone(), at);
+                    self.blocks_stale = true;
+                } else {
+                    self.reindex();
+                }
+                if let Some(parts) = self.orphans.remove(&message.id) {
+                    for part in parts {
+                        self.upsert_part(&part);
+                    }
+                }
+            }
+        }
+        self.bump(&message.id.clone());
+    }
+
+    pub fn upsert_part(&mut self, part: &Part) {
+        let Some(&m) = self.index.get(&part.message_id) else {
+            self.orphans
+                .entry(part.message_id.clone())
+                .or_default()
+                .push(part.clone());
+            return;
+        };
+        let parts = &mut self.messages[m].parts;
+        match parts.binary_search_by(|p| p.id.cmp(&part.id)) {
+            Ok(i) => parts[i] = part.clone(),
+            Err(i) => {
+                parts.insert(i, part.clone());
+                self.blocks_stale = true;
+            }
+        }
+        if let PartKind::Tool(tool) = &part.kind
+            && tool.state.is_finished()
+        {
+            self.live_output.remove(&part.id);
+        }
+        self.bump(&part.id.clone());
+    }
+
+    /// Appends a streamed delta; unknown parts are ignored (the full update follows).
+    pub fn apply_delta(&mut self, message_id: &str, part_id: &str, field: DeltaField, delta: &str) {
+        if field == DeltaField::ToolOutput {
+            let output = self.live_output.entry(part_id.to_string()).or_default();
+            output.push_str(delta);
+            if output.len() > LIVE_OUTPUT_CAP {
+                let mut cut = output.len() - LIVE_OUTPUT_CAP;
+                while !output.is_char_boundary(cut) {
+                    cut += 1;
+                }
+                output.drain(..cut);
+            }
+            self.bump(part_id);
+            return;
+        }
+        let Some(&m) = self.index.get(message_id) else {
+            return;
+        };
+        let Some(part) = self.messages[m].parts.iter_mut().find(|p| p.id == part_id) else {
+            return;
+        };
+        match (&mut part.kind, field) {
+            (PartKind::Text(text), DeltaField::Text) => text.text.push_str(delta),
+            (PartKind::Reasoning(reasoning), DeltaField::Reasoning) => {
+                reasoning.text.push_str(delta)
+            }
+            _ => return,
+        }
+        self.bump(part_id);
+    }
+
+    pub fn push_note(&mut self, is_error: bool, text: String) {
+        let after = self.messages.last().map(|m| m.message.id.clone());
+        self.notes.push(Note {
+            is_error,
+            text,
+            after,
+        });
+        self.blocks_stale = true;
+    }
+
+    /// The last assistant text, for `/copy`.
+    pub fn last_answer(&self) -> Option<String> {
+        self.messages.iter().rev().find_map(|m| {
+            let assistant = m.message.as_assistant()?;
+            if assistant.summary {
+                return None;
+            }
+            let text: Vec<&str> = m
+                .parts
+                .iter()
+                .filter_map(|p| match &p.kind {
+                    PartKind::Text(t) if !t.synthetic => Some(t.text.as_str()),
+                    _ => None,
+                })
+                .collect();
+            (!text.is_empty()).then(|| text.join("\n\n"))
+        })
+    }
+
+    /// True while some tool is running (its card shows elapsed time).
+    pub fn has_running_tool(&self) -> bool {
+        self.messages.iter().rev().take(4).any(|m| {
+            m.parts.iter().any(|p| {
+                matches!(&p.kind, PartKind::Tool(t) if matches!(t.state, ToolState::Running { .. } | ToolState::Pending { .. }))
+            })
+        })
+    }
+
+    /// Invalidates every cached block (a display toggle changed).
+    pub fn bump_all(&mut self) {
+        self.next_revision += 1;
+        self.base_revision = self.next_revision;
+        self.blocks_stale = true;
+    }
+
+    fn bump(&mut self, key: &str) {
+        self.next_revision += 1;
+        self.revisions.insert(key.to_string(), self.next_revision);
+    }
+
+    fn reindex(&mut self) {
+        self.index = self
+            .messages
+            .iter()
+            .enumerate()
+            .map(|(i, m)| (m.message.id.clone(), i))
+            .collect();
+        self.blocks_stale = true;
+    }
+
+    fn rebuild_blocks(&mut self) {
+        self.blocks.clear();
+        let mut notes_after: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (n, note) in self.notes.iter().enumerate() {
+            match &note.after {
+                Some(after) => notes_after.entry(after.as_str()).or_default().push(n),
+                None => self.blocks.push(Block::Note(n)),
+            }
+        }
+        for (m, message) in self.messages.iter().enumerate() {
+            self.blocks.push(Block::Header(m));
+            for p in 0..message.parts.len() {
+                self.blocks.push(Block::Part(m, p));
+            }
+            if let Some(notes) = notes_after.get(message.message.id.as_str()) {
+                self.blocks.extend(notes.iter().map(|&n| Block::Note(n)));
+            }
+        }
+        self.blocks_stale = false;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::fixtures::{assistant, part, text, user};
+
+    #[test]
+    fn messages_stay_in_id_order_and_parts_find_them_after_an_insert() {
+        let mut timeline = Timeline::default();
+        let newer = user("msg_2");
+        let older = assistant("msg_1", "msg_0");
+        timeline.upsert_message(&newer);
+        timeline.upsert_message(&older);
+        timeline.upsert_part(&part("prt_1", &newer, text("to the newer one")));
+        let ids: Vec<&str> = timeline
+            .messages()
+            .iter()
+            .map(|m| m.message.id.as_str())
+            .collect();
+        assert_eq!(ids, ["msg_1", "msg_2"]);
+        assert_eq!(timeline.messages()[1].parts.len(), 1);
+        assert_eq!(
+            timeline.blocks(),
+            [Block::Header(0), Block::Header(1), Block::Part(1, 0)]
+        );
+    }
+
+    #[test]
+    fn notes_follow_the_message_that_was_last_when_they_arrived() {
+        let mut timeline = Timeline::default();
+        timeline.upsert_message(&user("msg_1"));
+        timeline.push_note(true, "rate limited".into());
+        timeline.upsert_message(&user("msg_2"));
+        assert_eq!(
+            timeline.blocks(),
+            [Block::Header(0), Block::Note(0), Block::Header(1)]
+        );
+    }
+
+    #[test]
+    fn live_tool_output_keeps_only_the_newest_bytes() {
+        let mut timeline = Timeline::default();
+        let chunk = "x".repeat(1024);
+        for _ in 0..100 {
+            timeline.apply_delta("msg", "prt", DeltaField::ToolOutput, &chunk);
+        }
+        timeline.apply_delta("msg", "prt", DeltaField::ToolOutput, "tail");
+        let output = timeline.live_output("prt").expect("live output");
+        assert_eq!(output.len(), LIVE_OUTPUT_CAP);
+        assert!(output.ends_with("tail"));
+    }
+}

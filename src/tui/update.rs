@@ -1,0 +1,301 @@
+//! `update`: applies a user [`Action`] to the [`App`], layer by layer.
+//!
+//! The top layer takes the action: the permission dialog, then an overlay
+//! (picker, /context, help, first run), then the completion popup, then the
+//! composer. Never does I/O: requests for the outside world are returned as
+//! [`Effect`]s.
+
+use crate::message::ModelRef;
+use crate::permission::PermissionAnswer;
+use crate::session::command::Command;
+
+use super::TuiExit;
+use super::action::Action;
+use super::app::{App, Effect, Overlay, PickerKind};
+use super::completion::{file_candidates, slash_candidates};
+use super::slash::run_slash;
+
+/// Two presses of Esc or Ctrl+C within this many milliseconds count as a double press.
+pub const DOUBLE_PRESS_MS: i64 = 1000;
+/// Keys arriving this soon after a permission dialog opens were typed for the
+/// composer; they are dropped rather than taken as an answer.
+pub const PERMISSION_GRACE_MS: i64 = 400;
+
+pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
+    app.dirty = true;
+    match action {
+        Action::Resize => return Vec::new(),
+        Action::Suspend => return vec![Effect::Suspend],
+        _ => {}
+    }
+    if !app.permissions.is_empty() {
+        return permission_key(app, action);
+    }
+    if app.overlay.is_some() {
+        return overlay_key(app, action);
+    }
+    if !app.completion.is_empty()
+        && let Some(effects) = completion_key(app, &action)
+    {
+        return effects;
+    }
+    let effects = composer_key(app, action);
+    refresh_completion(app);
+    effects
+}
+
+fn permission_key(app: &mut App, action: Action) -> Vec<Effect> {
+    let Some(request) = app.permissions.front().cloned() else {
+        return Vec::new();
+    };
+    let answer = match (&mut app.permission_dialog.reason, action) {
+        (Some(reason), Action::Insert(c)) => {
+            reason.push(c);
+            return Vec::new();
+        }
+        (Some(reason), Action::Paste(text)) => {
+            reason.push_str(&text);
+            return Vec::new();
+        }
+        (Some(reason), Action::Backspace) => {
+            reason.pop();
+            return Vec::new();
+        }
+        (Some(_), Action::Escape) => {
+            app.permission_dialog.reason = None;
+            return Vec::new();
+        }
+        (Some(reason), Action::Enter) => {
+            let message = reason.trim().to_string();
+            PermissionAnswer::Reject {
+                message: (!message.is_empty()).then_some(message),
+            }
+        }
+        (None, Action::Insert('o' | 'y' | '1')) | (None, Action::Enter) => PermissionAnswer::Once,
+        (None, Action::Insert('a' | '2')) => PermissionAnswer::Always,
+        (None, Action::Insert('r' | 'n' | '3')) => {
+            app.permission_dialog.reason = Some(String::new());
+            return Vec::new();
+        }
+        (None, Action::Escape) => PermissionAnswer::Reject { message: None },
+        (_, Action::ScrollLines(n)) => {
+            app.scroll.by(n.into());
+            return Vec::new();
+        }
+        _ => return Vec::new(),
+    };
+    app.permissions.pop_front();
+    app.permission_dialog = Default::default();
+    app.permission_since = app.now;
+    vec![Effect::Send(Command::AnswerPermission {
+        request_id: request.id.clone(),
+        answer,
+    })]
+}
+
+fn overlay_key(app: &mut App, action: Action) -> Vec<Effect> {
+    if action == Action::CtrlC {
+        return composer_key(app, action);
+    }
+    let Some(Overlay::Picker(picker)) = &mut app.overlay else {
+        // Read-only overlays close on Esc, Enter or q.
+        if matches!(action, Action::Escape | Action::Enter | Action::Insert('q')) {
+            app.overlay = None;
+        }
+        return Vec::new();
+    };
+    match action {
+        Action::Up => picker.selected = picker.selected.saturating_sub(1),
+        Action::Down => {
+            picker.selected = (picker.selected + 1).min(picker.entries.len().saturating_sub(1))
+        }
+        Action::Escape => app.overlay = None,
+        Action::Enter => {
+            let kind = picker.kind;
+            let Some((value, label)) = picker.entries.get(picker.selected).cloned() else {
+                app.overlay = None;
+                return Vec::new();
+            };
+            app.overlay = None;
+            match kind {
+                PickerKind::Model => {
+                    app.model = ModelRef::parse(&value);
+                    app.model_label = label;
+                }
+                PickerKind::Session => {
+                    if value != app.session.id {
+                        app.exit = Some(TuiExit::SwitchSession(value));
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+    Vec::new()
+}
+
+/// Keys for the completion popup; `None` lets the composer have the key.
+fn completion_key(app: &mut App, action: &Action) -> Option<Vec<Effect>> {
+    match action {
+        Action::Up => {
+            app.completion_selected = app.completion_selected.saturating_sub(1);
+        }
+        Action::Down => {
+            app.completion_selected = (app.completion_selected + 1).min(app.completion.len() - 1);
+        }
+        Action::Tab | Action::Enter => {
+            let candidate = app.completion.get(app.completion_selected)?.clone();
+            let (start, token) = app.composer.token_at_cursor()?;
+            // Enter on an exact slash command runs it instead of completing it.
+            if *action == Action::Enter && token == candidate.insert {
+                return None;
+            }
+            let insert = if candidate.insert.starts_with('@') {
+                format!("{} ", candidate.insert)
+            } else {
+                candidate.insert.clone()
+            };
+            app.composer.replace_token(start, &insert);
+            app.completion.clear();
+        }
+        Action::Escape => app.completion.clear(),
+        _ => return None,
+    }
+    Some(Vec::new())
+}
+
+fn refresh_completion(app: &mut App) {
+    let candidates = match app.composer.token_at_cursor() {
+        Some((0, token)) if token.starts_with('/') && !app.composer.text().contains(' ') => {
+            slash_candidates(token)
+        }
+        Some((_, token)) if token.starts_with('@') => file_candidates(&app.files, &token[1..]),
+        _ => Vec::new(),
+    };
+    if candidates != app.completion {
+        app.completion_selected = 0;
+    }
+    app.completion = candidates;
+}
+
+fn composer_key(app: &mut App, action: Action) -> Vec<Effect> {
+    let composer = &mut app.composer;
+    match action {
+        Action::Insert(c) => composer.insert_char(c),
+        Action::Paste(text) => composer.paste(&text),
+        Action::Newline => composer.insert_char('\n'),
+        Action::Backspace => composer.backspace(),
+        Action::Delete => composer.delete(),
+        Action::Left => composer.move_left(),
+        Action::Right => composer.move_right(),
+        Action::Up if composer.is_on_first_line() => composer.history_back(),
+        Action::Up => move_vertically(composer, true),
+        Action::Down if composer.is_on_last_line() => composer.history_forward(),
+        Action::Down => move_vertically(composer, false),
+        Action::LineStart => composer.move_line_start(),
+        Action::LineEnd => composer.move_line_end(),
+        Action::KillToEnd => composer.kill_to_end(),
+        Action::KillToStart => composer.kill_to_start(),
+        Action::DeleteWordBack => composer.delete_word_back(),
+        Action::WordBack => composer.move_word_back(),
+        Action::WordForward => composer.move_word_forward(),
+        Action::Enter => return submit(app),
+        Action::Tab => switch_agent(app, None),
+        Action::Escape => return escape(app),
+        Action::CtrlC => ctrl_c(app),
+        Action::ScrollLines(n) => app.scroll.by(n.into()),
+        Action::PageUp => app.scroll.by(-page(app)),
+        Action::PageDown => app.scroll.by(page(app)),
+        Action::ScrollTop => app.scroll.top(),
+        Action::ScrollBottom => app.scroll.follow(),
+        Action::ToggleDetails => {
+            app.expand_details = !app.expand_details;
+            app.timeline.bump_all();
+        }
+        Action::ToggleReasoning => {
+            app.show_reasoning = !app.show_reasoning;
+            app.timeline.bump_all();
+        }
+        Action::Resize | Action::Suspend => {}
+    }
+    Vec::new()
+}
+
+fn page(app: &App) -> i64 {
+    i64::from(app.viewport.height.saturating_sub(2).max(1))
+}
+
+fn move_vertically(composer: &mut super::composer::Composer, up: bool) {
+    // Keep it simple and predictable: jump to the same line's edge, then step.
+    if up {
+        composer.move_line_start();
+        composer.move_left();
+    } else {
+        composer.move_line_end();
+        composer.move_right();
+    }
+}
+
+pub fn switch_agent(app: &mut App, to: Option<&str>) {
+    app.agent = match to {
+        Some(agent) => agent.to_string(),
+        None if app.agent == "build" => "plan".to_string(),
+        None => "build".to_string(),
+    };
+}
+
+fn submit(app: &mut App) -> Vec<Effect> {
+    let text = app.composer.take();
+    let trimmed = text.trim();
+    if trimmed.is_empty() {
+        return Vec::new();
+    }
+    app.scroll.follow();
+    app.flash = None;
+    if trimmed.starts_with('/') {
+        return run_slash(app, trimmed);
+    }
+    if let Some(command) = trimmed.strip_prefix('!') {
+        return vec![Effect::Send(Command::Shell {
+            command: command.trim().to_string(),
+        })];
+    }
+    if app.is_busy() {
+        app.queued.push_back(text);
+        return Vec::new();
+    }
+    vec![Effect::Send(app.prompt(text))]
+}
+
+fn escape(app: &mut App) -> Vec<Effect> {
+    let now = app.now;
+    if app.escape_is_recent() && !app.queued.is_empty() {
+        app.queued.clear();
+        app.flash = Some("queued message cleared".into());
+        app.last_escape = None;
+        return Vec::new();
+    }
+    app.last_escape = Some(now);
+    if app.is_busy() {
+        app.flash = Some("interrupting… (Esc again clears queued messages)".into());
+        return vec![Effect::Send(Command::Interrupt)];
+    }
+    Vec::new()
+}
+
+fn ctrl_c(app: &mut App) {
+    if !app.composer.is_empty() {
+        app.composer.clear();
+        app.last_ctrl_c = None;
+        return;
+    }
+    if app
+        .last_ctrl_c
+        .is_some_and(|t| app.now - t <= DOUBLE_PRESS_MS)
+    {
+        app.exit = Some(TuiExit::Quit);
+        return;
+    }
+    app.last_ctrl_c = Some(app.now);
+    app.flash = Some("press Ctrl+C again to quit".into());
+}

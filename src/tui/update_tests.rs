@@ -1,0 +1,395 @@
+//! Behaviour tests of `update` and `apply_event`: what the user does and what
+//! the session says, checked through state, effects and rendered rows.
+
+use std::sync::Arc;
+
+use crate::bus::{DeltaField, Event, SessionStatus};
+use crate::message::*;
+use crate::permission::{PermissionAnswer, PermissionRequest};
+use crate::session::command::Command;
+
+use super::TuiExit;
+use super::action::Action;
+use super::app::{App, Effect, Overlay};
+use super::fixtures::*;
+use super::update::update;
+
+fn typed(app: &mut App, text: &str) {
+    for c in text.chars() {
+        update(app, Action::Insert(c));
+    }
+}
+
+fn sent(effects: &[Effect]) -> Vec<String> {
+    effects
+        .iter()
+        .map(|e| match e {
+            Effect::Send(Command::Prompt { text, agent, .. }) => {
+                format!("prompt[{}] {text}", agent.clone().unwrap_or_default())
+            }
+            Effect::Send(command) => format!("{command:?}"),
+            other => format!("{other:?}"),
+        })
+        .collect()
+}
+
+fn busy(app: &mut App) {
+    app.apply_event(&Event::Status {
+        session_id: SESSION.into(),
+        status: SessionStatus::Busy,
+    });
+}
+
+#[test]
+fn deltas_append_then_part_updated_replaces_the_text() {
+    let mut app = app(Vec::new());
+    let a = assistant("msg_1", "msg_0");
+    app.apply_event(&Event::MessageUpdated {
+        message: Arc::new(a.clone()),
+    });
+    app.apply_event(&part_event(part("prt_1", &a, text(""))));
+    for delta in ["Hel", "lo"] {
+        app.apply_event(&Event::PartDelta {
+            session_id: SESSION.into(),
+            message_id: a.id.clone(),
+            part_id: "prt_1".into(),
+            field: DeltaField::Text,
+            delta: delta.into(),
+        });
+    }
+    let shown = |app: &App| match &app.timeline.messages()[0].parts[0].kind {
+        PartKind::Text(t) => t.text.clone(),
+        other => panic!("expected text, got {other:?}"),
+    };
+    assert_eq!(shown(&app), "Hello");
+    assert!(render(&mut app, 40, 8).contains("Hello"));
+    app.apply_event(&part_event(part("prt_1", &a, text("Hello, world."))));
+    assert_eq!(shown(&app), "Hello, world.");
+    assert!(
+        render(&mut app, 40, 8).contains("Hello, world."),
+        "cached lines were invalidated"
+    );
+}
+
+#[test]
+fn events_of_other_sessions_are_ignored() {
+    let mut app = app(Vec::new());
+    app.apply_event(&Event::Error {
+        session_id: "ses_other".into(),
+        message: "boom".into(),
+    });
+    assert!(app.timeline.notes().is_empty());
+}
+
+#[test]
+fn parts_arriving_before_their_message_are_kept() {
+    let mut app = app(Vec::new());
+    let a = assistant("msg_1", "msg_0");
+    app.apply_event(&part_event(part("prt_1", &a, text("early"))));
+    app.apply_event(&Event::MessageUpdated {
+        message: Arc::new(a),
+    });
+    assert_eq!(app.timeline.messages()[0].parts.len(), 1);
+}
+
+#[test]
+fn enter_sends_a_prompt_with_the_current_agent() {
+    let mut app = app(Vec::new());
+    update(&mut app, Action::Tab);
+    typed(&mut app, "hello");
+    let effects = update(&mut app, Action::Enter);
+    assert_eq!(sent(&effects), ["prompt[plan] hello"]);
+    assert!(app.composer.is_empty());
+}
+
+#[test]
+fn messages_typed_while_busy_are_queued_then_sent_when_idle() {
+    let mut app = app(Vec::new());
+    busy(&mut app);
+    typed(&mut app, "next");
+    assert!(update(&mut app, Action::Enter).is_empty());
+    assert!(render(&mut app, 60, 10).contains("⏸ queued next"));
+    let effects = app.apply_event(&Event::Status {
+        session_id: SESSION.into(),
+        status: SessionStatus::Idle,
+    });
+    assert_eq!(sent(&effects), ["prompt[build] next"]);
+    assert!(app.queued.is_empty());
+}
+
+#[test]
+fn escape_interrupts_and_a_second_escape_clears_the_queue() {
+    let mut app = app(Vec::new());
+    busy(&mut app);
+    typed(&mut app, "later");
+    update(&mut app, Action::Enter);
+    assert_eq!(sent(&update(&mut app, Action::Escape)), ["Interrupt"]);
+    // The interrupt makes the loop idle: the queue waits out the double-press window.
+    let effects = app.apply_event(&Event::Status {
+        session_id: SESSION.into(),
+        status: SessionStatus::Idle,
+    });
+    assert!(effects.is_empty());
+    app.now += 200;
+    update(&mut app, Action::Escape);
+    assert!(app.queued.is_empty());
+    assert!(app.tick(NOW + 5_000).is_empty());
+}
+
+#[test]
+fn queued_prompt_is_sent_after_the_escape_window_passes() {
+    let mut app = app(Vec::new());
+    busy(&mut app);
+    typed(&mut app, "later");
+    update(&mut app, Action::Enter);
+    update(&mut app, Action::Escape);
+    app.apply_event(&Event::Status {
+        session_id: SESSION.into(),
+        status: SessionStatus::Idle,
+    });
+    assert_eq!(sent(&app.tick(NOW + 1_500)), ["prompt[build] later"]);
+}
+
+#[test]
+fn ctrl_c_clears_input_then_quits_on_a_double_press() {
+    let mut app = app(Vec::new());
+    typed(&mut app, "draft");
+    update(&mut app, Action::CtrlC);
+    assert!(app.composer.is_empty());
+    update(&mut app, Action::CtrlC);
+    assert_eq!(app.exit, None);
+    update(&mut app, Action::CtrlC);
+    assert_eq!(app.exit, Some(TuiExit::Quit));
+}
+
+#[test]
+fn slash_commands_become_commands_and_overlays() {
+    let mut app = app(exchange(1));
+    typed(&mut app, "/compact keep the API");
+    assert_eq!(
+        sent(&update(&mut app, Action::Enter)),
+        ["Compact { instructions: Some(\"keep the API\") }"]
+    );
+    typed(&mut app, "/prune");
+    assert_eq!(sent(&update(&mut app, Action::Enter)), ["Prune"]);
+    typed(&mut app, "/context");
+    assert_eq!(sent(&update(&mut app, Action::Enter)), ["RequestContext"]);
+    assert_eq!(app.overlay, Some(Overlay::Context(None)));
+    update(&mut app, Action::Escape);
+    typed(&mut app, "!ls -la");
+    assert_eq!(
+        sent(&update(&mut app, Action::Enter)),
+        ["Shell { command: \"ls -la\" }"]
+    );
+    typed(&mut app, "/export");
+    let effects = update(&mut app, Action::Enter);
+    match &effects[..] {
+        [Effect::Export { path, contents }] => {
+            assert!(path.starts_with("/work/demo/cairn-"), "{path}");
+            assert!(contents.contains("question number 1"));
+        }
+        other => panic!("expected an export, got {other:?}"),
+    }
+}
+
+#[test]
+fn slash_popup_completes_on_tab() {
+    let mut app = app(Vec::new());
+    typed(&mut app, "/pru");
+    assert_eq!(app.completion.len(), 1);
+    update(&mut app, Action::Tab);
+    assert_eq!(app.composer.text(), "/prune");
+    assert_eq!(
+        app.agent, "build",
+        "Tab completed instead of switching agent"
+    );
+}
+
+#[test]
+fn model_picker_changes_the_model_of_the_next_prompt() {
+    let mut app = app(Vec::new());
+    typed(&mut app, "/model");
+    update(&mut app, Action::Enter);
+    update(&mut app, Action::Down);
+    update(&mut app, Action::Enter);
+    assert_eq!(app.model_label, "llamacpp/local");
+    typed(&mut app, "hi");
+    match &update(&mut app, Action::Enter)[..] {
+        [Effect::Send(Command::Prompt { model, .. })] => {
+            assert_eq!(
+                model.as_ref().map(ToString::to_string).as_deref(),
+                Some("llamacpp/local")
+            )
+        }
+        other => panic!("expected a prompt, got {other:?}"),
+    }
+}
+
+#[test]
+fn permission_reject_with_a_typed_reason() {
+    let mut app = app(Vec::new());
+    let request = PermissionRequest {
+        id: "per_1".into(),
+        session_id: SESSION.into(),
+        call_id: None,
+        permission: "edit".into(),
+        patterns: vec!["src/main.rs".into()],
+        always: vec![],
+        title: "Edit src/main.rs".into(),
+        metadata: serde_json::json!({}),
+    };
+    app.apply_event(&Event::PermissionAsked {
+        session_id: SESSION.into(),
+        request: Arc::new(request),
+    });
+    update(&mut app, Action::Insert('r'));
+    typed(&mut app, "not now");
+    let effects = update(&mut app, Action::Enter);
+    match &effects[..] {
+        [Effect::Send(Command::AnswerPermission { request_id, answer })] => {
+            assert_eq!(request_id, "per_1");
+            assert_eq!(
+                answer,
+                &PermissionAnswer::Reject {
+                    message: Some("not now".into())
+                }
+            );
+        }
+        other => panic!("expected an answer, got {other:?}"),
+    }
+    assert!(app.permissions.is_empty());
+}
+
+#[test]
+fn scrolled_up_view_stays_put_while_new_text_arrives() {
+    let history: Vec<MessageWithParts> = (0..30).flat_map(exchange).collect();
+    let mut app = app(history);
+    render(&mut app, 60, 20);
+    update(&mut app, Action::PageUp);
+    let before = render(&mut app, 60, 20);
+    assert!(before.contains("↓ newer below"));
+    let u = user("msg_99999a");
+    app.apply_event(&Event::MessageUpdated {
+        message: Arc::new(u.clone()),
+    });
+    app.apply_event(&part_event(part(
+        "prt_99999a",
+        &u,
+        text("brand new question"),
+    )));
+    let after = render(&mut app, 60, 20);
+    assert_eq!(before, after);
+    update(&mut app, Action::ScrollBottom);
+    assert!(render(&mut app, 60, 20).contains("brand new question"));
+}
+
+#[test]
+fn home_shows_the_first_message_and_scrolling_down_returns_to_follow() {
+    let history: Vec<MessageWithParts> = (0..10).flat_map(exchange).collect();
+    let mut app = app(history);
+    update(&mut app, Action::ScrollTop);
+    assert!(render(&mut app, 60, 20).contains("question number 0"));
+    for _ in 0..40 {
+        update(&mut app, Action::PageDown);
+    }
+    render(&mut app, 60, 20);
+    assert!(
+        app.scroll.anchor.is_none(),
+        "reaching the bottom resumes following"
+    );
+}
+
+#[test]
+fn only_blocks_that_reach_the_screen_are_wrapped() {
+    let history: Vec<MessageWithParts> = (0..2_000).flat_map(exchange).collect();
+    let mut app = app(history);
+    let screen = render(&mut app, 80, 30);
+    assert!(screen.contains("question number 1999"));
+    assert!(
+        app.viewport.cached_blocks() < 20,
+        "{} blocks wrapped",
+        app.viewport.cached_blocks()
+    );
+}
+
+#[test]
+fn lag_asks_for_a_reload_and_the_reload_replaces_the_transcript() {
+    let mut app = app(exchange(1));
+    assert!(matches!(app.lagged()[..], [Effect::Reload]));
+    app.reloaded(exchange(7));
+    let screen = render(&mut app, 60, 16);
+    assert!(screen.contains("question number 7"));
+    assert!(!screen.contains("question number 1:"));
+}
+
+#[test]
+fn ctrl_o_expands_a_long_tool_output() {
+    let u = user("msg_1a");
+    let a = assistant("msg_1b", &u.id);
+    let output: String = (1..=30).map(|n| format!("out {n}\n")).collect();
+    let card = tool(
+        "bash",
+        ToolState::Completed {
+            input: bash_input("seq 30"),
+            output,
+            title: "seq".into(),
+            metadata: serde_json::json!({}),
+            time: span(3_000, Some(10)),
+            attachments: vec![],
+        },
+    );
+    let mut app = app(vec![with_parts(a.clone(), vec![part("prt_1", &a, card)])]);
+    let collapsed = render(&mut app, 60, 40);
+    assert!(collapsed.contains("out 30") && !collapsed.contains("out 20"));
+    update(&mut app, Action::ToggleDetails);
+    let expanded = render(&mut app, 60, 40);
+    assert!(expanded.contains("out 20") && expanded.contains("out 30"));
+}
+
+#[test]
+fn reasoning_is_folded_until_ctrl_t() {
+    let a = assistant("msg_1b", "msg_1a");
+    let thinking = PartKind::Reasoning(ReasoningPart {
+        text: "first I read the file\nthen the secret second thought".into(),
+        ..Default::default()
+    });
+    let mut app = app(vec![with_parts(
+        a.clone(),
+        vec![part("prt_1", &a, thinking)],
+    )]);
+    let folded = render(&mut app, 70, 10);
+    assert!(folded.contains("▸ thinking: first I read the file"));
+    assert!(!folded.contains("secret second thought"));
+    update(&mut app, Action::ToggleReasoning);
+    assert!(render(&mut app, 70, 10).contains("secret second thought"));
+}
+
+#[test]
+fn retry_countdown_and_errors_show_inline() {
+    let mut app = app(Vec::new());
+    app.apply_event(&Event::Status {
+        session_id: SESSION.into(),
+        status: SessionStatus::Retrying {
+            attempt: 2,
+            message: "429 rate limited".into(),
+            next_at: NOW + 4_000,
+        },
+    });
+    app.apply_event(&Event::Error {
+        session_id: SESSION.into(),
+        message: "the provider refused the key; check ANTHROPIC_API_KEY".into(),
+    });
+    let screen = render(&mut app, 80, 10);
+    assert!(
+        screen.contains("↻ retrying in 4s (attempt 2): 429 rate limited"),
+        "{screen}"
+    );
+    assert!(screen.contains("✗ the provider refused the key; check ANTHROPIC_API_KEY"));
+    assert!(app.needs_tick(), "a countdown needs the 1 s tick");
+}
+
+#[test]
+fn idle_screen_needs_no_tick() {
+    let app = app(exchange(1));
+    assert!(!app.needs_tick());
+}

@@ -1,0 +1,108 @@
+//! The `/context` overlay: the next request broken down by category, one bar
+//! each, adding up to the gauge, plus what `/prune` could free now.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph};
+
+use crate::bus::ContextBreakdown;
+
+use super::popup_area;
+use super::status::{gauge_color, gauge_percent};
+use super::transcript::short;
+
+/// Cells of each category's bar.
+const BAR_CELLS: usize = 24;
+
+pub fn draw(breakdown: Option<&ContextBreakdown>, frame: &mut Frame<'_>, area: Rect) {
+    let lines = match breakdown {
+        None => vec![Line::styled(
+            "asking the session…",
+            Style::default().fg(Color::DarkGray),
+        )],
+        Some(b) => breakdown_lines(b),
+    };
+    let rect = popup_area(frame, area, 64, lines.len() as u16 + 2);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(Style::default().fg(Color::Cyan))
+        .title(" context · Esc closes ");
+    frame.render_widget(Paragraph::new(lines).block(block), rect);
+}
+
+pub fn breakdown_lines(b: &ContextBreakdown) -> Vec<Line<'static>> {
+    let usable = b.gauge.usable.max(1);
+    let name_width = b
+        .categories
+        .iter()
+        .map(|(n, _)| n.chars().count())
+        .max()
+        .unwrap_or(8)
+        .max(10);
+    let mut lines = Vec::new();
+    let row = |name: &str, tokens: u64, color: Color| {
+        let cells = ((tokens as f64 / usable as f64) * BAR_CELLS as f64).round() as usize;
+        let cells = cells.min(BAR_CELLS);
+        let cells = if tokens > 0 { cells.max(1) } else { 0 };
+        let percent = tokens as f64 * 100.0 / usable as f64;
+        Line::from(vec![
+            Span::raw(format!("{name:<name_width$} ")),
+            Span::styled("█".repeat(cells), Style::default().fg(color)),
+            Span::styled(
+                "░".repeat(BAR_CELLS - cells),
+                Style::default().fg(Color::DarkGray),
+            ),
+            Span::raw(format!(" {:>6} {:>5.1}%", short(tokens), percent)),
+        ])
+    };
+    let colors = [
+        Color::Blue,
+        Color::Cyan,
+        Color::Magenta,
+        Color::LightMagenta,
+        Color::Green,
+        Color::Yellow,
+    ];
+    for (i, (name, tokens)) in b.categories.iter().enumerate() {
+        lines.push(row(name, *tokens, colors[i % colors.len()]));
+    }
+    let free = b.gauge.usable.saturating_sub(b.gauge.used);
+    lines.push(row("free", free, Color::DarkGray));
+    lines.push(Line::default());
+    let percent = gauge_percent(&b.gauge);
+    let tilde = if b.gauge.estimated { "~" } else { "" };
+    lines.push(Line::styled(
+        format!(
+            "total {tilde}{} of {} usable ({} window - {} for output)",
+            short(b.gauge.used),
+            short(b.gauge.usable),
+            short(b.gauge.context),
+            short(b.gauge.reserved)
+        ),
+        Style::default()
+            .fg(gauge_color(percent))
+            .add_modifier(Modifier::BOLD),
+    ));
+    lines.push(Line::raw(match b.gauge.compact_at {
+        Some(at) => format!("automatic compaction at {} ({percent}% there)", short(at)),
+        None => "automatic compaction is off".to_string(),
+    }));
+    lines.push(Line::raw(if b.prunable > 0 {
+        format!(
+            "/prune could free {} of old tool output now",
+            short(b.prunable)
+        )
+    } else {
+        "nothing to prune yet".to_string()
+    }));
+    if let Some((before, after)) = b.last_compaction {
+        lines.push(Line::raw(format!(
+            "last compaction: {} → {} tokens",
+            short(before),
+            short(after)
+        )));
+    }
+    lines
+}

@@ -1,0 +1,121 @@
+//! `view`: draws the prepared [`App`] into a frame, pane by pane.
+//!
+//! Layout: transcript (fills), activity row (working / retrying / queued),
+//! composer, status line; overlays and the permission dialog drawn on top.
+//! Reads state only: no I/O, no awaiting, no mutation (the measuring half of a
+//! frame is `viewport::prepare`, run just before).
+
+pub mod composer;
+pub mod context;
+pub mod first_run;
+pub mod help;
+pub mod permission;
+pub mod picker;
+pub mod status;
+pub mod tool_card;
+pub mod transcript;
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Style};
+use ratatui::text::Line;
+use ratatui::widgets::{Clear, Paragraph};
+
+use super::app::{App, Overlay};
+use super::viewport;
+
+/// Where each pane goes for a given screen size.
+pub struct Areas {
+    pub transcript: Rect,
+    pub activity: Rect,
+    pub composer: Rect,
+    pub status: Rect,
+}
+
+pub fn areas(app: &App, area: Rect) -> Areas {
+    let activity_rows = status::activity_lines(app).len() as u16;
+    let composer_rows = composer::height(app, area.width)
+        .min(area.height / 2)
+        .max(2);
+    let [transcript, activity, composer, status] = Layout::vertical([
+        Constraint::Min(1),
+        Constraint::Length(activity_rows),
+        Constraint::Length(composer_rows),
+        Constraint::Length(1),
+    ])
+    .areas(area);
+    Areas {
+        transcript,
+        activity,
+        composer,
+        status,
+    }
+}
+
+/// Measures and caches what the next frame shows; call before [`draw`].
+pub fn prepare(app: &mut App, area: Rect) {
+    let transcript = areas(app, area).transcript;
+    viewport::prepare(app, transcript.width, transcript.height);
+}
+
+pub fn draw(app: &App, frame: &mut Frame<'_>) {
+    let area = frame.area();
+    if let Some(Overlay::FirstRun(text)) = &app.overlay {
+        first_run::draw(text, frame, area);
+        return;
+    }
+    let areas = areas(app, area);
+    frame.render_widget(Paragraph::new(app.viewport.rows.clone()), areas.transcript);
+    if !app.viewport.at_bottom && areas.transcript.height > 0 {
+        let hint = " ↓ newer below · End ";
+        let width = (hint.chars().count() as u16).min(areas.transcript.width);
+        let at = Rect {
+            x: areas.transcript.right().saturating_sub(width),
+            y: areas.transcript.bottom() - 1,
+            width,
+            height: 1,
+        };
+        frame.render_widget(
+            Paragraph::new(Line::styled(
+                hint,
+                Style::default().fg(Color::Black).bg(Color::Yellow),
+            )),
+            at,
+        );
+    }
+    frame.render_widget(Paragraph::new(status::activity_lines(app)), areas.activity);
+    composer::draw(app, frame, areas.composer);
+    status::draw(app, frame, areas.status);
+    if !app.completion.is_empty() && app.overlay.is_none() && app.permissions.is_empty() {
+        composer::draw_completion(app, frame, areas.composer);
+    }
+    match &app.overlay {
+        Some(Overlay::Context(breakdown)) => context::draw(breakdown.as_ref(), frame, area),
+        Some(Overlay::Help) => help::draw(frame, area),
+        Some(Overlay::Picker(picker)) => picker::draw(picker, frame, area),
+        Some(Overlay::FirstRun(_)) | None => {}
+    }
+    if let Some(request) = app.permissions.front() {
+        permission::draw(
+            request,
+            &app.permission_dialog,
+            app.permissions.len(),
+            frame,
+            area,
+        );
+    }
+}
+
+/// A centred rectangle of at most `width` x `height`, cleared for a popup.
+pub fn popup_area(frame: &mut Frame<'_>, area: Rect, width: u16, height: u16) -> Rect {
+    let width = width.min(area.width);
+    let height = height.min(area.height);
+    let rect = Rect {
+        x: area.x + (area.width - width) / 2,
+        y: area.y + (area.height - height) / 2,
+        width,
+        height,
+    };
+    frame.render_widget(Clear, rect);
+    rect
+}

@@ -1,0 +1,265 @@
+//! One transcript block as lines: message headers, user text, Markdown
+//! answers, reasoning, tool cards, compaction markers, inline notes.
+//!
+//! Pure: everything comes from the [`BlockContext`]; the viewport caches the
+//! result per block and width.
+
+use std::collections::HashSet;
+
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+
+use crate::message::{Message, MessageErrorKind, Millis, Part, PartKind, Role, ToolState};
+use crate::tui::markdown::render_markdown;
+use crate::tui::timeline::{Block, Timeline};
+use crate::tui::wrap::wrap_into;
+
+use super::tool_card::{CardContext, tool_card};
+
+/// Summary lines shown before Ctrl+O expands a compaction summary.
+const SUMMARY_PREVIEW_LINES: usize = 3;
+
+pub struct BlockContext<'a> {
+    pub timeline: &'a Timeline,
+    pub now: Millis,
+    pub expand_details: bool,
+    pub show_reasoning: bool,
+    /// Tool calls waiting for a permission answer.
+    pub awaiting: &'a HashSet<String>,
+}
+
+impl BlockContext<'_> {
+    /// True when the block's look depends on the clock or on dialogs, so it
+    /// must not be cached.
+    pub fn is_volatile(&self, block: Block) -> bool {
+        let Block::Part(m, p) = block else {
+            return false;
+        };
+        let part = &self.timeline.messages()[m].parts[p];
+        matches!(&part.kind, PartKind::Tool(t) if matches!(t.state, ToolState::Running { .. }))
+    }
+}
+
+pub fn block_lines(cx: &BlockContext<'_>, block: Block, width: usize) -> Vec<Line<'static>> {
+    let messages = cx.timeline.messages();
+    match block {
+        Block::Header(m) => header(&messages[m].message),
+        Block::Part(m, p) => {
+            let message = &messages[m];
+            part_lines(cx, &message.message, &message.parts[p], width)
+        }
+        Block::Note(n) => {
+            let note = &cx.timeline.notes()[n];
+            let (mark, style) = if note.is_error {
+                ("✗ ", Style::default().fg(Color::Red))
+            } else {
+                ("· ", Style::default().fg(Color::DarkGray))
+            };
+            let mut out = Vec::new();
+            for (i, text) in note.text.lines().enumerate() {
+                let lead = if i == 0 { mark } else { "  " };
+                let line = Line::from(vec![
+                    Span::styled(lead, style),
+                    Span::styled(text.to_string(), style),
+                ]);
+                wrap_into(&line, width, 2, &mut out);
+            }
+            out.push(Line::default());
+            out
+        }
+    }
+}
+
+/// Every block ends with its own blank line, so headers need none before them.
+fn header(message: &Message) -> Vec<Line<'static>> {
+    let mut out = Vec::new();
+    let line = match &message.role {
+        Role::User(_) => Line::styled(
+            "▌ you",
+            Style::default()
+                .fg(Color::Cyan)
+                .add_modifier(Modifier::BOLD),
+        ),
+        Role::Assistant(a) if a.summary => {
+            let before = a.tokens.context_count().saturating_sub(a.tokens.output);
+            let label = if a.finish.is_none() && a.error.is_none() {
+                "━━ compacting history…".to_string()
+            } else {
+                format!(
+                    "━━ history compacted · {} → {} tokens",
+                    short(before),
+                    short(a.tokens.output)
+                )
+            };
+            Line::styled(
+                label,
+                Style::default()
+                    .fg(Color::Magenta)
+                    .add_modifier(Modifier::BOLD),
+            )
+        }
+        Role::Assistant(a) => {
+            let mut spans = vec![
+                Span::styled("◆ ", Style::default().fg(Color::LightBlue)),
+                Span::styled(
+                    a.agent.clone(),
+                    Style::default()
+                        .fg(Color::LightBlue)
+                        .add_modifier(Modifier::BOLD),
+                ),
+                Span::styled(
+                    format!(" · {}", a.model),
+                    Style::default().fg(Color::DarkGray),
+                ),
+            ];
+            if let Some(error) = &a.error {
+                let text = match error.kind {
+                    MessageErrorKind::Aborted => "  interrupted".to_string(),
+                    _ => format!("  ✗ {}", error.message.lines().next().unwrap_or("")),
+                };
+                spans.push(Span::styled(text, Style::default().fg(Color::Red)));
+            }
+            Line::from(spans)
+        }
+    };
+    out.push(line);
+    out
+}
+
+fn part_lines(
+    cx: &BlockContext<'_>,
+    message: &Message,
+    part: &Part,
+    width: usize,
+) -> Vec<Line<'static>> {
+    let is_summary = message.as_assistant().is_some_and(|a| a.summary);
+    match &part.kind {
+        PartKind::Text(text) if message.is_user() => {
+            let style = if text.synthetic {
+                Style::default().fg(Color::DarkGray)
+            } else {
+                Style::default()
+            };
+            let mut out = Vec::new();
+            for line in text.text.lines() {
+                let row = Line::from(vec![
+                    Span::styled("┃ ", Style::default().fg(Color::Cyan)),
+                    Span::styled(line.to_string(), style),
+                ]);
+                wrap_into(&row, width, 2, &mut out);
+            }
+            out.push(Line::default());
+            out
+        }
+        PartKind::Text(text) if is_summary && !cx.expand_details => {
+            let mut lines = render_markdown(&text.text, width);
+            let hidden = lines.len().saturating_sub(SUMMARY_PREVIEW_LINES);
+            lines.truncate(SUMMARY_PREVIEW_LINES);
+            if hidden > 0 {
+                lines.push(Line::styled(
+                    format!("… summary continues, {hidden} more lines (Ctrl+O)"),
+                    Style::default().fg(Color::DarkGray),
+                ));
+            }
+            lines.push(Line::default());
+            lines
+        }
+        PartKind::Text(text) => {
+            let mut lines = render_markdown(&text.text, width);
+            lines.push(Line::default());
+            lines
+        }
+        PartKind::Reasoning(reasoning) => {
+            reasoning_lines(&reasoning.text, cx.show_reasoning, width)
+        }
+        PartKind::Tool(tool) => {
+            let card = CardContext {
+                live_output: cx.timeline.live_output(&part.id),
+                now: cx.now,
+                expanded: cx.expand_details,
+                awaiting_permission: cx.awaiting.contains(&tool.call_id),
+            };
+            tool_card(tool, &card, width)
+        }
+        PartKind::Compaction(c) => {
+            let mut label = format!(
+                "━━ compaction requested ({})",
+                if c.overflow {
+                    "overflow"
+                } else if c.auto {
+                    "auto"
+                } else {
+                    "manual"
+                }
+            );
+            if let Some(focus) = &c.instructions {
+                label.push_str(&format!(" · focus: {focus}"));
+            }
+            let mut out = Vec::new();
+            wrap_into(
+                &Line::styled(label, Style::default().fg(Color::Magenta)),
+                width,
+                3,
+                &mut out,
+            );
+            out.push(Line::default());
+            out
+        }
+        PartKind::File(file) => vec![Line::styled(
+            format!(
+                "📎 {}",
+                file.filename.clone().unwrap_or_else(|| file.mime.clone())
+            ),
+            Style::default().fg(Color::DarkGray),
+        )],
+        PartKind::Subtask(task) => vec![Line::styled(
+            format!("↳ subtask ({}): {}", task.agent, task.description),
+            Style::default().fg(Color::DarkGray),
+        )],
+        PartKind::Patch(patch) => vec![Line::styled(
+            format!("± {} file(s) changed", patch.files.len()),
+            Style::default().fg(Color::DarkGray),
+        )],
+        PartKind::StepStart(_) | PartKind::StepFinish(_) => Vec::new(),
+    }
+}
+
+fn reasoning_lines(text: &str, shown: bool, width: usize) -> Vec<Line<'static>> {
+    let style = Style::default()
+        .fg(Color::DarkGray)
+        .add_modifier(Modifier::ITALIC);
+    if text.trim().is_empty() {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    if shown {
+        for line in text.lines() {
+            wrap_into(&Line::styled(line.to_string(), style), width, 0, &mut out);
+        }
+    } else {
+        let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+        let label = format!("▸ thinking: {first}");
+        let room = width.saturating_sub(22);
+        let shown: String = label.chars().take(room.max(10)).collect();
+        let count = text.lines().count();
+        out.push(Line::from(vec![
+            Span::styled(shown, style),
+            Span::styled(
+                format!("  ({count} lines, Ctrl+T)"),
+                Style::default().fg(Color::DarkGray),
+            ),
+        ]));
+    }
+    out.push(Line::default());
+    out
+}
+
+/// `124000` -> `124k`, `3100` -> `3.1k`.
+pub fn short(tokens: u64) -> String {
+    match tokens {
+        0..=999 => tokens.to_string(),
+        1_000..=9_999 => format!("{:.1}k", tokens as f64 / 1000.0),
+        10_000..=999_999 => format!("{}k", tokens / 1000),
+        _ => format!("{:.1}M", tokens as f64 / 1_000_000.0),
+    }
+}
