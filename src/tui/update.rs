@@ -119,7 +119,7 @@ fn overlay_key(app: &mut App, action: Action) -> Vec<Effect> {
             app.overlay = None;
             match kind {
                 PickerKind::Model => {
-                    app.model = ModelRef::parse(&value);
+                    app.model = ModelRef::parse(&value).ok();
                     app.model_label = label;
                 }
                 PickerKind::Session => {
