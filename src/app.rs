@@ -63,6 +63,25 @@ impl App {
         self.config.model.clone().or_else(default_model_from_env)
     }
 
+    /// `provider/model` choices for `/model`: the default, then every model
+    /// named in `[provider.NAME.models]`.
+    pub fn model_choices(&self) -> Vec<String> {
+        let mut choices: Vec<String> = self
+            .default_model()
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        for (provider, settings) in &self.config.provider {
+            for model in settings.models.keys() {
+                let name = format!("{provider}/{model}");
+                if !choices.contains(&name) {
+                    choices.push(name);
+                }
+            }
+        }
+        choices
+    }
+
     /// Finds or creates the session and starts its runtime.
     pub async fn start(
         &self,

@@ -162,6 +162,7 @@ struct RunningLoop {
 }
 
 async fn serve(ctx: Arc<SessionCtx>, mut commands: mpsc::UnboundedReceiver<Command>) {
+    tokio::spawn(publish_opening_gauge(ctx.clone()));
     let mut running: Option<RunningLoop> = None;
     loop {
         tokio::select! {
@@ -187,6 +188,18 @@ async fn serve(ctx: Arc<SessionCtx>, mut commands: mpsc::UnboundedReceiver<Comma
     if let Some(running) = running {
         running.cancel.cancel();
         let _ = running.task.await;
+    }
+}
+
+/// A front end opening a session shows its gauge before the first message.
+async fn publish_opening_gauge(ctx: Arc<SessionCtx>) {
+    let Ok(user) = last_user_or_default(&ctx).await else {
+        return;
+    };
+    if let Ok(model) = ctx.models.resolve(&user.model).await
+        && let Err(error) = gauge::refresh(&ctx, &model).await
+    {
+        tracing::warn!(%error, "cannot measure the session's context");
     }
 }
 
