@@ -116,6 +116,10 @@ fn run_headless(args: RunArgs, loaded: Loaded) -> anyhow::Result<u8> {
 /// `cairn`: the terminal UI, reopened on another session when the user
 /// picks one with `/sessions` or `/new`.
 fn run_tui(mut choice: SessionChoice, loaded: Loaded) -> anyhow::Result<u8> {
+    use std::io::IsTerminal;
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        anyhow::bail!("cairn's terminal UI needs a terminal; in scripts use `cairn run \"...\"`");
+    }
     let app = open_app(loaded)?;
     runtime()?.block_on(async {
         loop {
