@@ -162,6 +162,9 @@ struct RunningLoop {
 }
 
 async fn serve(ctx: Arc<SessionCtx>, mut commands: mpsc::UnboundedReceiver<Command>) {
+    if let Err(error) = crate::session::recovery::repair(&ctx).await {
+        report(&ctx, &error);
+    }
     tokio::spawn(publish_opening_gauge(ctx.clone()));
     let mut running: Option<RunningLoop> = None;
     loop {
