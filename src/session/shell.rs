@@ -11,7 +11,7 @@ use crate::message::{
     now_millis,
 };
 use crate::session::Error;
-use crate::session::processor::finished_state;
+use crate::session::processor::{ToolFailure, finished_state};
 use crate::session::runtime::SessionCtx;
 use crate::tool::ToolContext;
 
@@ -90,7 +90,7 @@ pub async fn run(ctx: &SessionCtx, command: &str) -> Result<(), Error> {
         .tools
         .run("bash", input.clone(), &tool_ctx)
         .await
-        .map_err(|e| e.to_string());
+        .map_err(ToolFailure::from);
     if let PartKind::Tool(tool) = &mut part.kind {
         tool.state = finished_state(input, start, result);
     }
