@@ -769,3 +769,134 @@ async fn shell_command_is_recorded_without_calling_the_model() {
         .expect("the shell command's result");
     assert!(result.contains("shell-marker-42"), "{result}");
 }
+
+#[tokio::test]
+async fn shell_command_while_busy_does_not_end_the_agents_turn() {
+    let scenario = Scenario::start(vec![
+        tool_call(
+            "call_1",
+            "bash",
+            json!({ "command": "sleep 0.5; echo slept", "description": "wait" }),
+            500,
+        ),
+        text("The wait is over.", 600),
+    ])
+    .await;
+    let (session, handle) = scenario.session(Mode::Interactive).await;
+    let recorder = scenario.record();
+    prompt(&handle, "wait a little");
+    recorder
+        .wait_for(Duration::from_secs(5), |e| {
+            matches!(e, Event::PartUpdated { part } if part.as_tool().is_some_and(|t| t.state.status_name() == "running"))
+        })
+        .await;
+    assert!(handle.send(Command::Shell {
+        command: "echo from-the-user".into(),
+    }));
+    recorder
+        .wait_idle(&session.id, 1, Duration::from_secs(10))
+        .await;
+    // Give a shell command that was queued, not refused, time to finish.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let history = scenario.history(&session.id).await;
+    assert!(
+        assistant_text(&history).contains("The wait is over."),
+        "the turn went on after the tool: {history:#?}"
+    );
+    assert_eq!(scenario.requests().len(), 2);
+    // The shell command either ran after the turn or was refused with a reason.
+    let ran = tool_parts(&history)
+        .iter()
+        .any(|t| t.state.input()["command"] == "echo from-the-user");
+    let refused = recorder
+        .events()
+        .iter()
+        .any(|e| matches!(e, Event::Error { message, .. } if message.contains("busy")));
+    assert!(ran != refused, "ran: {ran}, refused: {refused}");
+}
+
+#[tokio::test]
+async fn prompt_during_a_shell_command_waits_for_it_and_interrupt_stops_it() {
+    let scenario = Scenario::with_config(vec![], |config| {
+        let provider = config
+            .provider
+            .get_mut("scripted")
+            .expect("scripted provider");
+        let model = provider.models["test-model"].clone();
+        provider.models.insert("other-model".into(), model);
+    })
+    .await;
+    let (session, handle) = scenario.session(Mode::Interactive).await;
+    let recorder = scenario.record();
+    // A prompt that picks another model: later messages keep it.
+    scenario.server.push(text("Using the other model.", 400));
+    assert!(handle.send(Command::Prompt {
+        text: "switch".into(),
+        agent: None,
+        model: Some(cairn::message::ModelRef::new("scripted", "other-model")),
+    }));
+    recorder
+        .wait_idle(&session.id, 1, Duration::from_secs(10))
+        .await;
+
+    assert!(handle.send(Command::Shell {
+        command: "sleep 0.4; echo shell-done".into(),
+    }));
+    scenario.server.push(text("I saw shell-done.", 600));
+    prompt(&handle, "what did the command print?");
+    recorder
+        .wait_idle(&session.id, 3, Duration::from_secs(10))
+        .await;
+    let requests = scenario.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(
+        requests[1]["model"], "other-model",
+        "the shell kept the model"
+    );
+    let result = requests[1]["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .map(content_text)
+        .expect("the shell command's result");
+    assert!(
+        result.contains("shell-done"),
+        "the prompt waited for the command: {result}"
+    );
+
+    // Esc stops a running command.
+    assert!(handle.send(Command::Shell {
+        command: "echo begun; sleep 30".into(),
+    }));
+    scenario
+        .history_until(&session.id, Duration::from_secs(5), |history| {
+            tool_parts(history).iter().any(|t| {
+                t.state.input()["command"] == "echo begun; sleep 30"
+                    && t.state.status_name() == "running"
+            })
+        })
+        .await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let asked = Instant::now();
+    assert!(handle.send(Command::Interrupt));
+    recorder
+        .wait_idle(&session.id, 4, Duration::from_secs(2))
+        .await;
+    assert!(asked.elapsed() < Duration::from_secs(2));
+    let history = scenario.history(&session.id).await;
+    let last = tool_parts(&history).pop().expect("the shell part");
+    match &last.state {
+        ToolState::Error { metadata, .. } => {
+            let metadata = metadata.as_ref().expect("metadata");
+            assert_eq!(metadata["interrupted"], true);
+            assert!(metadata["output"].as_str().unwrap_or("").contains("begun"));
+        }
+        other => panic!("expected an interrupted part, got {other:?}"),
+    }
+    assert_eq!(
+        last_assistant(&history).error.map(|e| e.kind),
+        Some(MessageErrorKind::Aborted)
+    );
+    assert_eq!(scenario.requests().len(), 2, "no model call for a command");
+}

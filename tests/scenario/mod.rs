@@ -235,7 +235,8 @@ impl Recorder {
         while self.idle_count(session_id) < n {
             assert!(
                 tokio::time::Instant::now() < deadline,
-                "the session was not idle {n} time(s) within {limit:?}"
+                "the session was not idle {n} time(s) within {limit:?}: {:?}",
+                self.statuses(session_id)
             );
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
