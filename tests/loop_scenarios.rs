@@ -900,3 +900,160 @@ async fn prompt_during_a_shell_command_waits_for_it_and_interrupt_stops_it() {
     );
     assert_eq!(scenario.requests().len(), 2, "no model call for a command");
 }
+
+#[tokio::test]
+async fn interrupt_while_waiting_to_retry_stops_at_once() {
+    let scenario = Scenario::start(vec![
+        ScriptedResponse::json(
+            429,
+            r#"{"error":{"message":"Rate limit reached","type":"rate_limit_exceeded"}}"#,
+        )
+        .header("retry-after-ms", "20000"),
+    ])
+    .await;
+    let (session, handle) = scenario.session(Mode::Interactive).await;
+    let recorder = scenario.record();
+    prompt(&handle, "hello");
+    recorder
+        .wait_for(Duration::from_secs(5), |e| {
+            matches!(
+                e,
+                Event::Status {
+                    status: SessionStatus::Retrying { .. },
+                    ..
+                }
+            )
+        })
+        .await;
+    let asked = Instant::now();
+    assert!(handle.send(Command::Interrupt));
+    recorder
+        .wait_idle(&session.id, 1, Duration::from_secs(1))
+        .await;
+    assert!(asked.elapsed() < Duration::from_secs(1));
+    let history = scenario.history(&session.id).await;
+    assert_eq!(
+        last_assistant(&history).error.map(|e| e.kind),
+        Some(MessageErrorKind::Aborted)
+    );
+    assert_eq!(scenario.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn dropped_stream_is_retried_and_the_answer_completes() {
+    let scenario = Scenario::start(vec![
+        ScriptedResponse::sse()
+            .chunk(
+                "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"test-model\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"Hello wor\"},\"finish_reason\":null}]}\n\n",
+            )
+            .then_drop(),
+        text("Hello world.", 500),
+    ])
+    .await;
+    let (session, handle) = scenario.session(Mode::Headless).await;
+    let recorder = scenario.record();
+    let (code, out, err) = scenario.run(&handle, "greet").await;
+    assert_eq!(code, 0, "stderr: {err}");
+    assert!(out.contains("Hello world."), "{out}");
+    assert!(
+        recorder
+            .statuses(&session.id)
+            .iter()
+            .any(|s| matches!(s, SessionStatus::Retrying { attempt: 1, .. })),
+        "the countdown was shown"
+    );
+    let requests = scenario.requests();
+    assert_eq!(requests.len(), 2);
+    // The retry asks the same question again: the cut-off attempt is not
+    // presented to the model as something it said.
+    assert_eq!(conversation(&requests[1]), conversation(&requests[0]));
+    let history = scenario.history(&session.id).await;
+    let last = last_assistant(&history);
+    assert!(last.error.is_none(), "{last:?}");
+    assert_eq!(last.finish, Some(cairn::message::FinishReason::Stop));
+}
+
+#[tokio::test]
+async fn a_message_sent_during_a_tool_call_follows_the_tool_result() {
+    let scenario = Scenario::start(vec![
+        tool_call(
+            "call_1",
+            "bash",
+            json!({ "command": "sleep 0.5; echo tool-finished", "description": "wait" }),
+            500,
+        ),
+        text("Both handled.", 700),
+    ])
+    .await;
+    let (session, handle) = scenario.session(Mode::Interactive).await;
+    let recorder = scenario.record();
+    prompt(&handle, "start the job");
+    recorder
+        .wait_for(Duration::from_secs(5), |e| {
+            matches!(e, Event::PartUpdated { part } if part.as_tool().is_some_and(|t| t.state.status_name() == "running"))
+        })
+        .await;
+    prompt(&handle, "also, say hi");
+    recorder
+        .wait_idle(&session.id, 1, Duration::from_secs(10))
+        .await;
+    let requests = scenario.requests();
+    assert_eq!(requests.len(), 2);
+    let messages = requests[1]["messages"].as_array().expect("messages");
+    let roles: Vec<&str> = messages
+        .iter()
+        .filter_map(|m| m["role"].as_str())
+        .filter(|r| *r != "system")
+        .collect();
+    assert_eq!(roles, ["user", "assistant", "tool", "user"]);
+    let last = messages.last().expect("a message");
+    assert_eq!(content_text(last), "also, say hi");
+    let tool = messages.iter().find(|m| m["role"] == "tool").expect("tool");
+    assert!(content_text(tool).contains("tool-finished"));
+}
+
+#[tokio::test]
+async fn interrupt_while_a_doom_loop_question_is_open() {
+    let scenario = Scenario::with_config(
+        vec![
+            append_call("call_1"),
+            append_call("call_2"),
+            append_call("call_3"),
+        ],
+        bash_allowed,
+    )
+    .await;
+    let (session, handle) = scenario.session(Mode::Interactive).await;
+    let recorder = scenario.record();
+    prompt(&handle, "count");
+    let asked = recorder
+        .wait_for(Duration::from_secs(10), |e| {
+            matches!(e, Event::PermissionAsked { .. })
+        })
+        .await;
+    let Event::PermissionAsked { request, .. } = asked else {
+        unreachable!("matched above")
+    };
+    assert!(handle.send(Command::Interrupt));
+    recorder
+        .wait_idle(&session.id, 1, Duration::from_secs(2))
+        .await;
+    // The question is withdrawn so a front end closes its dialog.
+    assert!(recorder.events().iter().any(
+        |e| matches!(e, Event::PermissionReplied { request_id, .. } if *request_id == request.id)
+    ));
+    let history = scenario.history(&session.id).await;
+    let states: Vec<&str> = tool_parts(&history)
+        .iter()
+        .map(|t| t.state.status_name())
+        .collect();
+    assert_eq!(states, ["completed", "completed", "error"]);
+    assert_eq!(
+        std::fs::read_to_string(scenario.path("count.txt")).expect("count"),
+        "again\nagain\n"
+    );
+    assert_eq!(
+        last_assistant(&history).error.map(|e| e.kind),
+        Some(MessageErrorKind::Aborted)
+    );
+}
