@@ -291,3 +291,37 @@ async fn ctrl_c_interrupts_the_run_and_keeps_the_partial_answer() {
         describe(&output)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn continue_resumes_the_last_session_with_its_history() {
+    let project = Project::new();
+    let server = ScriptedServer::start([
+        text("The capital is Paris.", 300),
+        text("About two million people.", 400),
+    ])
+    .await;
+    project.use_scripted(&server);
+    let first = project.cairn(&["run", "capital of France?"]).await;
+    assert_eq!(first.status.code(), Some(0), "{}", describe(&first));
+    let second = project
+        .cairn(&["run", "--continue", "how many live there?"])
+        .await;
+    assert_eq!(second.status.code(), Some(0), "{}", describe(&second));
+    assert!(text_of(&second.stdout).contains("About two million people."));
+
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let said: Vec<String> = requests[1].json()["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter(|m| m["role"] != "system")
+        .map(|m| m["content"].to_string())
+        .collect();
+    assert_eq!(said.len(), 3, "{said:?}");
+    assert!(said[0].contains("capital of France?"), "{said:?}");
+    assert!(said[1].contains("The capital is Paris."), "{said:?}");
+    assert!(said[2].contains("how many live there?"), "{said:?}");
+    let listed = project.cairn(&["sessions"]).await;
+    assert_eq!(text_of(&listed.stdout).lines().count(), 1, "one session");
+}
