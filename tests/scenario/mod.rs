@@ -4,12 +4,15 @@
 #![allow(dead_code)]
 
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use cairn::app::{App, SessionChoice};
+use cairn::bus::{Event, SessionStatus};
 use cairn::config::{Config, ModelConfig, ProviderConfig, Wire};
 use cairn::message::{MessageWithParts, ModelRef, Session};
 use cairn::permission::Mode;
+use cairn::session::command::Command;
 use cairn::session::runtime::SessionHandle;
 use serde_json::{Value, json};
 
@@ -120,6 +123,145 @@ impl Scenario {
     pub fn requests(&self) -> Vec<Value> {
         self.server.requests().iter().map(|r| r.json()).collect()
     }
+
+    /// Records every bus event from now on (subscribe before sending).
+    pub fn record(&self) -> Recorder {
+        Recorder::start(&self.app.bus)
+    }
+
+    /// Polls the store until `done` holds for the session's history.
+    pub async fn history_until(
+        &self,
+        session_id: &str,
+        limit: Duration,
+        done: impl Fn(&[MessageWithParts]) -> bool,
+    ) -> Vec<MessageWithParts> {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let history = self.history(session_id).await;
+            if done(&history) {
+                return history;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the history did not reach the expected state within {limit:?}: {history:#?}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+/// Sends a user message through the handle, as a front end does.
+pub fn prompt(handle: &SessionHandle, text: &str) {
+    assert!(
+        handle.send(Command::Prompt {
+            text: text.to_string(),
+            agent: None,
+            model: None,
+        }),
+        "the session runtime is running"
+    );
+}
+
+const LAGGED: &str = "recorder lagged by ";
+
+/// Every bus event published since `start`, in order, gathered by a task.
+pub struct Recorder {
+    events: Arc<Mutex<Vec<Event>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Recorder {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Recorder {
+    fn start(bus: &cairn::bus::Bus) -> Self {
+        let mut receiver = bus.subscribe();
+        let events = Arc::new(Mutex::new(Vec::new()));
+        let task = tokio::spawn({
+            let events = Arc::clone(&events);
+            async move {
+                loop {
+                    match receiver.recv().await {
+                        Ok(event) => events.lock().expect("events lock").push(event),
+                        // A panic here would not fail the test: leave a mark `events` checks.
+                        Err(tokio::sync::broadcast::error::RecvError::Lagged(missed)) => {
+                            events.lock().expect("events lock").push(Event::Notice {
+                                session_id: String::new(),
+                                message: format!("{LAGGED}{missed}"),
+                            })
+                        }
+                        Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+                    }
+                }
+            }
+        });
+        Self { events, task }
+    }
+
+    pub fn events(&self) -> Vec<Event> {
+        let events = self.events.lock().expect("events lock").clone();
+        assert!(
+            !events
+                .iter()
+                .any(|e| matches!(e, Event::Notice { message, .. } if message.starts_with(LAGGED))),
+            "the recorder missed events"
+        );
+        events
+    }
+
+    /// Waits until an event matching `found` was published; returns it.
+    pub async fn wait_for(&self, limit: Duration, found: impl Fn(&Event) -> bool) -> Event {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            if let Some(event) = self.events().into_iter().find(|e| found(e)) {
+                return event;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "no matching event within {limit:?}; saw: {:#?}",
+                self.events()
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// Waits for the session's `n`-th `Idle` status (1-based).
+    pub async fn wait_idle(&self, session_id: &str, n: usize, limit: Duration) {
+        let deadline = tokio::time::Instant::now() + limit;
+        while self.idle_count(session_id) < n {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the session was not idle {n} time(s) within {limit:?}: {:?}",
+                self.statuses(session_id)
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    pub fn idle_count(&self, session_id: &str) -> usize {
+        self.statuses(session_id)
+            .iter()
+            .filter(|s| **s == SessionStatus::Idle)
+            .count()
+    }
+
+    /// The session's status changes, in order.
+    pub fn statuses(&self, session_id: &str) -> Vec<SessionStatus> {
+        self.events()
+            .into_iter()
+            .filter_map(|e| match e {
+                Event::Status {
+                    session_id: id,
+                    status,
+                } if id == session_id => Some(status),
+                _ => None,
+            })
+            .collect()
+    }
 }
 
 fn chunk(delta: Value, finish: Option<&str>) -> String {
@@ -150,6 +292,55 @@ pub fn text(answer: &str, prompt_tokens: u64) -> ScriptedResponse {
         .chunk(chunk(json!({}), Some("stop")))
         .chunk(usage(prompt_tokens, 20))
         .chunk("data: [DONE]\n\n")
+}
+
+/// A streamed text answer, one word a chunk, waiting `pause` before each word.
+pub fn slow_text(answer: &str, prompt_tokens: u64, pause: Duration) -> ScriptedResponse {
+    let mut response =
+        ScriptedResponse::sse().chunk(chunk(json!({"role": "assistant", "content": ""}), None));
+    for word in answer.split_inclusive(' ') {
+        response = response
+            .delay(pause)
+            .chunk(chunk(json!({ "content": word }), None));
+    }
+    response
+        .chunk(chunk(json!({}), Some("stop")))
+        .chunk(usage(prompt_tokens, 20))
+        .chunk("data: [DONE]\n\n")
+}
+
+/// Streams `partial` as text, then keeps the connection open and silent.
+pub fn text_then_stall(partial: &str) -> ScriptedResponse {
+    ScriptedResponse::sse()
+        .chunk(chunk(json!({"role": "assistant", "content": ""}), None))
+        .chunk(chunk(json!({ "content": partial }), None))
+        .then_stall()
+}
+
+/// Some text, then one tool call, in one streamed answer.
+pub fn text_then_tool_call(
+    said: &str,
+    id: &str,
+    name: &str,
+    arguments: Value,
+    prompt_tokens: u64,
+) -> ScriptedResponse {
+    ScriptedResponse::sse()
+        .chunk(chunk(json!({"role": "assistant", "content": said}), None))
+        .chunk(chunk(json!({"tool_calls": [
+            {"index": 0, "id": id, "type": "function", "function": {"name": name, "arguments": arguments.to_string()}}]}), None))
+        .chunk(chunk(json!({}), Some("tool_calls")))
+        .chunk(usage(prompt_tokens, 30))
+        .chunk("data: [DONE]\n\n")
+}
+
+/// The tool parts of the session, in order.
+pub fn tool_parts(history: &[MessageWithParts]) -> Vec<cairn::message::ToolPart> {
+    history
+        .iter()
+        .flat_map(|m| m.parts.iter())
+        .filter_map(|p| p.as_tool().cloned())
+        .collect()
 }
 
 /// One streamed tool call, arguments split across chunks, with usage.
