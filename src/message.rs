@@ -488,7 +488,11 @@ pub struct Part {
     /// Token count of what this part sends to the model, computed once.
     /// Serialized as `token_count`: a flattened step-finish kind has its own
     /// `tokens` field, and two keys of one name would not read back.
-    #[serde(rename = "token_count", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "token_count",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub tokens: Option<u32>,
 }
 
@@ -627,7 +631,11 @@ mod tests {
             session_id: "ses_1".into(),
             kind: PartKind::StepFinish(StepFinishPart {
                 reason: FinishReason::ToolCalls,
-                tokens: Tokens { input: 10, output: 5, ..Default::default() },
+                tokens: Tokens {
+                    input: 10,
+                    output: 5,
+                    ..Default::default()
+                },
                 cost: 0.5,
                 snapshot: None,
             }),

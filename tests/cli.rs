@@ -129,7 +129,10 @@ fn bare_cairn_without_a_terminal_says_so_and_logs_to_the_data_dir() {
         text(&output.stderr),
         "error: cairn's terminal UI needs a terminal; in scripts use `cairn run \"...\"`\n"
     );
-    assert!(!temp.path().join("data/cairn.db").exists(), "no session is created");
+    assert!(
+        !temp.path().join("data/cairn.db").exists(),
+        "no session is created"
+    );
     let log =
         std::fs::read_to_string(temp.path().join("data/log/cairn.log")).expect("log file written");
     assert!(log.contains("cairn starting"), "{log}");

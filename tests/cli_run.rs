@@ -232,7 +232,6 @@ async fn missing_key_names_the_variable() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "bug: src/app.rs App::start creates the session before session_ctx fails on a missing model, so every failed `cairn run` leaves an empty (untitled) session"]
 async fn missing_model_leaves_no_empty_session() {
     let project = Project::new();
     std::fs::write(project.path("cairn.toml"), "").expect("write cairn.toml");

@@ -25,7 +25,11 @@ async fn a_turn_left_running_by_a_crash_is_closed_on_reopen_and_the_session_cont
         id: cairn::id::message_id(),
         session_id: session.id.clone(),
         time_created: now_millis(),
-        role: Role::User(UserMessage { agent: "build".into(), model: model.clone(), system: None }),
+        role: Role::User(UserMessage {
+            agent: "build".into(),
+            model: model.clone(),
+            system: None,
+        }),
     };
     let assistant = Message {
         id: cairn::id::message_id(),
@@ -47,12 +51,24 @@ async fn a_turn_left_running_by_a_crash_is_closed_on_reopen_and_the_session_cont
     let store = &scenario.app.store;
     store.upsert_message(&user).await.expect("user");
     store
-        .upsert_part(&Part::new(&user, PartKind::Text(TextPart { text: "run the tests".into(), ..Default::default() })))
+        .upsert_part(&Part::new(
+            &user,
+            PartKind::Text(TextPart {
+                text: "run the tests".into(),
+                ..Default::default()
+            }),
+        ))
         .await
         .expect("user text");
     store.upsert_message(&assistant).await.expect("assistant");
     store
-        .upsert_part(&Part::new(&assistant, PartKind::Text(TextPart { text: "Running them now.".into(), ..Default::default() })))
+        .upsert_part(&Part::new(
+            &assistant,
+            PartKind::Text(TextPart {
+                text: "Running them now.".into(),
+                ..Default::default()
+            }),
+        ))
         .await
         .expect("assistant text");
     let running = Part::new(
@@ -64,30 +80,67 @@ async fn a_turn_left_running_by_a_crash_is_closed_on_reopen_and_the_session_cont
                 input: json!({ "command": "cargo test" }),
                 title: None,
                 metadata: None,
-                time: ToolTime { start: now_millis(), end: None, compacted: None },
+                time: ToolTime {
+                    start: now_millis(),
+                    end: None,
+                    compacted: None,
+                },
             },
         }),
     );
     store.upsert_part(&running).await.expect("running tool");
 
-    scenario.server.push(text("The tests were interrupted; running them again is safe.", 900));
-    let (_, handle) = scenario.app.start(SessionChoice::Id(session.id.clone()), Mode::Headless).await.expect("reopen");
+    scenario.server.push(text(
+        "The tests were interrupted; running them again is safe.",
+        900,
+    ));
+    let (_, handle) = scenario
+        .app
+        .start(SessionChoice::Id(session.id.clone()), Mode::Headless)
+        .await
+        .expect("reopen");
     let (code, out, err) = scenario.run(&handle, "what happened?").await;
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("interrupted"), "{out}");
 
     let history = scenario.history(&session.id).await;
-    let repaired = history.iter().find(|m| m.message.id == assistant.id).expect("the crashed turn is kept");
+    let repaired = history
+        .iter()
+        .find(|m| m.message.id == assistant.id)
+        .expect("the crashed turn is kept");
     let info = repaired.message.as_assistant().expect("assistant");
-    assert_eq!(info.error.as_ref().map(|e| e.kind), Some(cairn::message::MessageErrorKind::Aborted));
-    let tool = repaired.parts.iter().find_map(Part::as_tool).expect("tool part");
-    assert!(matches!(&tool.state, ToolState::Error { error, .. } if error.contains("interrupted")), "{:?}", tool.state);
-    assert!(repaired.parts.iter().any(|p| matches!(&p.kind, PartKind::Text(t) if t.text == "Running them now.")));
+    assert_eq!(
+        info.error.as_ref().map(|e| e.kind),
+        Some(cairn::message::MessageErrorKind::Aborted)
+    );
+    let tool = repaired
+        .parts
+        .iter()
+        .find_map(Part::as_tool)
+        .expect("tool part");
+    assert!(
+        matches!(&tool.state, ToolState::Error { error, .. } if error.contains("interrupted")),
+        "{:?}",
+        tool.state
+    );
+    assert!(
+        repaired
+            .parts
+            .iter()
+            .any(|p| matches!(&p.kind, PartKind::Text(t) if t.text == "Running them now."))
+    );
 
     // The model saw the call with an error result, and the streamed text.
     let request = &scenario.requests()[0];
     let messages = request["messages"].as_array().expect("messages");
-    let tool_result = messages.iter().find(|m| m["role"] == "tool").expect("a result for the crashed call");
+    let tool_result = messages
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .expect("a result for the crashed call");
     assert_eq!(tool_result["tool_call_id"], "call_1");
-    assert!(messages.iter().any(|m| m["content"].as_str().is_some_and(|c| c.contains("Running them now."))));
+    assert!(messages.iter().any(|m| {
+        m["content"]
+            .as_str()
+            .is_some_and(|c| c.contains("Running them now."))
+    }));
 }

@@ -27,7 +27,12 @@ struct Terminal {
 impl Terminal {
     fn start(project: &Path, data: &Path, config: &Path, args: &[&str]) -> Self {
         let pair = native_pty_system()
-            .openpty(PtySize { rows: ROWS, cols: COLS, pixel_width: 0, pixel_height: 0 })
+            .openpty(PtySize {
+                rows: ROWS,
+                cols: COLS,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
             .expect("open a pty");
         let mut command = CommandBuilder::new(env!("CARGO_BIN_EXE_cairn"));
         command.args(args);
@@ -52,7 +57,11 @@ impl Terminal {
                 feed.lock().expect("screen lock").process(&buffer[..read]);
             }
         });
-        Self { screen, writer, child }
+        Self {
+            screen,
+            writer,
+            child,
+        }
     }
 
     fn contents(&self) -> String {
@@ -95,10 +104,23 @@ impl Terminal {
 
 /// `12% · 3.4k/28k` in the status line -> 12.
 fn gauge_percent(screen: &str) -> u32 {
-    let status = screen.lines().rev().find(|l| l.contains("compact at")).expect("a status line with the gauge");
+    let status = screen
+        .lines()
+        .rev()
+        .find(|l| l.contains("compact at"))
+        .expect("a status line with the gauge");
     let before = status.split('%').next().expect("a percentage");
-    let digits: String = before.chars().rev().take_while(|c| c.is_ascii_digit()).collect();
-    digits.chars().rev().collect::<String>().parse().expect("a number before %")
+    let digits: String = before
+        .chars()
+        .rev()
+        .take_while(|c| c.is_ascii_digit())
+        .collect();
+    digits
+        .chars()
+        .rev()
+        .collect::<String>()
+        .parse()
+        .expect("a number before %")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -117,25 +139,46 @@ async fn a_user_session_in_a_real_terminal() {
     )
     .expect("config");
     // A tool call with a large output, the answer, then the summary for /compact.
-    server.push(tool_call("call_1", "bash", json!({ "command": "seq 1 1500", "description": "count" }), 2_500));
-    server.push(text("Counted to fifteen hundred. The plan: count, then report.", 12_000));
-    server.push(text("## Goal\n- count to 1500\n## Accomplished\n- counted", 12_500));
+    server.push(tool_call(
+        "call_1",
+        "bash",
+        json!({ "command": "seq 1 1500", "description": "count" }),
+        2_500,
+    ));
+    server.push(text(
+        "Counted to fifteen hundred. The plan: count, then report.",
+        12_000,
+    ));
+    server.push(text(
+        "## Goal\n- count to 1500\n## Accomplished\n- counted",
+        12_500,
+    ));
 
     let project_path = project.path().to_path_buf();
     let (data_path, config_path) = (data.path().to_path_buf(), config_home.path().to_path_buf());
     let session = tokio::task::spawn_blocking(move || {
         let mut terminal = Terminal::start(&project_path, &data_path, &config_path, &[]);
-        terminal.wait_for("the status line", |s| s.contains("scripted/test-model") && s.contains("compact at"));
+        terminal.wait_for("the status line", |s| {
+            s.contains("scripted/test-model") && s.contains("compact at")
+        });
 
         terminal.type_text("count to 1500\r");
         let screen = terminal.wait_for("the answer", |s| s.contains("Counted to fifteen hundred"));
-        assert!(screen.contains("✓ bash"), "a completed tool card:\n{screen}");
+        assert!(
+            screen.contains("✓ bash"),
+            "a completed tool card:\n{screen}"
+        );
         let before = terminal.wait_for("the gauge after the answer", |s| gauge_percent(s) >= 30);
 
         terminal.type_text("/compact keep the plan\r");
-        let after = terminal.wait_for("the compaction marker", |s| s.contains("history compacted") && s.contains("compacted the conversation"));
+        let after = terminal.wait_for("the compaction marker", |s| {
+            s.contains("history compacted") && s.contains("compacted the conversation")
+        });
         assert!(after.contains("focus: keep the plan"), "{after}");
-        assert!(gauge_percent(&after) < gauge_percent(&before), "the gauge drops:\nbefore:\n{before}\nafter:\n{after}");
+        assert!(
+            gauge_percent(&after) < gauge_percent(&before),
+            "the gauge drops:\nbefore:\n{before}\nafter:\n{after}"
+        );
 
         terminal.type_text("/prune\r");
         terminal.wait_for("the prune report", |s| s.contains("prune"));
@@ -143,7 +186,8 @@ async fn a_user_session_in_a_real_terminal() {
         terminal.type_text("\x03");
         terminal.wait_exit();
 
-        let mut reopened = Terminal::start(&project_path, &data_path, &config_path, &["--continue"]);
+        let mut reopened =
+            Terminal::start(&project_path, &data_path, &config_path, &["--continue"]);
         let screen = reopened.wait_for("the same transcript", |s| {
             s.contains("history compacted") && s.contains("focus: keep the plan")
         });

@@ -19,13 +19,20 @@ const RECENT: usize = 8;
 
 /// Closes unfinished assistant messages; returns how many were repaired.
 pub async fn repair(ctx: &SessionCtx) -> Result<usize, Error> {
-    let recent = ctx.writer.store.messages_before(&ctx.session_id, None, RECENT).await?;
+    let recent = ctx
+        .writer
+        .store
+        .messages_before(&ctx.session_id, None, RECENT)
+        .await?;
     let mut repaired = 0;
     for mut entry in recent {
         let Some(assistant) = entry.message.as_assistant() else {
             continue;
         };
-        if assistant.time_completed.is_some() || assistant.finish.is_some() || assistant.error.is_some() {
+        if assistant.time_completed.is_some()
+            || assistant.finish.is_some()
+            || assistant.error.is_some()
+        {
             continue;
         }
         let now = now_millis();
@@ -44,7 +51,11 @@ pub async fn repair(ctx: &SessionCtx) -> Result<usize, Error> {
                 input: tool.state.input().clone(),
                 error: "interrupted: cairn stopped before this tool finished".into(),
                 metadata: Some(json!({ "interrupted": true })),
-                time: ToolTime { start, end: Some(now), compacted: None },
+                time: ToolTime {
+                    start,
+                    end: Some(now),
+                    compacted: None,
+                },
             };
             ctx.writer.part(part).await?;
         }
