@@ -100,8 +100,13 @@ pub fn measure(
     let anchor = token::added_since_last_request(history, &model.model);
     let fixed = fixed_tokens(request);
     let added = anchor.added.iter().map(|part| context::part_tokens(part));
+    let removed = anchor
+        .pruned
+        .iter()
+        .map(|part| context::pruned_savings(part));
     let calibration = ctx.accounting.calibration(&model.model);
-    let next = token::next_request_tokens(anchor.usage.as_ref(), fixed, added, &calibration);
+    let next =
+        token::next_request_tokens(anchor.usage.as_ref(), fixed, added, removed, &calibration);
     gauge_for(ctx, model, next.tokens, next.estimated)
 }
 
