@@ -694,3 +694,138 @@ async fn the_gauge_predicts_the_next_request_and_context_adds_up_to_it() {
     // magnifies that, hence the wider bound.
     assert!(diff.abs() < 3.0, "{diff:+.2}%");
 }
+
+#[tokio::test]
+async fn a_summary_that_overflows_twice_drops_the_oldest_turns() {
+    let scenario = Scenario::with_config(vec![], |config| {
+        small_window(config);
+        config.compaction.tail_turns = 0;
+    })
+    .await;
+    for answer in ["Answer one.", "Answer two."] {
+        scenario.server.push(text(answer, 1_000));
+    }
+    let args = json!({ "command": "echo three", "description": "three" });
+    scenario
+        .server
+        .push(tool_call("call_3", "bash", args, 16_500));
+    scenario.server.push(openai_overflow());
+    scenario.server.push(openai_overflow());
+    scenario.server.push(text(SUMMARY, 2_000));
+    scenario.server.push(text("Done with three.", 1_500));
+    let (session, handle) = scenario.session(Mode::Headless).await;
+    for question in ["FIRST question", "SECOND question", "THIRD question"] {
+        let (code, _, err) = scenario.run(&handle, question).await;
+        assert_eq!(code, 0, "{err}");
+    }
+    let requests = scenario.requests();
+    assert_eq!(
+        requests.len(),
+        7,
+        "3 steps, 3 summary attempts, the continuation"
+    );
+    let attempts: Vec<String> = requests[3..6].iter().map(all_text).collect();
+    assert!(requests[3..6].iter().all(is_summary_request));
+    assert!(attempts[0].contains("FIRST question") && attempts[1].contains("FIRST question"));
+    assert!(
+        !attempts[2].contains("FIRST question"),
+        "the oldest turn is dropped"
+    );
+    assert!(attempts[2].contains("SECOND question") && attempts[2].contains("THIRD question"));
+    assert!(
+        attempts[2].contains(&cairn::session::compaction::omitted_turns_note(1)),
+        "the summarizer is told a turn is missing: {}",
+        attempts[2]
+    );
+    assert!(starts_with_summary(&requests[6], SUMMARY));
+    let history = scenario.history(&session.id).await;
+    assert_eq!(summaries(&history).len(), 3);
+    assert!(assistant_text(&history).contains("Done with three."));
+}
+
+#[tokio::test]
+async fn a_prompt_typed_while_an_overflow_is_compacted_follows_the_replay() {
+    let scenario =
+        Scenario::with_config(vec![text("The first answer.", 1_000)], small_window).await;
+    let (session, handle) = scenario.session(Mode::Headless).await;
+    assert_eq!(scenario.run(&handle, "first question").await.0, 0);
+    scenario.server.push(openai_overflow());
+    scenario
+        .server
+        .push(slow_text(Duration::from_millis(800), SUMMARY, 1_500));
+    scenario.server.push(text("Answering both.", 2_000));
+    let mut watched = watch(&scenario, &session.id);
+    for (text, wait_for_compaction) in [("PASTE that overflowed", true), ("TYPED meanwhile", false)]
+    {
+        assert!(handle.send(Command::Prompt {
+            text: text.into(),
+            agent: None,
+            model: None,
+        }));
+        if wait_for_compaction {
+            watched
+                .until(|e| {
+                    matches!(
+                        e,
+                        Event::Status {
+                            status: SessionStatus::Compacting,
+                            ..
+                        }
+                    )
+                })
+                .await;
+        }
+    }
+    watched.until_settled().await;
+    let requests = scenario.requests();
+    assert_eq!(requests.len(), 4, "first, rejected, summary, answer");
+    let messages = messages_of(&requests[3]);
+    let texts: Vec<String> = messages.iter().map(message_text).collect();
+    assert!(starts_with_summary(&requests[3], SUMMARY), "{texts:?}");
+    assert_eq!(
+        texts[texts.len() - 2..],
+        ["PASTE that overflowed", "TYPED meanwhile"],
+        "the replayed message, then the prompt typed meanwhile"
+    );
+    assert!(!texts.iter().any(|t| t == AUTO_CONTINUE));
+}
+
+#[tokio::test]
+async fn interrupting_a_compaction_leaves_the_session_as_it_was() {
+    let scenario = Scenario::start(vec![text("The first answer.", 1_000)]).await;
+    let (session, handle) = scenario.session(Mode::Headless).await;
+    assert_eq!(scenario.run(&handle, "first question").await.0, 0);
+    let before = scenario.history(&session.id).await;
+    scenario
+        .server
+        .push(slow_text(Duration::from_secs(5), SUMMARY, 1_500));
+    let mut watched = watch(&scenario, &session.id);
+    assert!(handle.send(Command::Compact { instructions: None }));
+    watched
+        .until(|e| {
+            matches!(
+                e,
+                Event::Status {
+                    status: SessionStatus::Compacting,
+                    ..
+                }
+            )
+        })
+        .await;
+    // Let the summary request reach the server before interrupting it.
+    while scenario.requests().len() < 2 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(handle.send(Command::Interrupt));
+    watched.until_settled().await;
+    assert_eq!(scenario.history(&session.id).await, before);
+
+    scenario.server.push(text("The second answer.", 1_100));
+    assert_eq!(scenario.run(&handle, "second question").await.0, 0);
+    let last = scenario.requests().pop().expect("a request");
+    assert!(
+        all_text(&last).contains("first question"),
+        "nothing was summarized"
+    );
+    assert!(!all_text(&last).contains(COMPACTION_QUESTION));
+}

@@ -238,7 +238,16 @@ impl Watch {
     pub async fn until_settled(&mut self) {
         use cairn::bus::{Event, SessionStatus};
         let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-        let mut busy = false;
+        // A status seen by an earlier `until` counts: the loop may already be busy.
+        let mut busy = self
+            .seen
+            .iter()
+            .rev()
+            .find_map(|e| match e {
+                Event::Status { status, .. } => Some(*status != SessionStatus::Idle),
+                _ => None,
+            })
+            .unwrap_or(false);
         let mut idle = false;
         loop {
             assert!(
