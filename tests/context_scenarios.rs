@@ -115,15 +115,27 @@ async fn auto_compaction_mid_task_summarizes_then_continues_the_task() {
         .server
         .push(text("Task finished after compaction.", 1_500));
     let (session, handle) = scenario.session(Mode::Headless).await;
-    let (code, out, err) = scenario.run(&handle, "do the scripted task").await;
-    assert_eq!(code, 0, "stderr: {err}");
-    assert!(out.contains("Task finished after compaction."), "{out}");
+    let watched = prompt_and_settle(&scenario, &handle, "do the scripted task").await;
+    assert!(watched.errors().is_empty(), "{:?}", watched.errors());
 
     let requests = scenario.requests();
     assert_eq!(
         requests.len(),
         4,
         "two steps, the summary, the continuation"
+    );
+    // Gauges: before request 0, before 1, after the summary, before 3.
+    let gauges = watched.gauges();
+    assert_eq!(gauges.len(), 4, "{gauges:?}");
+    assert!(gauges[1].used > 2_030, "anchored on the first step's usage");
+    let after = gauges[2];
+    assert!(
+        after.used < after.compact_at.expect("auto is on") / 2,
+        "{after:?}"
+    );
+    assert!(
+        after.used < gauges[3].used,
+        "the continue message adds a little"
     );
     let summary_request = &requests[2];
     assert!(is_summary_request(summary_request), "{summary_request:#}");
@@ -828,4 +840,37 @@ async fn interrupting_a_compaction_leaves_the_session_as_it_was() {
         "nothing was summarized"
     );
     assert!(!all_text(&last).contains(COMPACTION_QUESTION));
+}
+
+#[tokio::test]
+async fn a_paste_larger_than_the_window_stops_after_one_compaction() {
+    // llama-server's case: the replayed message alone overflows again.
+    let scenario =
+        Scenario::with_config(vec![text("The first answer.", 1_000)], small_window).await;
+    let (session, handle) = scenario.session(Mode::Headless).await;
+    assert_eq!(scenario.run(&handle, "first question").await.0, 0);
+    scenario.server.push(openai_overflow());
+    scenario.server.push(text(SUMMARY, 1_500));
+    for _ in 0..4 {
+        scenario.server.push(openai_overflow());
+        scenario.server.push(text(SUMMARY, 1_500));
+    }
+    let paste = format!("PASTE {}", dense_text(3, 80_000));
+    let watched = prompt_and_settle(&scenario, &handle, &paste).await;
+    let errors = watched.errors();
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.starts_with("compaction cannot help")),
+        "{errors:?}"
+    );
+    let requests = scenario.requests();
+    assert_eq!(
+        requests.len(),
+        3,
+        "first answer, rejected paste, one summary"
+    );
+    assert!(!all_text(&requests[2]).contains("PASTE"));
+    let history = scenario.history(&session.id).await;
+    assert_eq!(compaction_parts(&history).len(), 1);
 }
