@@ -874,3 +874,35 @@ async fn a_paste_larger_than_the_window_stops_after_one_compaction() {
     let history = scenario.history(&session.id).await;
     assert_eq!(compaction_parts(&history).len(), 1);
 }
+
+#[tokio::test]
+async fn a_question_that_fills_the_window_is_replayed_after_the_summary() {
+    // The gauge fires before sending: the new question is unanswered and too
+    // big for the verbatim tail (4,000 tokens), so it must follow the summary
+    // word for word. Usage is reported close to the real sizes.
+    cairn::token::count("exact counts: the sizes below are o200k tokens");
+    let scenario = Scenario::with_config(vec![], small_window).await;
+    std::fs::write(scenario.path("big.txt"), dense_text(4, 13_500)).expect("write");
+    let args = json!({ "file_path": scenario.path("big.txt").display().to_string() });
+    scenario
+        .server
+        .push(tool_call("call_1", "read", args, 2_000));
+    scenario.server.push(text("Read it.", 11_500));
+    let (session, handle) = scenario.session(Mode::Headless).await;
+    assert_eq!(scenario.run(&handle, "read big.txt").await.0, 0);
+    scenario.server.push(text(SUMMARY, 1_500));
+    scenario.server.push(text("Answering the question.", 9_000));
+    let question = format!("QUESTION about this log:\n{}", dense_text(5, 9_000));
+    let watched = prompt_and_settle(&scenario, &handle, &question).await;
+    assert!(watched.errors().is_empty(), "{:?}", watched.errors());
+    let requests = scenario.requests();
+    assert_eq!(requests.len(), 4, "two steps, summary, answer");
+    assert!(is_summary_request(&requests[2]));
+    assert!(!all_text(&requests[2]).contains("QUESTION"));
+    assert!(starts_with_summary(&requests[3], SUMMARY));
+    assert_eq!(message_text(&last_message(&requests[3])), question);
+    assert!(!all_text(&requests[3]).contains(AUTO_CONTINUE));
+    let history = scenario.history(&session.id).await;
+    let compactions = compaction_parts(&history);
+    assert!(compactions[0].auto && !compactions[0].overflow);
+}
