@@ -369,3 +369,210 @@ pub fn assistant_text(history: &[MessageWithParts]) -> String {
         })
         .collect()
 }
+
+// ---- Context-management helpers (tests/context_scenarios.rs, tests/context_shapes.rs) ----
+
+/// Watches one session's events on the bus while commands run.
+pub struct Watch {
+    receiver: tokio::sync::broadcast::Receiver<cairn::bus::Event>,
+    session_id: String,
+    /// Every event of the session seen so far, in order.
+    pub seen: Vec<cairn::bus::Event>,
+}
+
+/// Starts watching before a command is sent, so nothing is missed.
+pub fn watch(scenario: &Scenario, session_id: &str) -> Watch {
+    Watch {
+        receiver: scenario.app.bus.subscribe(),
+        session_id: session_id.to_string(),
+        seen: Vec::new(),
+    }
+}
+
+impl Watch {
+    /// The next event of the session, or `None` after `quiet` without one.
+    async fn next(&mut self, quiet: Duration) -> Option<cairn::bus::Event> {
+        loop {
+            match tokio::time::timeout(quiet, self.receiver.recv()).await {
+                Err(_) => return None,
+                Ok(Err(tokio::sync::broadcast::error::RecvError::Lagged(_))) => continue,
+                Ok(Err(tokio::sync::broadcast::error::RecvError::Closed)) => return None,
+                Ok(Ok(event)) if event.session_id() == self.session_id => {
+                    self.seen.push(event.clone());
+                    return Some(event);
+                }
+                Ok(Ok(_)) => continue,
+            }
+        }
+    }
+
+    /// Waits (at most 30 s) until an event matches `wanted`.
+    pub async fn until(&mut self, wanted: impl Fn(&cairn::bus::Event) -> bool) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            assert!(
+                !left.is_zero(),
+                "no matching event within 30 s: {:?}",
+                self.seen
+            );
+            if let Some(event) = self.next(left).await
+                && wanted(&event)
+            {
+                return;
+            }
+        }
+    }
+
+    /// Waits until the loop went busy, came back to idle, and stayed idle for
+    /// 300 ms (the runtime restarts the loop once when a prompt was queued).
+    pub async fn until_settled(&mut self) {
+        use cairn::bus::{Event, SessionStatus};
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        // A status seen by an earlier `until` counts: the loop may already be busy.
+        let mut busy = self
+            .seen
+            .iter()
+            .rev()
+            .find_map(|e| match e {
+                Event::Status { status, .. } => Some(*status != SessionStatus::Idle),
+                _ => None,
+            })
+            .unwrap_or(false);
+        let mut idle = false;
+        loop {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the session did not settle within 30 s: {:?}",
+                self.seen
+            );
+            match self.next(Duration::from_millis(300)).await {
+                Some(Event::Status { status, .. }) => {
+                    idle = status == SessionStatus::Idle && busy;
+                    busy |= status != SessionStatus::Idle;
+                }
+                Some(_) => {}
+                None if idle => return,
+                None => {}
+            }
+        }
+    }
+
+    pub fn notices(&self) -> Vec<String> {
+        self.seen
+            .iter()
+            .filter_map(|e| match e {
+                cairn::bus::Event::Notice { message, .. } => Some(message.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    pub fn errors(&self) -> Vec<String> {
+        self.seen
+            .iter()
+            .filter_map(|e| match e {
+                cairn::bus::Event::Error { message, .. } => Some(message.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    pub fn gauges(&self) -> Vec<cairn::bus::ContextGauge> {
+        self.seen
+            .iter()
+            .filter_map(|e| match e {
+                cairn::bus::Event::Gauge { gauge, .. } => Some(*gauge),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+/// Sends a prompt and waits until the session settles; returns what the bus said.
+pub async fn prompt_and_settle(scenario: &Scenario, handle: &SessionHandle, text: &str) -> Watch {
+    command_and_settle(
+        scenario,
+        handle,
+        cairn::session::command::Command::Prompt {
+            text: text.to_string(),
+            agent: None,
+            model: None,
+        },
+    )
+    .await
+}
+
+/// Sends a command that runs the loop and waits until the session settles.
+pub async fn command_and_settle(
+    scenario: &Scenario,
+    handle: &SessionHandle,
+    command: cairn::session::command::Command,
+) -> Watch {
+    let mut watch = watch(scenario, &handle.session_id);
+    assert!(handle.send(command), "the session runtime is running");
+    watch.until_settled().await;
+    watch
+}
+
+/// OpenAI's answer to a request larger than the window (HTTP 400).
+pub fn openai_overflow() -> ScriptedResponse {
+    ScriptedResponse::json(
+        400,
+        r#"{"error":{"message":"This model's maximum context length is 20000 tokens. However, your messages resulted in 23456 tokens. Please reduce the length of the messages.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#,
+    )
+}
+
+/// Like [`text`], but the server waits `delay` before the first byte of the body.
+pub fn slow_text(delay: Duration, answer: &str, prompt_tokens: u64) -> ScriptedResponse {
+    ScriptedResponse::sse()
+        .delay(delay)
+        .chunk(chunk(json!({"role": "assistant", "content": answer}), None))
+        .chunk(chunk(json!({}), Some("stop")))
+        .chunk(usage(prompt_tokens, 20))
+        .chunk("data: [DONE]\n\n")
+}
+
+/// A text answer whose usage reports `prompt` and `completion` tokens.
+pub fn text_with_usage(answer: &str, prompt: u64, completion: u64) -> ScriptedResponse {
+    ScriptedResponse::sse()
+        .chunk(chunk(json!({"role": "assistant", "content": answer}), None))
+        .chunk(chunk(json!({}), Some("stop")))
+        .chunk(usage(prompt, completion))
+        .chunk("data: [DONE]\n\n")
+}
+
+/// Deterministic text of about `bytes` bytes that tokenizes densely (hex
+/// words, roughly 2 characters per token), in lines of about 100 characters.
+pub fn dense_text(seed: u64, bytes: usize) -> String {
+    let mut out = String::with_capacity(bytes + 128);
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    while out.len() < bytes {
+        for _ in 0..11 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            out.push_str(&format!("{:08x} ", state as u32));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// The text of a Chat Completions message: a string, or its text parts joined.
+pub fn message_text(message: &Value) -> String {
+    match &message["content"] {
+        Value::String(text) => text.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+/// The messages of a recorded request body.
+pub fn messages_of(request: &Value) -> Vec<Value> {
+    request["messages"].as_array().cloned().unwrap_or_default()
+}
