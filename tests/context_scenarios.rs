@@ -16,8 +16,8 @@ use cairn::session::command::Command;
 use cairn::session::compaction::{AUTO_CONTINUE, SYSTEM_PROMPT};
 use cairn::session::context::{CLEARED_TOOL_RESULT, COMPACTION_QUESTION};
 use scenario::{
-    Scenario, assistant_text, command_and_settle, dense_text, message_text, messages_of,
-    openai_overflow, prompt_and_settle, slow_text, text, tool_call, watch,
+    Scenario, assistant_text, command_and_settle, delayed_text, dense_text, message_text,
+    messages_of, openai_overflow, prompt_and_settle, text, tool_call, watch,
 };
 use serde_json::{Value, json};
 
@@ -125,7 +125,7 @@ async fn auto_compaction_mid_task_summarizes_then_continues_the_task() {
         "two steps, the summary, the continuation"
     );
     // Gauges: before request 0, before 1, after the summary, before 3.
-    let gauges = watched.gauges();
+    let gauges = watched.request_gauges();
     assert_eq!(gauges.len(), 4, "{gauges:?}");
     assert!(gauges[1].used > 2_030, "anchored on the first step's usage");
     let after = gauges[2];
@@ -522,7 +522,7 @@ async fn a_prompt_typed_during_compaction_waits_and_is_answered_after_it() {
     ));
     scenario
         .server
-        .push(slow_text(Duration::from_millis(800), SUMMARY, 3_000));
+        .push(delayed_text(Duration::from_millis(800), SUMMARY, 3_000));
     scenario
         .server
         .push(text("Answering the typed question.", 1_500));
@@ -636,7 +636,7 @@ async fn gauge_run(counts: &[u64]) -> GaugeRun {
     let mut predicted = Vec::new();
     for question in ["read the data files", "second", "third"] {
         let watched = prompt_and_settle(&scenario, &handle, question).await;
-        predicted.extend(watched.gauges().iter().map(|g| g.used));
+        predicted.extend(watched.request_gauges().iter().map(|g| g.used));
     }
     let (reply, answer) = tokio::sync::oneshot::channel();
     assert!(handle.send(Command::Context { reply }));
@@ -646,7 +646,7 @@ async fn gauge_run(counts: &[u64]) -> GaugeRun {
     watched.until(|e| matches!(e, Event::Gauge { .. })).await;
     let after_prune = watched.gauges()[0].used;
     let watched = prompt_and_settle(&scenario, &handle, "fourth").await;
-    predicted.extend(watched.gauges().iter().map(|g| g.used));
+    predicted.extend(watched.request_gauges().iter().map(|g| g.used));
     let requests = scenario.requests();
     assert_eq!(
         predicted.len(),
@@ -764,7 +764,7 @@ async fn a_prompt_typed_while_an_overflow_is_compacted_follows_the_replay() {
     scenario.server.push(openai_overflow());
     scenario
         .server
-        .push(slow_text(Duration::from_millis(800), SUMMARY, 1_500));
+        .push(delayed_text(Duration::from_millis(800), SUMMARY, 1_500));
     scenario.server.push(text("Answering both.", 2_000));
     let mut watched = watch(&scenario, &session.id);
     for (text, wait_for_compaction) in [("PASTE that overflowed", true), ("TYPED meanwhile", false)]
@@ -810,7 +810,7 @@ async fn interrupting_a_compaction_leaves_the_session_as_it_was() {
     let before = scenario.history(&session.id).await;
     scenario
         .server
-        .push(slow_text(Duration::from_secs(5), SUMMARY, 1_500));
+        .push(delayed_text(Duration::from_secs(5), SUMMARY, 1_500));
     let mut watched = watch(&scenario, &session.id);
     assert!(handle.send(Command::Compact { instructions: None }));
     watched

@@ -189,7 +189,9 @@ async fn a_user_session_in_a_real_terminal() {
         let mut reopened =
             Terminal::start(&project_path, &data_path, &config_path, &["--continue"]);
         let screen = reopened.wait_for("the same transcript", |s| {
-            s.contains("history compacted") && s.contains("focus: keep the plan") && s.contains("compact at")
+            s.contains("history compacted")
+                && s.contains("focus: keep the plan")
+                && s.contains("compact at")
         });
         reopened.type_text("\x03");
         reopened.type_text("\x03");

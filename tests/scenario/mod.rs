@@ -478,6 +478,41 @@ impl Watch {
             .collect()
     }
 
+    /// The gauges measured before requests: those published between the
+    /// first step-start and the last step-finish seen. The gauge shown when a
+    /// session opens and the one refreshed after a run ends are left out.
+    pub fn request_gauges(&self) -> Vec<cairn::bus::ContextGauge> {
+        use cairn::message::PartKind;
+        let is_step = |e: &cairn::bus::Event, finish: bool| match e {
+            cairn::bus::Event::PartUpdated { part } => {
+                if finish {
+                    matches!(part.kind, PartKind::StepFinish(_))
+                } else {
+                    matches!(part.kind, PartKind::StepStart(_))
+                }
+            }
+            _ => false,
+        };
+        let (Some(first_start), Some(last_finish)) = (
+            self.seen.iter().position(|e| is_step(e, false)),
+            self.seen.iter().rposition(|e| is_step(e, true)),
+        ) else {
+            return Vec::new();
+        };
+        // The gauge before the first request is published just before its step-start.
+        let from = self.seen[..first_start]
+            .iter()
+            .rposition(|e| matches!(e, cairn::bus::Event::Gauge { .. }))
+            .unwrap_or(first_start);
+        self.seen[from..last_finish]
+            .iter()
+            .filter_map(|e| match e {
+                cairn::bus::Event::Gauge { gauge, .. } => Some(*gauge),
+                _ => None,
+            })
+            .collect()
+    }
+
     pub fn gauges(&self) -> Vec<cairn::bus::ContextGauge> {
         self.seen
             .iter()
@@ -524,7 +559,7 @@ pub fn openai_overflow() -> ScriptedResponse {
 }
 
 /// Like [`text`], but the server waits `delay` before the first byte of the body.
-pub fn slow_text(delay: Duration, answer: &str, prompt_tokens: u64) -> ScriptedResponse {
+pub fn delayed_text(delay: Duration, answer: &str, prompt_tokens: u64) -> ScriptedResponse {
     ScriptedResponse::sse()
         .delay(delay)
         .chunk(chunk(json!({"role": "assistant", "content": answer}), None))
