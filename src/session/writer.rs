@@ -6,7 +6,8 @@
 use std::sync::Arc;
 
 use crate::bus::{Bus, DeltaField, Event};
-use crate::message::{Message, Part, Session};
+use crate::message::{Message, Part, PartKind, Session};
+use crate::session::context;
 use crate::store::{self, Store};
 
 #[derive(Clone)]
@@ -28,10 +29,17 @@ impl Writer {
         Ok(())
     }
 
+    /// Persists and publishes a part. A part that will not change any more
+    /// gets its token count now, once, when the exact tokenizer is ready
+    /// (`Part.tokens`; the gauge, prune and `/context` read it back).
     pub async fn part(&self, part: &Part) -> Result<(), store::Error> {
-        self.store.upsert_part(part).await?;
+        let mut part = part.clone();
+        if part.tokens.is_none() && is_settled(&part) {
+            context::fill_part_tokens(std::iter::once(&mut part));
+        }
+        self.store.upsert_part(&part).await?;
         self.bus.publish(Event::PartUpdated {
-            part: Arc::new(part.clone()),
+            part: Arc::new(part),
         });
         Ok(())
     }
@@ -66,5 +74,16 @@ impl Writer {
             session_id: session_id.to_string(),
             message: message.into(),
         });
+    }
+}
+
+/// Whether a part has reached its final content: streamed text and reasoning
+/// once they end, tool calls once they finish; everything else at once.
+fn is_settled(part: &Part) -> bool {
+    match &part.kind {
+        PartKind::Text(text) => text.time.is_none_or(|t| t.end.is_some()),
+        PartKind::Reasoning(reasoning) => reasoning.time.end.is_some(),
+        PartKind::Tool(tool) => tool.state.is_finished(),
+        _ => true,
     }
 }

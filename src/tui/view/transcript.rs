@@ -86,7 +86,7 @@ fn header(message: &Message) -> Vec<Line<'static>> {
                 "━━ compacting history…".to_string()
             } else {
                 format!(
-                    "━━ history compacted · {} → {} tokens",
+                    "━━ history compacted · {} tokens summarized into {}",
                     short(before),
                     short(a.tokens.output)
                 )
