@@ -7,7 +7,8 @@
 //! decides what is fresh by time or by who wrote: only the stored `rev` does,
 //! so writes of other handles and processes are seen like our own.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashSet};
+use std::ops::Bound;
 
 use crate::message::{Message, MessageWithParts, Part};
 
@@ -59,15 +60,18 @@ impl DecodedCache {
         cache
     }
 
+    /// Forgets every session (after a reader job panicked mid-update).
     pub(crate) fn clear(&mut self) {
         self.sessions.clear();
     }
 }
 
-/// Decoded messages of one session by message id.
+/// Decoded messages of one session by message id. Ordered, so that a read
+/// can find the cached messages of the id range it listed without walking
+/// the rest (a `read_all` may have cached thousands).
 #[derive(Default)]
 pub(crate) struct SessionCache {
-    messages: HashMap<String, CachedMessage>,
+    messages: BTreeMap<String, CachedMessage>,
 }
 
 struct CachedMessage {
@@ -167,11 +171,21 @@ impl SessionCache {
         listed: &[MessageKey],
     ) {
         let (lower, upper) = range;
-        let in_range = |id: &str| lower.is_none_or(|l| id >= l) && upper.is_none_or(|u| id < u);
-        let listed: std::collections::HashSet<&str> =
-            listed.iter().map(|key| key.row.id.as_str()).collect();
-        self.messages
-            .retain(|id, _| !in_range(id) || listed.contains(id.as_str()));
+        let bounds = (
+            lower.map_or(Bound::Unbounded, Bound::Included),
+            upper.map_or(Bound::Unbounded, Bound::Excluded),
+        );
+        let listed: HashSet<&str> = listed.iter().map(|key| key.row.id.as_str()).collect();
+        let gone: Vec<String> = self
+            .messages
+            .range::<str, _>(bounds)
+            .map(|(id, _)| id)
+            .filter(|id| !listed.contains(id.as_str()))
+            .cloned()
+            .collect();
+        for id in gone {
+            self.messages.remove(&id);
+        }
     }
 }
 
