@@ -1,6 +1,7 @@
 //! Store benchmarks on real SQLite files: bulk inserts (100,000 parts over
 //! 10,000 messages), `read_context` of a 10,000-message session whose last
-//! compaction point is 200 messages from the end (target < 5 ms), and
+//! compaction point is 200 messages from the end (target < 5 ms; cold, warm,
+//! and warm with one part appended between reads, the agent loop's case), and
 //! `list_sessions(1000)` over 1,000 sessions (target < 20 ms).
 //!
 //! Run with `cargo bench --bench store`.
@@ -227,10 +228,62 @@ fn read_context(c: &mut Criterion) {
         CONTEXT_MESSAGES,
         "stops at the compaction point"
     );
+    let newest = &history.last().expect("history is not empty").message;
 
-    c.bench_function("read_context 10k messages, point 200 from the end", |b| {
+    let mut group = c.benchmark_group("read_context 10k messages, point 200 from the end");
+    // A handle that has never read the session: everything is decoded.
+    group.bench_function("cold (new handle, first read)", |b| {
+        b.iter_custom(|iterations| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iterations {
+                let cold = open(&dir);
+                let start = Instant::now();
+                rt.block_on(cold.read_context(&session.id)).expect("read");
+                total += start.elapsed();
+            }
+            total
+        })
+    });
+    group.bench_function("warm, nothing changed", |b| {
         b.iter(|| rt.block_on(store.read_context(&session.id)).expect("read"))
     });
+    // The loop's case: the previous step added a part to the newest message.
+    // The part is removed again after the timed read (untimed, raw SQL) so
+    // that the newest message does not grow over thousands of iterations.
+    group.bench_function("warm, one part appended since the last read", |b| {
+        b.iter_custom(|iterations| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iterations {
+                let part = Part::new(
+                    newest,
+                    PartKind::Text(TextPart {
+                        text: "one more streamed answer. ".repeat(8),
+                        ..TextPart::default()
+                    }),
+                );
+                rt.block_on(store.upsert_part(&part)).expect("append");
+                let start = Instant::now();
+                let context = rt.block_on(store.read_context(&session.id)).expect("read");
+                total += start.elapsed();
+                assert_eq!(
+                    context.last().map(|m| m.parts.len()),
+                    Some(PARTS_PER_MESSAGE + 1)
+                );
+                let id = part.id.clone();
+                rt.block_on(store.call(move |connection| {
+                    connection
+                        .execute("DELETE FROM part WHERE id = ?1", [&id])
+                        .map_err(|source| cairn::store::Error::Sqlite {
+                            operation: "remove the appended part",
+                            source,
+                        })
+                }))
+                .expect("remove");
+            }
+            total
+        })
+    });
+    group.finish();
 }
 
 fn list_sessions(c: &mut Criterion) {

@@ -8,8 +8,10 @@
 //! where history starts is `message::HistoryScan`'s rule.
 //!
 //! Files: `schema` (open, pragmas, migrations), `thread` (connection threads),
-//! `sessions`, `writes`, `reads` (SQL), `part_json` (stored part JSON), `error`.
+//! `sessions`, `writes`, `reads` (SQL), `cache` (the reader's decoded rows,
+//! checked against row revisions), `part_json` (stored part JSON), `error`.
 
+mod cache;
 mod error;
 mod part_json;
 mod reads;
@@ -19,7 +21,7 @@ mod thread;
 mod writes;
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use rusqlite::{Connection, TransactionBehavior};
 
@@ -28,6 +30,7 @@ pub use reads::CONTEXT_PAGE;
 pub use schema::SCHEMA_VERSION;
 
 use crate::message::{Message, MessageWithParts, Part, Session};
+use cache::DecodedCache;
 use error::During;
 use sessions::EncodedSession;
 use thread::ConnectionThread;
@@ -46,6 +49,9 @@ struct Inner {
     path: PathBuf,
     writer: ConnectionThread,
     reader: ConnectionThread,
+    /// Decoded rows of recently read sessions. Only reader jobs lock it, and
+    /// they run one at a time, so the lock is never contended.
+    cache: Arc<Mutex<DecodedCache>>,
 }
 
 impl std::fmt::Debug for Store {
@@ -75,6 +81,7 @@ impl Store {
                 path: path.to_path_buf(),
                 writer: ConnectionThread::spawn("cairn-store-write", path, writer)?,
                 reader: ConnectionThread::spawn("cairn-store-read", path, reader)?,
+                cache: Arc::default(),
             }),
         })
     }
@@ -246,8 +253,9 @@ impl Store {
     /// there; older messages are not loaded.
     pub async fn read_context(&self, session_id: &str) -> Result<Vec<MessageWithParts>, Error> {
         let session_id = session_id.to_string();
+        let cache = Arc::clone(&self.inner.cache);
         self.snapshot("read context", move |connection| {
-            reads::read_context(connection, &session_id)
+            reads::read_context(connection, lock(&cache).session(&session_id), &session_id)
         })
         .await
     }
@@ -255,8 +263,9 @@ impl Store {
     /// Every message of the session, oldest first (TUI, export).
     pub async fn read_all(&self, session_id: &str) -> Result<Vec<MessageWithParts>, Error> {
         let session_id = session_id.to_string();
+        let cache = Arc::clone(&self.inner.cache);
         self.snapshot("read session", move |connection| {
-            reads::read_all(connection, &session_id)
+            reads::read_all(connection, lock(&cache).session(&session_id), &session_id)
         })
         .await
     }
@@ -271,8 +280,11 @@ impl Store {
     ) -> Result<Vec<MessageWithParts>, Error> {
         let session_id = session_id.to_string();
         let before_id = before_id.map(str::to_string);
+        let cache = Arc::clone(&self.inner.cache);
         self.snapshot("read earlier messages", move |connection| {
-            reads::messages_before(connection, &session_id, before_id.as_deref(), limit)
+            let mut cache = lock(&cache);
+            let cache = cache.session(&session_id);
+            reads::messages_before(connection, cache, &session_id, before_id.as_deref(), limit)
         })
         .await
     }
@@ -289,6 +301,7 @@ impl Store {
             let transaction = connection
                 .transaction_with_behavior(TransactionBehavior::Immediate)
                 .during(operation)?;
+            writes::next_revision(&transaction)?;
             let result = f(&transaction)?;
             transaction.commit().during(operation)?;
             Ok(result)
@@ -329,4 +342,15 @@ impl Store {
         let result = self.inner.reader.run(operation, f).await;
         result.map_err(|error| error.in_file(&self.inner.path))
     }
+}
+
+/// Locks the decoded-row cache. A reader job that panicked while holding it
+/// may have left a session half updated: start from an empty cache then.
+fn lock(cache: &Mutex<DecodedCache>) -> MutexGuard<'_, DecodedCache> {
+    cache.lock().unwrap_or_else(|poisoned| {
+        cache.clear_poison();
+        let mut cache = poisoned.into_inner();
+        cache.clear();
+        cache
+    })
 }

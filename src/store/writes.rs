@@ -3,7 +3,9 @@
 //! only run SQL, inside a transaction the caller opened.
 //!
 //! Upserts update in place (`ON CONFLICT DO UPDATE`), never `INSERT OR
-//! REPLACE`, which would delete the row and cascade to its parts.
+//! REPLACE`, which would delete the row and cascade to its parts. Every row
+//! written is stamped with the transaction's revision ([`next_revision`]),
+//! which is what tells readers' caches that it changed.
 
 use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
 
@@ -74,6 +76,18 @@ impl EncodedPart {
     }
 }
 
+/// Takes the next revision for the rows this transaction writes. Called once
+/// at the start of every write transaction: the rows it stamps get a value no
+/// earlier transaction (of any process) handed out.
+pub(crate) fn next_revision(connection: &Connection) -> Result<(), Error> {
+    connection
+        .prepare_cached("UPDATE revision SET value = value + 1")
+        .during("take the next row revision")?
+        .execute([])
+        .during("take the next row revision")
+        .map(drop)
+}
+
 /// Inserts or updates a message and marks its session as just updated.
 pub(crate) fn upsert_message(
     connection: &Connection,
@@ -82,11 +96,11 @@ pub(crate) fn upsert_message(
     const OPERATION: &str = "upsert message";
     connection
         .prepare_cached(
-            "INSERT INTO message (id, session_id, role, time_created, data)
-             VALUES (?1, ?2, ?3, ?4, ?5)
+            "INSERT INTO message (id, session_id, role, time_created, data, rev)
+             VALUES (?1, ?2, ?3, ?4, ?5, (SELECT value FROM revision))
              ON CONFLICT (id) DO UPDATE SET session_id = excluded.session_id,
                  role = excluded.role, time_created = excluded.time_created,
-                 data = excluded.data",
+                 data = excluded.data, rev = excluded.rev",
         )
         .during(OPERATION)?
         .execute(params![
@@ -113,11 +127,11 @@ pub(crate) fn upsert_part(connection: &Connection, part: &EncodedPart) -> Result
     }
     connection
         .prepare_cached(
-            "INSERT INTO part (id, message_id, session_id, type, data)
-             VALUES (?1, ?2, ?3, ?4, ?5)
+            "INSERT INTO part (id, message_id, session_id, type, data, rev)
+             VALUES (?1, ?2, ?3, ?4, ?5, (SELECT value FROM revision))
              ON CONFLICT (id) DO UPDATE SET message_id = excluded.message_id,
                  session_id = excluded.session_id, type = excluded.type,
-                 data = excluded.data",
+                 data = excluded.data, rev = excluded.rev",
         )
         .during(OPERATION)?
         .execute(params![
