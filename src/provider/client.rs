@@ -18,7 +18,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::anthropic::{self, AnthropicDecoder, AnthropicOptions};
-use super::error::Error;
+use super::error::{Error, ErrorKind};
 use super::openai::{self, OpenAiDecoder, OpenAiOptions};
 use super::retry::{RetryNotice, RetryPolicy};
 use super::sse::{SseDecoder, SseEvent};
@@ -406,10 +406,18 @@ impl StreamState {
 
     fn decode_end(&mut self) -> Result<(), Error> {
         self.finished = true;
+        let cut_mid_event = self.sse.is_mid_event();
         self.sse
             .finish(&mut self.sse_events)
             .map_err(|error| Error::malformed(&self.url, error))?;
-        self.decode_events()?;
+        match self.decode_events() {
+            // An event cut by a dropped connection is half JSON: that is the
+            // network's fault (retryable), not a server speaking another format.
+            Err(error) if cut_mid_event && error.kind() == ErrorKind::Malformed => {
+                return Err(Error::truncated(&self.url, "the last event was cut off"));
+            }
+            outcome => outcome?,
+        }
         self.decoder.finish(&mut self.decoded)
     }
 

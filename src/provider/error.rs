@@ -143,6 +143,17 @@ impl Error {
         )
     }
 
+    /// `malformed` for one event the decoder could not read, quoting only
+    /// its start: an event may be megabytes, the parser's detail may quote a
+    /// whole string of it, and the message is stored and shown.
+    pub fn malformed_event(provider: &str, detail: impl std::fmt::Display, data: &str) -> Self {
+        let detail = detail.to_string();
+        Self::malformed(
+            provider,
+            format!("{} in event {}", excerpt(&detail), excerpt(data)),
+        )
+    }
+
     pub fn config(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Config, message)
     }
@@ -155,6 +166,17 @@ impl Error {
             }
         }
         self
+    }
+}
+
+/// The longest piece of a server's event quoted in a message.
+const MAX_EXCERPT_CHARS: usize = 200;
+
+/// The first `MAX_EXCERPT_CHARS` characters of `data`, with its full size when cut.
+fn excerpt(data: &str) -> String {
+    match data.char_indices().nth(MAX_EXCERPT_CHARS) {
+        Some((cut, _)) => format!("{}… ({} bytes)", &data[..cut], data.len()),
+        None => data.to_owned(),
     }
 }
 
