@@ -24,7 +24,7 @@ use super::retry::{RetryNotice, RetryPolicy};
 use super::sse::{SseDecoder, SseEvent};
 use super::{ChatRequest, StreamEvent, WireDecoder};
 
-/// How long a stream may send nothing before it is abandoned. Reasoning
+/// How long a stream may send no event before it is abandoned. Reasoning
 /// models can think silently for a while, but providers send pings.
 pub const DEFAULT_STALL_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -227,6 +227,7 @@ impl Provider {
             pending_error: None,
             cancel,
             stall,
+            last_event: tokio::time::Instant::now(),
             url,
             secret,
             finished: false,
@@ -355,6 +356,10 @@ struct StreamState {
     pending_error: Option<Error>,
     cancel: CancellationToken,
     stall: Duration,
+    /// When the last SSE event arrived. The stall timeout counts from here,
+    /// not from the last byte: a server (or proxy) that only sends keep-alive
+    /// comments forever is as stuck as a silent one.
+    last_event: tokio::time::Instant,
     url: String,
     secret: Option<String>,
     finished: bool,
@@ -375,7 +380,7 @@ impl StreamState {
             let next = tokio::select! {
                 biased;
                 _ = self.cancel.cancelled() => Err(Error::cancelled()),
-                next = tokio::time::timeout(self.stall, self.body.next()) => match next {
+                next = tokio::time::timeout_at(self.last_event + self.stall, self.body.next()) => match next {
                     Err(_) => Err(Error::stalled(&self.url, self.stall)),
                     Ok(next) => Ok(next),
                 },
@@ -401,6 +406,9 @@ impl StreamState {
         self.sse
             .feed(bytes, &mut self.sse_events)
             .map_err(|error| Error::malformed(&self.url, error))?;
+        if !self.sse_events.is_empty() {
+            self.last_event = tokio::time::Instant::now();
+        }
         self.decode_events()
     }
 

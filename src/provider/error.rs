@@ -23,7 +23,7 @@ pub enum ErrorKind {
     BadRequest,
     /// Could not connect, or the connection broke.
     Network,
-    /// No bytes for longer than the stall timeout.
+    /// No event (or, before the reply, no answer) for longer than the stall timeout.
     Stalled,
     /// The server sent something that is not the wire format.
     Malformed,
@@ -128,7 +128,7 @@ impl Error {
         Self::new(
             ErrorKind::Stalled,
             format!(
-                "{url} sent nothing for {} s, so the request was abandoned; the server may be overloaded, try again",
+                "{url} sent no event for {} s, so the request was abandoned; the server may be overloaded, try again",
                 after.as_secs_f32()
             ),
         )
