@@ -154,6 +154,9 @@ async fn the_key_never_reaches_disk_or_output_and_the_data_dir_is_private() {
         assert_no_key_in_output(&output, &key, format);
     }
     assert_eq!(server.requests().len(), 4, "401 is not retried");
+    let output = project.run(&["config"]).await;
+    assert_eq!(output.status.code(), Some(0));
+    assert_no_key_in_output(&output, &key, "cairn config");
 
     let data = project.data();
     let files = assert_no_key_in_data(&data, &key);
