@@ -324,6 +324,40 @@ async fn a_stream_that_never_finishes_stalls_out() {
 }
 
 #[tokio::test]
+async fn an_endless_valid_stream_hits_the_response_cap() {
+    let server = ScriptedServer::start([]).await;
+    let piece = openai_chunk(json!({"content": "more and more text "}), None);
+    // 4 MiB of valid text events against a 1 MiB cap, never finishing.
+    let response = ScriptedResponse::sse()
+        .chunks(std::iter::repeat_n(
+            piece.repeat(100),
+            4 * 1024 * 1024 / (piece.len() * 100),
+        ))
+        .then_stall();
+    server.push(response);
+    let mut config = ProviderConfig::new("hostile", Wire::OpenAi, format!("{}/v1", server.url()));
+    config.max_response_bytes = 1024 * 1024;
+    let provider = Provider::new(config).expect("provider");
+    let (events, error) = within(LIMIT, async {
+        let events = provider
+            .stream(&request(), CancellationToken::new())
+            .await
+            .expect("stream starts");
+        collect_events(events).await
+    })
+    .await;
+    let error = error.expect("the cap ends the stream");
+    assert_eq!(error.kind(), ErrorKind::Malformed, "{error}");
+    assert!(error.to_string().contains("1 MiB"), "{error}");
+    let text = support::text_of(&events);
+    assert!(
+        text.len() > 100_000 && text.len() < 1024 * 1024,
+        "{}",
+        text.len()
+    );
+}
+
+#[tokio::test]
 async fn keep_alive_comments_forever_stall_out() {
     for wire in [Wire::OpenAi, Wire::Anthropic] {
         let mut response = ScriptedResponse::sse();

@@ -32,6 +32,11 @@ pub const DEFAULT_STALL_TIMEOUT: Duration = Duration::from_secs(120);
 /// a wrong address or a firewall.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// The most bytes one streamed response may have. The longest real answers
+/// (128k output tokens at ~200 bytes of SSE framing each) are ~25 MiB; past
+/// this the server is streaming without end, and the text is held in memory.
+pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 256 * 1024 * 1024;
+
 /// The longest error body we read: enough for any real message.
 const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
 
@@ -61,6 +66,8 @@ pub struct ProviderConfig {
     pub uses_max_completion_tokens: bool,
     pub thinking_budget: Option<u32>,
     pub stall_timeout: Duration,
+    /// A response body longer than this is abandoned as `Malformed`.
+    pub max_response_bytes: usize,
 }
 
 impl fmt::Debug for ProviderConfig {
@@ -86,6 +93,7 @@ impl fmt::Debug for ProviderConfig {
             )
             .field("thinking_budget", &self.thinking_budget)
             .field("stall_timeout", &self.stall_timeout)
+            .field("max_response_bytes", &self.max_response_bytes)
             .finish()
     }
 }
@@ -103,6 +111,7 @@ impl ProviderConfig {
             uses_max_completion_tokens: false,
             thinking_budget: None,
             stall_timeout: DEFAULT_STALL_TIMEOUT,
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
         }
     }
 }
@@ -228,6 +237,8 @@ impl Provider {
             cancel,
             stall,
             last_event: tokio::time::Instant::now(),
+            received: 0,
+            max_bytes: self.config.max_response_bytes,
             url,
             secret,
             finished: false,
@@ -360,6 +371,8 @@ struct StreamState {
     /// not from the last byte: a server (or proxy) that only sends keep-alive
     /// comments forever is as stuck as a silent one.
     last_event: tokio::time::Instant,
+    received: usize,
+    max_bytes: usize,
     url: String,
     secret: Option<String>,
     finished: bool,
@@ -387,7 +400,20 @@ impl StreamState {
             };
             let outcome = match next {
                 Err(error) => Err(error),
-                Ok(Some(Ok(bytes))) => self.decode_bytes(&bytes),
+                Ok(Some(Ok(bytes))) => {
+                    self.received = self.received.saturating_add(bytes.len());
+                    if self.received > self.max_bytes {
+                        Err(Error::malformed(
+                            &self.url,
+                            format!(
+                                "the response passed {} MiB without ending",
+                                self.max_bytes / (1024 * 1024)
+                            ),
+                        ))
+                    } else {
+                        self.decode_bytes(&bytes)
+                    }
+                }
                 Ok(Some(Err(error))) => Err(Error::network(&self.url, error_chain(&error))),
                 Ok(None) => self.decode_end(),
             };
