@@ -20,8 +20,11 @@ use tokio::net::{TcpListener, TcpStream};
 /// Text pieces of the first answer and the pause before each.
 const TEXT_PIECES: usize = 20;
 const PIECE_DELAY: Duration = Duration::from_millis(40);
-/// The processor flushes text every 250 ms; older text must be on disk.
-const DURABLE_AFTER: Duration = Duration::from_millis(300);
+/// The processor flushes text every 250 ms; older text must be on disk. The
+/// ages are measured from the server's send, so the client's own scheduling
+/// delay on a loaded machine counts too: 300 ms is the target (figures in the
+/// long run), 400 ms the bound that fails.
+const DURABLE_AFTER: Duration = Duration::from_millis(400);
 
 /// One step of a scripted answer: wait, then write `bytes`; `text` is the
 /// model text those bytes carry (recorded with the send time).
