@@ -247,9 +247,12 @@ struct MessageDeltaBody {
 
 const PROVIDER: &str = "anthropic";
 
+/// More content blocks than any real message has (one per text, thinking
+/// and tool call); a larger index is a broken stream.
+const MAX_BLOCKS: usize = 4096;
+
 fn parse<'a, T: Deserialize<'a>>(data: &'a str) -> Result<T, Error> {
-    serde_json::from_str(data)
-        .map_err(|error| Error::malformed(PROVIDER, format!("{error} in event {data}")))
+    serde_json::from_str(data).map_err(|error| Error::malformed_event(PROVIDER, error, data))
 }
 
 impl AnthropicDecoder {
@@ -273,7 +276,17 @@ impl AnthropicDecoder {
         }
     }
 
-    fn block_start(&mut self, start: BlockStart, out: &mut Vec<StreamEvent>) {
+    fn block_start(&mut self, start: BlockStart, out: &mut Vec<StreamEvent>) -> Result<(), Error> {
+        if start.index >= MAX_BLOCKS {
+            // The index sizes a vector: a hostile one would allocate without bound.
+            return Err(Error::malformed(
+                PROVIDER,
+                format!(
+                    "content block index {} (at most {MAX_BLOCKS} blocks are read)",
+                    start.index
+                ),
+            ));
+        }
         let body = start.content_block;
         let block = match body.kind.as_str() {
             "text" => {
@@ -314,6 +327,7 @@ impl AnthropicDecoder {
             self.blocks.resize_with(start.index + 1, || None);
         }
         self.blocks[start.index] = Some(block);
+        Ok(())
     }
 
     fn block_delta(&mut self, delta: BlockDelta, out: &mut Vec<StreamEvent>) {
@@ -408,7 +422,7 @@ impl WireDecoder for AnthropicDecoder {
                 let start: MessageStart = parse(&event.data)?;
                 self.apply_usage(&start.message.usage);
             }
-            "content_block_start" => self.block_start(parse(&event.data)?, out),
+            "content_block_start" => self.block_start(parse(&event.data)?, out)?,
             "content_block_delta" => self.block_delta(parse(&event.data)?, out),
             "content_block_stop" => self.block_stop(parse::<BlockStop>(&event.data)?.index, out),
             "message_delta" => {

@@ -18,19 +18,24 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::anthropic::{self, AnthropicDecoder, AnthropicOptions};
-use super::error::Error;
+use super::error::{Error, ErrorKind};
 use super::openai::{self, OpenAiDecoder, OpenAiOptions};
 use super::retry::{RetryNotice, RetryPolicy};
 use super::sse::{SseDecoder, SseEvent};
 use super::{ChatRequest, StreamEvent, WireDecoder};
 
-/// How long a stream may send nothing before it is abandoned. Reasoning
+/// How long a stream may send no event before it is abandoned. Reasoning
 /// models can think silently for a while, but providers send pings.
 pub const DEFAULT_STALL_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// Connecting should be quick even to a busy server; a long wait here means
 /// a wrong address or a firewall.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The most bytes one streamed response may have. The longest real answers
+/// (128k output tokens at ~200 bytes of SSE framing each) are ~25 MiB; past
+/// this the server is streaming without end, and the text is held in memory.
+pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 256 * 1024 * 1024;
 
 /// The longest error body we read: enough for any real message.
 const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
@@ -61,6 +66,8 @@ pub struct ProviderConfig {
     pub uses_max_completion_tokens: bool,
     pub thinking_budget: Option<u32>,
     pub stall_timeout: Duration,
+    /// A response body longer than this is abandoned as `Malformed`.
+    pub max_response_bytes: usize,
 }
 
 impl fmt::Debug for ProviderConfig {
@@ -86,6 +93,7 @@ impl fmt::Debug for ProviderConfig {
             )
             .field("thinking_budget", &self.thinking_budget)
             .field("stall_timeout", &self.stall_timeout)
+            .field("max_response_bytes", &self.max_response_bytes)
             .finish()
     }
 }
@@ -103,6 +111,7 @@ impl ProviderConfig {
             uses_max_completion_tokens: false,
             thinking_budget: None,
             stall_timeout: DEFAULT_STALL_TIMEOUT,
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
         }
     }
 }
@@ -227,6 +236,9 @@ impl Provider {
             pending_error: None,
             cancel,
             stall,
+            last_event: tokio::time::Instant::now(),
+            received: 0,
+            max_bytes: self.config.max_response_bytes,
             url,
             secret,
             finished: false,
@@ -355,6 +367,12 @@ struct StreamState {
     pending_error: Option<Error>,
     cancel: CancellationToken,
     stall: Duration,
+    /// When the last SSE event arrived. The stall timeout counts from here,
+    /// not from the last byte: a server (or proxy) that only sends keep-alive
+    /// comments forever is as stuck as a silent one.
+    last_event: tokio::time::Instant,
+    received: usize,
+    max_bytes: usize,
     url: String,
     secret: Option<String>,
     finished: bool,
@@ -375,14 +393,27 @@ impl StreamState {
             let next = tokio::select! {
                 biased;
                 _ = self.cancel.cancelled() => Err(Error::cancelled()),
-                next = tokio::time::timeout(self.stall, self.body.next()) => match next {
+                next = tokio::time::timeout_at(self.last_event + self.stall, self.body.next()) => match next {
                     Err(_) => Err(Error::stalled(&self.url, self.stall)),
                     Ok(next) => Ok(next),
                 },
             };
             let outcome = match next {
                 Err(error) => Err(error),
-                Ok(Some(Ok(bytes))) => self.decode_bytes(&bytes),
+                Ok(Some(Ok(bytes))) => {
+                    self.received = self.received.saturating_add(bytes.len());
+                    if self.received > self.max_bytes {
+                        Err(Error::malformed(
+                            &self.url,
+                            format!(
+                                "the response passed {} MiB without ending",
+                                self.max_bytes / (1024 * 1024)
+                            ),
+                        ))
+                    } else {
+                        self.decode_bytes(&bytes)
+                    }
+                }
                 Ok(Some(Err(error))) => Err(Error::network(&self.url, error_chain(&error))),
                 Ok(None) => self.decode_end(),
             };
@@ -401,15 +432,26 @@ impl StreamState {
         self.sse
             .feed(bytes, &mut self.sse_events)
             .map_err(|error| Error::malformed(&self.url, error))?;
+        if !self.sse_events.is_empty() {
+            self.last_event = tokio::time::Instant::now();
+        }
         self.decode_events()
     }
 
     fn decode_end(&mut self) -> Result<(), Error> {
         self.finished = true;
+        let cut_mid_event = self.sse.is_mid_event();
         self.sse
             .finish(&mut self.sse_events)
             .map_err(|error| Error::malformed(&self.url, error))?;
-        self.decode_events()?;
+        match self.decode_events() {
+            // An event cut by a dropped connection is half JSON: that is the
+            // network's fault (retryable), not a server speaking another format.
+            Err(error) if cut_mid_event && error.kind() == ErrorKind::Malformed => {
+                return Err(Error::truncated(&self.url, "the last event was cut off"));
+            }
+            outcome => outcome?,
+        }
         self.decoder.finish(&mut self.decoded)
     }
 

@@ -23,7 +23,7 @@ pub enum ErrorKind {
     BadRequest,
     /// Could not connect, or the connection broke.
     Network,
-    /// No bytes for longer than the stall timeout.
+    /// No event (or, before the reply, no answer) for longer than the stall timeout.
     Stalled,
     /// The server sent something that is not the wire format.
     Malformed,
@@ -128,7 +128,7 @@ impl Error {
         Self::new(
             ErrorKind::Stalled,
             format!(
-                "{url} sent nothing for {} s, so the request was abandoned; the server may be overloaded, try again",
+                "{url} sent no event for {} s, so the request was abandoned; the server may be overloaded, try again",
                 after.as_secs_f32()
             ),
         )
@@ -140,6 +140,17 @@ impl Error {
             format!(
                 "{provider} sent a response cairn cannot read: {detail}; is the base URL pointing at the right kind of server?"
             ),
+        )
+    }
+
+    /// `malformed` for one event the decoder could not read, quoting only
+    /// its start: an event may be megabytes, the parser's detail may quote a
+    /// whole string of it, and the message is stored and shown.
+    pub fn malformed_event(provider: &str, detail: impl std::fmt::Display, data: &str) -> Self {
+        let detail = detail.to_string();
+        Self::malformed(
+            provider,
+            format!("{} in event {}", excerpt(&detail), excerpt(data)),
         )
     }
 
@@ -155,6 +166,17 @@ impl Error {
             }
         }
         self
+    }
+}
+
+/// The longest piece of a server's event quoted in a message.
+const MAX_EXCERPT_CHARS: usize = 200;
+
+/// The first `MAX_EXCERPT_CHARS` characters of `data`, with its full size when cut.
+fn excerpt(data: &str) -> String {
+    match data.char_indices().nth(MAX_EXCERPT_CHARS) {
+        Some((cut, _)) => format!("{}… ({} bytes)", &data[..cut], data.len()),
+        None => data.to_owned(),
     }
 }
 

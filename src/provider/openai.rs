@@ -157,6 +157,10 @@ fn encode_assistant(message: &ChatMessage, messages: &mut Vec<Value>) {
 
 const PROVIDER: &str = "openai-compatible server";
 
+/// More parallel calls than any model makes in one step; a larger index is a
+/// broken stream.
+const MAX_TOOL_CALLS: usize = 1024;
+
 #[derive(Deserialize)]
 struct Chunk {
     #[serde(default)]
@@ -267,8 +271,15 @@ impl OpenAiDecoder {
         position: usize,
         delta: ToolCallDelta,
         out: &mut Vec<StreamEvent>,
-    ) {
+    ) -> Result<(), Error> {
         let index = delta.index.unwrap_or(position);
+        if index >= MAX_TOOL_CALLS {
+            // The index sizes a vector: a hostile one would allocate without bound.
+            return Err(Error::malformed(
+                PROVIDER,
+                format!("tool call index {index} (at most {MAX_TOOL_CALLS} calls are read)"),
+            ));
+        }
         if self.calls.len() <= index {
             self.calls.resize_with(index + 1, PendingCall::default);
         }
@@ -310,6 +321,7 @@ impl OpenAiDecoder {
                 arguments,
             });
         }
+        Ok(())
     }
 
     fn end_tool_calls(&mut self, out: &mut Vec<StreamEvent>) {
@@ -362,9 +374,8 @@ impl WireDecoder for OpenAiDecoder {
             self.emit_finish(out);
             return Ok(());
         }
-        let chunk: Chunk = serde_json::from_str(&event.data).map_err(|error| {
-            Error::malformed(PROVIDER, format!("{error} in chunk {}", event.data))
-        })?;
+        let chunk: Chunk = serde_json::from_str(&event.data)
+            .map_err(|error| Error::malformed_event(PROVIDER, error, &event.data))?;
         if let Some(error) = chunk.error {
             return Err(Error::from_stream_error(
                 PROVIDER,
@@ -383,7 +394,7 @@ impl WireDecoder for OpenAiDecoder {
                 );
                 push_text(out, delta.content, |text| StreamEvent::TextDelta { text });
                 for (call_position, call) in delta.tool_calls.into_iter().flatten().enumerate() {
-                    self.tool_call_delta(call_position, call, out);
+                    self.tool_call_delta(call_position, call, out)?;
                 }
             }
             if let Some(reason) = choice.finish_reason {

@@ -134,6 +134,12 @@ impl SseDecoder {
         Ok(())
     }
 
+    /// The bytes so far end inside an event (a line or a blank line is
+    /// missing): a body closing now was cut, unless the event is whole anyway.
+    pub fn is_mid_event(&self) -> bool {
+        !self.partial_line.is_empty() || self.has_data
+    }
+
     fn check_size(&self, len: usize) -> Result<(), SseError> {
         if len > self.limit {
             Err(SseError::TooLarge { limit: self.limit })
