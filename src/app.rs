@@ -49,6 +49,14 @@ impl App {
     pub fn open(config: Config, cwd: PathBuf, data_dir: &Path) -> anyhow::Result<Self> {
         let store = Store::open(&data_dir.join("cairn.db"))?;
         let models: Arc<dyn ModelSource> = Arc::new(ConfiguredModels::new(&config));
+        // Keys stay out of the commands the model runs (and so out of its context).
+        crate::tool::hide_from_commands(
+            config
+                .provider
+                .values()
+                .filter_map(|p| p.api_key_env.as_ref().map(|v| v.as_str().to_string()))
+                .chain(crate::provider::presets::key_variables().map(str::to_string)),
+        );
         Ok(Self {
             config,
             store,

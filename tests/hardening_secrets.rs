@@ -183,7 +183,6 @@ async fn the_key_never_reaches_disk_or_output_and_the_data_dir_is_private() {
 /// A command the model runs inherits cairn's environment, so `env` hands the
 /// provider key to the model and into the stored tool output.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "bug: src/tool/bash.rs spawns commands with cairn's whole environment, so `printenv CAIRN_TEST_KEY` gives the provider key to the model and the db"]
 async fn a_command_the_model_runs_does_not_see_the_key() {
     let server = ScriptedServer::start([]).await;
     let project = Project::new(&server.url());

@@ -110,6 +110,11 @@ pub const PRESETS: &[Preset] = &[
     local("lmstudio", "http://localhost:1234/v1"),
 ];
 
+/// Every environment variable a preset reads its key from.
+pub fn key_variables() -> impl Iterator<Item = &'static str> {
+    PRESETS.iter().filter_map(|preset| preset.api_key_env)
+}
+
 pub fn preset(name: &str) -> Option<&'static Preset> {
     PRESETS.iter().find(|preset| preset.name == name)
 }

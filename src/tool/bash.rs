@@ -167,7 +167,11 @@ async fn run_command(
     let stderr = stdout
         .try_clone()
         .map_err(|e| ToolError::io("prepare the output pipe for", cwd, e))?;
-    let mut child = tokio::process::Command::new("bash")
+    let mut bash = tokio::process::Command::new("bash");
+    for name in hidden_variables() {
+        bash.env_remove(name);
+    }
+    let mut child = bash
         .arg("-c")
         .arg(command)
         .current_dir(cwd)
@@ -408,4 +412,35 @@ mod tests {
         let (patterns, _) = command_patterns("echo 'a && b; c' | wc -l");
         assert_eq!(patterns, ["echo 'a && b; c'", "wc -l"]);
     }
+}
+
+/// Environment variables commands never see: provider keys would otherwise
+/// reach the model (`env`, `printenv`) and the stored tool output. Every
+/// `*_API_KEY` variable, plus the names registered with [`hide_from_commands`]
+/// (a `[provider.NAME] api_key_env` may be named anything).
+static HIDDEN: std::sync::RwLock<Vec<String>> = std::sync::RwLock::new(Vec::new());
+
+/// Keeps these variables out of every command's environment from now on.
+pub fn hide_from_commands<I: IntoIterator<Item = String>>(names: I) {
+    let mut hidden = HIDDEN
+        .write()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    for name in names {
+        if !hidden.contains(&name) {
+            hidden.push(name);
+        }
+    }
+}
+
+fn hidden_variables() -> Vec<std::ffi::OsString> {
+    let registered = HIDDEN
+        .read()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    std::env::vars_os()
+        .map(|(name, _)| name)
+        .filter(|name| {
+            let text = name.to_string_lossy();
+            text.ends_with("_API_KEY") || registered.iter().any(|hidden| *hidden == text)
+        })
+        .collect()
 }

@@ -30,7 +30,7 @@ use crate::message::FilePart;
 use crate::permission::{PermissionError, PermissionRequest, Permissions};
 use crate::provider::ToolSpec;
 
-pub use bash::command_patterns;
+pub use bash::{command_patterns, hide_from_commands};
 
 /// What a finished tool call returns to the model (and the UI).
 #[derive(Debug, Clone, PartialEq)]
