@@ -392,28 +392,6 @@ fn split_commands(command: &str) -> Vec<String> {
         .collect()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn patterns_cover_each_command_and_its_prefix() {
-        let (patterns, always) =
-            command_patterns("cargo test --lib && git status | head -5; ls -la");
-        assert_eq!(
-            patterns,
-            ["cargo test --lib", "git status", "head -5", "ls -la"]
-        );
-        assert_eq!(always, ["cargo test *", "git status *", "head *", "ls *"]);
-    }
-
-    #[test]
-    fn separators_inside_quotes_do_not_split() {
-        let (patterns, _) = command_patterns("echo 'a && b; c' | wc -l");
-        assert_eq!(patterns, ["echo 'a && b; c'", "wc -l"]);
-    }
-}
-
 /// Environment variables commands never see: provider keys would otherwise
 /// reach the model (`env`, `printenv`) and the stored tool output. Every
 /// `*_API_KEY` variable, plus the names registered with [`hide_from_commands`]
@@ -443,4 +421,26 @@ fn hidden_variables() -> Vec<std::ffi::OsString> {
             text.ends_with("_API_KEY") || registered.iter().any(|hidden| *hidden == text)
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patterns_cover_each_command_and_its_prefix() {
+        let (patterns, always) =
+            command_patterns("cargo test --lib && git status | head -5; ls -la");
+        assert_eq!(
+            patterns,
+            ["cargo test --lib", "git status", "head -5", "ls -la"]
+        );
+        assert_eq!(always, ["cargo test *", "git status *", "head *", "ls *"]);
+    }
+
+    #[test]
+    fn separators_inside_quotes_do_not_split() {
+        let (patterns, _) = command_patterns("echo 'a && b; c' | wc -l");
+        assert_eq!(patterns, ["echo 'a && b; c'", "wc -l"]);
+    }
 }
