@@ -63,7 +63,7 @@ Keep working on the user's request: {asked}
 
 ## Accomplished
 
-- {turns} user messages so far; the last one is quoted in the goal.
+- User messages so far: {turns}; the last one is quoted in the goal.
 
 ## Relevant files / directories
 
@@ -113,7 +113,8 @@ def estimate_prompt_tokens(request):
 
 
 def is_summary_request(text):
-    return text.startswith("Provide a detailed prompt for continuing") or "anchored summary" in text
+    # The prompt may follow other text when merged into the last user message.
+    return "Provide a detailed prompt for continuing" in text or "anchored summary" in text
 
 
 def chunk(delta, finish=None):
