@@ -23,6 +23,8 @@ use crate::session::writer::Writer;
 use crate::store::Store;
 use crate::tool::{Limits, Registry};
 
+const NO_MODEL: &str = "no model configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY, pass --model provider/model, or set `model` in ~/.config/cairn/config.toml";
+
 /// Which session to open.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SessionChoice {
@@ -63,12 +65,33 @@ impl App {
         self.config.model.clone().or_else(default_model_from_env)
     }
 
+    /// `provider/model` choices for `/model`: the default, then every model
+    /// named in `[provider.NAME.models]`.
+    pub fn model_choices(&self) -> Vec<String> {
+        let mut choices: Vec<String> = self
+            .default_model()
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        for (provider, settings) in &self.config.provider {
+            for model in settings.models.keys() {
+                let name = format!("{provider}/{model}");
+                if !choices.contains(&name) {
+                    choices.push(name);
+                }
+            }
+        }
+        choices
+    }
+
     /// Finds or creates the session and starts its runtime.
     pub async fn start(
         &self,
         choice: SessionChoice,
         mode: Mode,
     ) -> anyhow::Result<(Session, SessionHandle)> {
+        // Fail before creating anything: a run that cannot start leaves no empty session.
+        let default_model = self.default_model().context(NO_MODEL)?;
         let directory = self.cwd.display().to_string();
         let session =
             match choice {
@@ -81,7 +104,7 @@ impl App {
                     format!("no session with id {id}; `cairn sessions` lists them")
                 })?,
             };
-        let ctx = Arc::new(self.session_ctx(&session, mode)?);
+        let ctx = Arc::new(self.session_ctx(&session, mode, default_model));
         let (handle, _task) = spawn(ctx);
         Ok((session, handle))
     }
@@ -102,11 +125,8 @@ impl App {
         Ok(session)
     }
 
-    fn session_ctx(&self, session: &Session, mode: Mode) -> anyhow::Result<SessionCtx> {
+    fn session_ctx(&self, session: &Session, mode: Mode, default_model: ModelRef) -> SessionCtx {
         let config = &self.config;
-        let default_model = self
-            .default_model()
-            .context("no model configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY, pass --model provider/model, or set `model` in ~/.config/cairn/config.toml")?;
         let rules = crate::permission::ruleset(&config.permission, config.yolo);
         let permissions = Arc::new(Permissions::new(rules, self.bus.clone(), mode));
         let agents = Agents::new(config.agent.iter().map(|(name, agent)| {
@@ -145,7 +165,7 @@ impl App {
             default_agent: config.default_agent.as_str().to_string(),
             retry: Default::default(),
         };
-        Ok(SessionCtx {
+        SessionCtx {
             session_id: session.id.clone(),
             writer: Writer::new(self.store.clone(), self.bus.clone()),
             tools: self.tools.clone(),
@@ -156,6 +176,6 @@ impl App {
             env,
             default_model,
             accounting: Default::default(),
-        })
+        }
     }
 }

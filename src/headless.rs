@@ -62,6 +62,7 @@ pub async fn run(
         interrupted: false,
         seen_busy: false,
         ends_with_newline: true,
+        announced: Default::default(),
     };
     let interrupt = tokio::signal::ctrl_c();
     tokio::pin!(interrupt);
@@ -109,6 +110,8 @@ struct Printer {
     interrupted: bool,
     seen_busy: bool,
     ends_with_newline: bool,
+    /// (part id, status) pairs already printed.
+    announced: std::collections::HashSet<(String, &'static str)>,
 }
 
 impl Printer {
@@ -171,7 +174,15 @@ impl Printer {
                     }
                     self.printed.insert(part.id.clone(), text.text.len());
                 }
-                PartKind::Tool(tool) => self.print_tool(&tool.tool, &tool.state, stdout, stderr)?,
+                PartKind::Tool(tool) => {
+                    // A running part is updated again for its live title; say so once.
+                    let first_sight = self
+                        .announced
+                        .insert((part.id.clone(), tool.state.status_name()));
+                    if first_sight {
+                        self.print_tool(&tool.tool, &tool.state, stdout, stderr)?;
+                    }
+                }
                 _ => {}
             },
             Event::Error { message, .. } => writeln!(stderr, "error: {message}")?,

@@ -16,6 +16,9 @@ use cairn::cli::{Cli, Command, EXIT_FAILURE, EXIT_OK, RunArgs};
 use cairn::config::{self, LoadOptions, Loaded};
 use cairn::headless;
 use cairn::permission::Mode;
+use cairn::tui::keymap::KeyMap;
+use cairn::tui::{Reload, TuiExit, TuiInput};
+use std::sync::Arc;
 
 fn main() -> ExitCode {
     // clap exits by itself for --version, --help and usage errors (code 2).
@@ -45,10 +48,12 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
 fn dispatch(cli: Cli, loaded: Loaded) -> anyhow::Result<u8> {
     match cli.command {
         None => {
-            println!(
-                "cairn: the terminal UI is not built yet; try `cairn config` or `cairn --help`"
-            );
-            Ok(EXIT_OK)
+            let choice = match (cli.resume_last, cli.session) {
+                (_, Some(id)) => SessionChoice::Id(id),
+                (true, None) => SessionChoice::Latest,
+                (false, None) => SessionChoice::New,
+            };
+            run_tui(choice, loaded)
         }
         Some(Command::Run(args)) => run_headless(args, loaded),
         Some(Command::Sessions) => list_sessions(loaded),
@@ -107,6 +112,97 @@ fn run_headless(args: RunArgs, loaded: Loaded) -> anyhow::Result<u8> {
         Ok(outcome.exit_code())
     })
 }
+
+/// `cairn`: the terminal UI, reopened on another session when the user
+/// picks one with `/sessions` or `/new`.
+fn run_tui(mut choice: SessionChoice, loaded: Loaded) -> anyhow::Result<u8> {
+    use std::io::IsTerminal;
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        anyhow::bail!("cairn's terminal UI needs a terminal; in scripts use `cairn run \"...\"`");
+    }
+    let app = open_app(loaded)?;
+    runtime()?.block_on(async {
+        loop {
+            let input = match app.default_model() {
+                Some(_) => tui_input(&app, choice).await?,
+                None => first_run_input(&app).await?,
+            };
+            match cairn::tui::run(input).await? {
+                TuiExit::Quit => return Ok(EXIT_OK),
+                TuiExit::SwitchSession(id) => choice = SessionChoice::Id(id),
+                TuiExit::NewSession => choice = SessionChoice::New,
+            }
+        }
+    })
+}
+
+async fn tui_input(app: &App, choice: SessionChoice) -> anyhow::Result<TuiInput> {
+    // Subscribe before reading the history, so no event falls in between.
+    let events = app.bus.subscribe();
+    let (session, handle) = app.start(choice, Mode::Interactive).await?;
+    let history = app.store.read_all(&session.id).await?;
+    let store = app.store.clone();
+    let session_id = session.id.clone();
+    let reload: Arc<Reload> = Arc::new(move || {
+        let store = store.clone();
+        let session_id = session_id.clone();
+        Box::pin(async move { Ok(store.read_all(&session_id).await?) })
+    });
+    let model = app
+        .default_model()
+        .map(|m| m.to_string())
+        .unwrap_or_default();
+    let sessions = app.store.list_sessions(50).await?;
+    // The exact tokenizer is built in the background once the UI is up.
+    cairn::token::warm_up();
+    Ok(TuiInput {
+        session,
+        history,
+        events,
+        commands: handle.sender(),
+        models: app.model_choices(),
+        model_label: model,
+        agent: app.config.default_agent.as_str().to_string(),
+        gauge: None,
+        first_run: None,
+        sessions,
+        reload: Some(reload),
+        keymap: KeyMap::default(),
+    })
+}
+
+/// No provider is usable: show how to set one up instead of failing.
+async fn first_run_input(app: &App) -> anyhow::Result<TuiInput> {
+    let now = cairn::message::now_millis();
+    let session = cairn::message::Session {
+        id: String::new(),
+        title: String::new(),
+        directory: app.cwd.display().to_string(),
+        parent_id: None,
+        time_created: now,
+        time_updated: now,
+        cost: 0.0,
+        tokens: Default::default(),
+    };
+    // Nothing serves these commands: the TUI reports a stopped session.
+    let (commands, _) = tokio::sync::mpsc::unbounded_channel();
+    Ok(TuiInput {
+        session,
+        history: Vec::new(),
+        events: app.bus.subscribe(),
+        commands,
+        model_label: "no model".into(),
+        agent: app.config.default_agent.as_str().to_string(),
+        gauge: None,
+        first_run: Some(FIRST_RUN.to_string()),
+        models: Vec::new(),
+        sessions: Vec::new(),
+        reload: None,
+        keymap: KeyMap::default(),
+    })
+}
+
+const FIRST_RUN: &str = "cairn needs a model provider. Either:\n\n  export ANTHROPIC_API_KEY=...      (Claude)\n  export OPENAI_API_KEY=...         (OpenAI)\n\nor a local server (llama.cpp's llama-server, Ollama, vLLM, LM Studio):\n\n  cairn --model llamacpp/local      (llama-server on http://localhost:8080/v1)\n  cairn --model ollama/qwen3-coder  (Ollama on http://localhost:11434/v1)\n\nor set `model = \"provider/model\"` in ~/.config/cairn/config.toml (see config.example.toml).";
 
 /// `cairn sessions`: newest first, one line each.
 fn list_sessions(loaded: Loaded) -> anyhow::Result<u8> {

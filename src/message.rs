@@ -486,7 +486,13 @@ pub struct Part {
     #[serde(flatten)]
     pub kind: PartKind,
     /// Token count of what this part sends to the model, computed once.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Serialized as `token_count`: a flattened step-finish kind has its own
+    /// `tokens` field, and two keys of one name would not read back.
+    #[serde(
+        rename = "token_count",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub tokens: Option<u32>,
 }
 
@@ -611,4 +617,32 @@ impl HistoryScan {
 
 fn is_false(value: &bool) -> bool {
     !*value
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_step_finish_part_round_trips_through_its_own_serde_form() {
+        let part = Part {
+            id: "prt_1".into(),
+            message_id: "msg_1".into(),
+            session_id: "ses_1".into(),
+            kind: PartKind::StepFinish(StepFinishPart {
+                reason: FinishReason::ToolCalls,
+                tokens: Tokens {
+                    input: 10,
+                    output: 5,
+                    ..Default::default()
+                },
+                cost: 0.5,
+                snapshot: None,
+            }),
+            tokens: Some(7),
+        };
+        let json = serde_json::to_string(&part).expect("serialize");
+        let back: Part = serde_json::from_str(&json).expect("a step-finish part reads back");
+        assert_eq!(back, part);
+    }
 }

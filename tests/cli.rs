@@ -101,21 +101,6 @@ fn usage_errors_exit_2() {
 }
 
 #[test]
-fn commands_not_built_yet_say_so_and_exit_2() {
-    for (args, name) in [
-        (&["run", "fix", "it"][..], "cairn run"),
-        (&["sessions"], "cairn sessions"),
-    ] {
-        let (output, _temp) = cairn(args);
-        assert_eq!(output.status.code(), Some(2), "{args:?}");
-        assert_eq!(
-            text(&output.stderr),
-            format!("error: {name} is not built yet\n")
-        );
-    }
-}
-
-#[test]
 fn config_errors_exit_1_with_one_error_line() {
     let temp = tempfile::tempdir().expect("temp dir");
     std::fs::write(temp.path().join("cairn.toml"), "[log]\nlevel = 3\n").expect("write");
@@ -137,10 +122,17 @@ fn config_errors_exit_1_with_one_error_line() {
 }
 
 #[test]
-fn bare_cairn_exits_0_and_logs_to_the_data_dir_not_the_terminal() {
+fn bare_cairn_without_a_terminal_says_so_and_logs_to_the_data_dir() {
     let (output, temp) = cairn(&[]);
-    assert_eq!(output.status.code(), Some(0));
-    assert!(text(&output.stderr).is_empty(), "{}", text(&output.stderr));
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        text(&output.stderr),
+        "error: cairn's terminal UI needs a terminal; in scripts use `cairn run \"...\"`\n"
+    );
+    assert!(
+        !temp.path().join("data/cairn.db").exists(),
+        "no session is created"
+    );
     let log =
         std::fs::read_to_string(temp.path().join("data/log/cairn.log")).expect("log file written");
     assert!(log.contains("cairn starting"), "{log}");

@@ -133,7 +133,19 @@ pub async fn run(
         }
         ctx.writer.part(&stored).await?;
     }
-    let queued = move_queued_prompts(ctx, &request.message.id, &summary_id).await?;
+    // The replayed message and prompts typed meanwhile must be what the
+    // model reads next, and they count in the size after compaction.
+    let replayed = match &plan.replay {
+        Some(replay) if part.auto => Some(replay_message(ctx, replay).await?),
+        _ => None,
+    };
+    let queued = queued_prompts(ctx, &request.message.id, replayed.as_deref()).await?;
+    for prompt in queued
+        .iter()
+        .filter(|m| replayed.is_some() || m.message.id.as_str() < summary_id.as_str())
+    {
+        move_to_end(ctx, prompt).await?;
+    }
     let after = gauge::refresh(ctx, &model).await?;
     let kind = if part.auto { "auto" } else { "manual" };
     ctx.writer.notice(
@@ -148,12 +160,12 @@ pub async fn run(
         ctx.writer.error(&ctx.session_id, advice);
         return Ok(StepOutcome::Stop);
     }
-    if part.auto && queued == 0 {
-        if let Some(replay) = &plan.replay {
-            replay_message(ctx, replay).await?;
-        } else if was_mid_task(history, &request.message.id) {
-            continue_message(ctx, &user).await?;
-        }
+    if part.auto
+        && replayed.is_none()
+        && queued.is_empty()
+        && was_mid_task(history, &request.message.id)
+    {
+        continue_message(ctx, &user).await?;
     }
     Ok(StepOutcome::Continue)
 }
@@ -212,8 +224,9 @@ async fn continue_message(ctx: &SessionCtx, user: &UserMessage) -> Result<(), Er
     Ok(())
 }
 
-/// Re-sends the user message whose request overflowed, after the summary.
-async fn replay_message(ctx: &SessionCtx, original: &MessageWithParts) -> Result<(), Error> {
+/// Re-sends a user message at the end of the session (the one whose request
+/// overflowed, or a prompt being moved); returns the copy's id.
+async fn replay_message(ctx: &SessionCtx, original: &MessageWithParts) -> Result<String, Error> {
     let mut message = original.message.clone();
     message.id = crate::id::message_id();
     message.time_created = now_millis();
@@ -223,16 +236,16 @@ async fn replay_message(ctx: &SessionCtx, original: &MessageWithParts) -> Result
         copy.tokens = part.tokens;
         ctx.writer.part(&copy).await?;
     }
-    Ok(())
+    Ok(message.id)
 }
 
-/// Prompts typed while the summary was written are moved after it, so the
-/// model sees them as the next thing to answer. Returns how many moved.
-async fn move_queued_prompts(
+/// Real user messages written after the compaction request (typed while
+/// the summary was written), oldest first, leaving out the `replay` just made.
+async fn queued_prompts(
     ctx: &SessionCtx,
     request_id: &str,
-    summary_id: &str,
-) -> Result<usize, Error> {
+    replay: Option<&str>,
+) -> Result<Vec<MessageWithParts>, Error> {
     let recent = ctx
         .writer
         .store
@@ -242,16 +255,21 @@ async fn move_queued_prompts(
         .into_iter()
         .filter(|m| {
             m.message.is_user()
+                && m.compaction().is_none()
                 && m.message.id.as_str() > request_id
-                && m.message.id.as_str() < summary_id
+                && Some(m.message.id.as_str()) != replay
         })
         .collect();
     queued.sort_by(|a, b| a.message.id.cmp(&b.message.id));
-    for message in &queued {
-        replay_message(ctx, message).await?;
-        ctx.writer.store.delete_message(&message.message.id).await?;
-    }
-    Ok(queued.len())
+    Ok(queued)
+}
+
+/// Moves a prompt to the end of the session (a copy with a new id), so the
+/// model sees it after the summary and after a replayed message.
+async fn move_to_end(ctx: &SessionCtx, prompt: &MessageWithParts) -> Result<(), Error> {
+    replay_message(ctx, prompt).await?;
+    ctx.writer.store.delete_message(&prompt.message.id).await?;
+    Ok(())
 }
 
 async fn mark_failed(ctx: &SessionCtx, assistant_id: &str, reason: &str) -> Result<(), Error> {

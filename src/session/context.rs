@@ -21,7 +21,9 @@ use crate::message::{
 use crate::provider::{ChatMessage, ChatRole, Content};
 
 pub use breakdown::{BreakdownInput, build_breakdown};
-pub use counting::{FillReport, IMAGE_TOKENS, fill_part_tokens, part_model_text, part_tokens};
+pub use counting::{
+    FillReport, IMAGE_TOKENS, fill_part_tokens, part_model_text, part_tokens, pruned_savings,
+};
 pub use pairing::{MISSING_TOOL_RESULT, Repair, ensure_tool_pairing, is_well_paired};
 
 /// What the compaction part's user message says to the model.

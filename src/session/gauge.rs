@@ -98,10 +98,32 @@ pub fn measure(
     request: &ChatRequest,
 ) -> ContextGauge {
     let anchor = token::added_since_last_request(history, &model.model);
-    let fixed = fixed_tokens(request);
-    let added = anchor.added.iter().map(|part| context::part_tokens(part));
+    if anchor.usage.is_some() {
+        // A session that got an answer is worth exact counts: build the
+        // encoder now, on its own thread; until it is ready counts are
+        // estimates (and marked so). Nothing else in the product builds it.
+        token::warm_up();
+    }
     let calibration = ctx.accounting.calibration(&model.model);
-    let next = token::next_request_tokens(anchor.usage.as_ref(), fixed, added, &calibration);
+    let next = match anchor.usage {
+        // Nothing to anchor on: count the request as it will be sent, so the
+        // per-message framing is in the figure too.
+        None => {
+            let (tokens, estimated) = request_tokens(request);
+            token::NextRequest {
+                tokens: calibration.scale(tokens),
+                estimated,
+            }
+        }
+        Some(usage) => {
+            let added = anchor.added.iter().map(|part| context::part_tokens(part));
+            let removed = anchor
+                .pruned
+                .iter()
+                .map(|part| context::pruned_savings(part));
+            token::next_request_tokens(Some(&usage), (0, false), added, removed, &calibration)
+        }
+    };
     gauge_for(ctx, model, next.tokens, next.estimated)
 }
 
@@ -119,11 +141,17 @@ fn fixed_tokens(request: &ChatRequest) -> (u64, bool) {
     (total + tokens as u64, estimated || is_estimate)
 }
 
+/// Our whole count of a request and whether it is an estimate.
+fn request_tokens(request: &ChatRequest) -> (u64, bool) {
+    let (fixed, fixed_estimated) = fixed_tokens(request);
+    let messages = serde_json::to_string(&request.messages).unwrap_or_default();
+    let (tokens, estimated) = token::count_or_estimate(&messages);
+    (fixed + tokens as u64, fixed_estimated || estimated)
+}
+
 /// Our whole count of a request (for calibration and the summary pre-check).
 pub fn count_request(request: &ChatRequest) -> u64 {
-    let (fixed, _) = fixed_tokens(request);
-    let messages = serde_json::to_string(&request.messages).unwrap_or_default();
-    fixed + token::count_or_estimate(&messages).0 as u64
+    request_tokens(request).0
 }
 
 /// A request certain not to fit: our count already exceeds the usable window.

@@ -12,6 +12,7 @@
 //! - `gauge`           token accounting glue: the gauge, overflow, `/context`
 //! - `prune`, `prune_task`             clearing old tool outputs (rule, then act)
 //! - `compaction`, `compaction_task`   summarizing history (rules, then act)
+//! - `recovery`        closing turns a crash left unfinished
 //! - `shell`           `!cmd` typed by the user
 //! - `writer`          persist-then-publish of every change
 //! - `command`         what front ends ask of a session
@@ -30,6 +31,7 @@ pub mod processor;
 pub mod prompt;
 pub mod prune;
 pub mod prune_task;
+pub mod recovery;
 pub mod run;
 pub mod runtime;
 pub mod shell;

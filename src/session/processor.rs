@@ -142,7 +142,25 @@ pub async fn process(step: Step<'_>, runner: &mut ToolRunner) -> Result<StepOutc
         let error = provider::Error::truncated(&step.model.model.provider, "a finish event");
         return fail(ctx, &mut building, runner, error).await;
     }
-    finish_tools(ctx, &mut building, runner).await?;
+    // The stream is done but tools may still run: an interrupt now must
+    // stop them and mark the message aborted, as it does mid-stream.
+    let finished = tokio::select! {
+        biased;
+        _ = step.cancel.cancelled() => None,
+        finished = finish_tools(ctx, &mut building, runner) => Some(finished),
+    };
+    match finished {
+        Some(finished) => finished?,
+        None => {
+            interrupt(ctx, &mut building, runner).await?;
+            return Ok(StepOutcome::Stop);
+        }
+    }
+    if step.cancel.is_cancelled() {
+        // The tools ended on the interrupt before the select saw it.
+        interrupt(ctx, &mut building, runner).await?;
+        return Ok(StepOutcome::Stop);
+    }
     if runner.blocked() {
         return Ok(StepOutcome::Stop);
     }
@@ -469,11 +487,37 @@ async fn set_error(
     Ok(())
 }
 
+/// Why a tool call did not complete: the error the model sees, and what the
+/// tool left behind (an interrupted command's output so far, `interrupted`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolFailure {
+    pub error: String,
+    pub metadata: Option<Value>,
+}
+
+impl From<String> for ToolFailure {
+    fn from(error: String) -> Self {
+        Self {
+            error,
+            metadata: None,
+        }
+    }
+}
+
+impl From<crate::tool::ToolError> for ToolFailure {
+    fn from(error: crate::tool::ToolError) -> Self {
+        Self {
+            metadata: error.metadata(),
+            error: error.to_string(),
+        }
+    }
+}
+
 /// A tool part's state once its call is resolved, for the runner.
 pub fn finished_state(
     input: Value,
     start: i64,
-    result: Result<crate::tool::ToolOutput, String>,
+    result: Result<crate::tool::ToolOutput, ToolFailure>,
 ) -> ToolState {
     let time = ToolTime {
         start,
@@ -489,10 +533,10 @@ pub fn finished_state(
             time,
             attachments: output.attachments,
         },
-        Err(error) => ToolState::Error {
+        Err(failure) => ToolState::Error {
             input,
-            error,
-            metadata: None,
+            error: failure.error,
+            metadata: failure.metadata,
             time,
         },
     }

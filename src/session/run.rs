@@ -91,12 +91,33 @@ pub async fn run(ctx: Arc<SessionCtx>, cancel: CancellationToken) -> Result<(), 
     let mut step: u32 = 0;
     let mut retries: u32 = 0;
     let result = iterate(&ctx, &cancel, &mut step, &mut retries).await;
-    if result.is_ok() && ctx.settings.compaction.prune && !cancel.is_cancelled() {
+    // A run that found nothing to do (the runtime's re-check after a message
+    // queued while busy) never said busy, so it must not say idle either:
+    // front ends would see the session go idle twice.
+    let worked = step > 0;
+    if worked && result.is_ok() && ctx.settings.compaction.prune && !cancel.is_cancelled() {
         prune_task::run(&ctx, false).await?;
     }
+    if worked {
+        // The last step's usage is the gauge's new anchor: show it.
+        refresh_gauge(&ctx).await;
+    }
     // Idle last: a front end that waits for idle sees the prune's result too.
-    ctx.set_status(SessionStatus::Idle);
+    if worked {
+        ctx.set_status(SessionStatus::Idle);
+    }
     result
+}
+
+async fn refresh_gauge(ctx: &SessionCtx) {
+    let Ok(user) = crate::session::runtime::last_user_or_default(ctx).await else {
+        return;
+    };
+    if let Ok(model) = ctx.models.resolve(&user.model).await
+        && let Err(error) = gauge::refresh(ctx, &model).await
+    {
+        tracing::warn!(%error, "cannot measure the session's context");
+    }
 }
 
 async fn iterate(
@@ -109,7 +130,6 @@ async fn iterate(
         if cancel.is_cancelled() {
             return Ok(());
         }
-        ctx.set_status(SessionStatus::Busy);
         let history = ctx.writer.store.read_context(&ctx.session_id).await?;
         let latest = Latest::of(&history);
         if latest.is_done() {
@@ -122,6 +142,7 @@ async fn iterate(
         let Some(user) = user_message.message.as_user().cloned() else {
             return Ok(());
         };
+        ctx.set_status(SessionStatus::Busy);
         *step += 1;
 
         if let Some(request) = latest.compaction {

@@ -2,8 +2,9 @@
 //!
 //! One task per session receives `Command`s, writes user messages, and starts
 //! the loop when it is not running; a prompt sent while it runs is only
-//! written, and the running loop picks it up. `SessionCtx` bundles what every
-//! part of the loop needs (store writer, tools, permissions, models, settings).
+//! written, and the running loop picks it up. A `!cmd` runs in the same slot
+//! as the loop (never beside it). `SessionCtx` bundles what every part of the
+//! loop needs (store writer, tools, permissions, models, settings).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -154,6 +155,7 @@ pub fn spawn(ctx: Arc<SessionCtx>) -> (SessionHandle, JoinHandle<()>) {
     (handle, task)
 }
 
+/// The one thing a session runs at a time: the loop or a `!cmd`.
 struct RunningLoop {
     task: JoinHandle<Result<(), Error>>,
     cancel: CancellationToken,
@@ -161,7 +163,17 @@ struct RunningLoop {
     queued: bool,
 }
 
+/// Why a `!cmd` is refused while the agent works: its messages would land in
+/// the middle of the turn and end it (the loop would see a finished answer
+/// newer than the last user message).
+const BUSY_SHELL: &str =
+    "the agent is busy: wait for it to finish or interrupt it (Esc) before running a shell command";
+
 async fn serve(ctx: Arc<SessionCtx>, mut commands: mpsc::UnboundedReceiver<Command>) {
+    if let Err(error) = crate::session::recovery::repair(&ctx).await {
+        report(&ctx, &error);
+    }
+    tokio::spawn(publish_opening_gauge(ctx.clone()));
     let mut running: Option<RunningLoop> = None;
     loop {
         tokio::select! {
@@ -190,6 +202,18 @@ async fn serve(ctx: Arc<SessionCtx>, mut commands: mpsc::UnboundedReceiver<Comma
     }
 }
 
+/// A front end opening a session shows its gauge before the first message.
+async fn publish_opening_gauge(ctx: Arc<SessionCtx>) {
+    let Ok(user) = last_user_or_default(&ctx).await else {
+        return;
+    };
+    if let Ok(model) = ctx.models.resolve(&user.model).await
+        && let Err(error) = gauge::refresh(&ctx, &model).await
+    {
+        tracing::warn!(%error, "cannot measure the session's context");
+    }
+}
+
 fn report(ctx: &SessionCtx, error: &Error) {
     tracing::error!(session = %ctx.session_id, %error, "session error");
     ctx.writer.error(&ctx.session_id, error.to_string());
@@ -198,6 +222,27 @@ fn report(ctx: &SessionCtx, error: &Error) {
 fn start_loop(ctx: &Arc<SessionCtx>) -> RunningLoop {
     let cancel = CancellationToken::new();
     let task = tokio::spawn(run::run(ctx.clone(), cancel.clone()));
+    RunningLoop {
+        task,
+        cancel,
+        queued: false,
+    }
+}
+
+/// Runs a `!cmd` in the loop's slot: prompts sent meanwhile wait for it, and
+/// an interrupt stops it.
+fn start_shell(ctx: &Arc<SessionCtx>, call: shell::ShellCall) -> RunningLoop {
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn({
+        let ctx = ctx.clone();
+        let cancel = cancel.clone();
+        async move {
+            ctx.set_status(SessionStatus::Busy);
+            let result = shell::execute(&ctx, call, cancel).await;
+            ctx.set_status(SessionStatus::Idle);
+            result
+        }
+    });
     RunningLoop {
         task,
         cancel,
@@ -223,14 +268,13 @@ async fn handle(
             write_prompt(ctx, &text, agent, model).await?;
             ensure_loop(ctx, running);
         }
-        Command::Shell { command } => {
-            let ctx = ctx.clone();
-            tokio::spawn(async move {
-                if let Err(error) = shell::run(&ctx, &command).await {
-                    report(&ctx, &error);
-                }
-            });
-        }
+        Command::Shell { command } => match running {
+            Some(_) => ctx.writer.error(&ctx.session_id, BUSY_SHELL),
+            None => {
+                let call = shell::record(ctx, &command).await?;
+                *running = Some(start_shell(ctx, call));
+            }
+        },
         Command::Interrupt => match running {
             Some(running) => {
                 running.queued = false;

@@ -2,26 +2,41 @@
 //!
 //! Recorded like OpenCode does (spec 3.6): a user message with a synthetic
 //! text part and an assistant message holding one finished `bash` tool part,
-//! so the model sees the command and its output on the next turn.
+//! so the model sees the command and its output on the next turn. It never
+//! runs beside the loop: the runtime gives it the loop's slot.
 
 use serde_json::json;
+use tokio_util::sync::CancellationToken;
 
 use crate::message::{
-    FinishReason, Part, PartKind, Role, TextPart, ToolPart, ToolState, ToolTime, UserMessage,
-    now_millis,
+    FinishReason, Message, MessageError, MessageErrorKind, Millis, Part, PartKind, Role, TextPart,
+    ToolPart, ToolState, ToolTime, UserMessage, now_millis,
 };
 use crate::session::Error;
-use crate::session::processor::finished_state;
+use crate::session::processor::{ToolFailure, finished_state};
 use crate::session::runtime::SessionCtx;
 use crate::tool::ToolContext;
 
-pub async fn run(ctx: &SessionCtx, command: &str) -> Result<(), Error> {
+/// A recorded `!cmd` whose command has not run yet.
+pub struct ShellCall {
+    assistant: Message,
+    part: Part,
+    input: serde_json::Value,
+    start: Millis,
+}
+
+/// Writes the user message and the assistant with a running `bash` part.
+/// Done before the command runs, and before the runtime takes its next
+/// command, so a prompt sent meanwhile is newer and gets answered after it.
+pub async fn record(ctx: &SessionCtx, command: &str) -> Result<ShellCall, Error> {
+    // The session's current agent and model, so the next prompt keeps them.
+    let current = crate::session::runtime::last_user_or_default(ctx).await?;
     let user_info = UserMessage {
-        agent: ctx.settings.default_agent.clone(),
-        model: ctx.default_model.clone(),
+        agent: current.agent,
+        model: current.model,
         system: None,
     };
-    let user = crate::message::Message {
+    let user = Message {
         id: crate::id::message_id(),
         session_id: ctx.session_id.clone(),
         time_created: now_millis(),
@@ -37,17 +52,12 @@ pub async fn run(ctx: &SessionCtx, command: &str) -> Result<(), Error> {
         .part(&Part::new(&user, PartKind::Text(text)))
         .await?;
 
-    let mut assistant = crate::session::run::new_assistant(
-        ctx,
-        &user.id,
-        &user_info,
-        &ctx.settings.default_agent,
-        false,
-    );
+    let assistant =
+        crate::session::run::new_assistant(ctx, &user.id, &user_info, &user_info.agent, false);
     ctx.writer.message(&assistant).await?;
     let input = json!({ "command": command, "description": "Run the user's command" });
     let start = now_millis();
-    let mut part = Part::new(
+    let part = Part::new(
         &assistant,
         PartKind::Tool(ToolPart {
             call_id: crate::id::call_id(),
@@ -65,7 +75,27 @@ pub async fn run(ctx: &SessionCtx, command: &str) -> Result<(), Error> {
         }),
     );
     ctx.writer.part(&part).await?;
+    Ok(ShellCall {
+        assistant,
+        part,
+        input,
+        start,
+    })
+}
 
+/// Runs the recorded command until it ends or `cancel` fires (the process
+/// group is killed; the part keeps the output so far, the message is aborted).
+pub async fn execute(
+    ctx: &SessionCtx,
+    call: ShellCall,
+    cancel: CancellationToken,
+) -> Result<(), Error> {
+    let ShellCall {
+        mut assistant,
+        mut part,
+        input,
+        start,
+    } = call;
     let tool_ctx = ToolContext {
         session_id: ctx.session_id.clone(),
         message_id: assistant.id.clone(),
@@ -76,7 +106,7 @@ pub async fn run(ctx: &SessionCtx, command: &str) -> Result<(), Error> {
         cwd: ctx.env.cwd.clone(),
         root: ctx.env.root.clone(),
         tool_output_dir: ctx.settings.tool_output_dir.clone(),
-        cancel: tokio_util::sync::CancellationToken::new(),
+        cancel: cancel.clone(),
         // The user typed the command: it needs no permission.
         permissions: std::sync::Arc::new(crate::permission::Permissions::new(
             crate::permission::ruleset(&Default::default(), true),
@@ -90,14 +120,21 @@ pub async fn run(ctx: &SessionCtx, command: &str) -> Result<(), Error> {
         .tools
         .run("bash", input.clone(), &tool_ctx)
         .await
-        .map_err(|e| e.to_string());
+        .map_err(ToolFailure::from);
     if let PartKind::Tool(tool) = &mut part.kind {
         tool.state = finished_state(input, start, result);
     }
     ctx.writer.part(&part).await?;
     if let Some(info) = assistant.as_assistant_mut() {
+        // Finished even when interrupted: nothing here is for the model to answer.
         info.finish = Some(FinishReason::Stop);
         info.time_completed = Some(now_millis());
+        if cancel.is_cancelled() {
+            info.error = Some(MessageError {
+                kind: MessageErrorKind::Aborted,
+                message: "Interrupted by the user".into(),
+            });
+        }
     }
     ctx.writer.message(&assistant).await?;
     Ok(())

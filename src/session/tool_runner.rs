@@ -16,11 +16,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::bus::DeltaField;
 use crate::message::{Part, PartKind, ToolPart, ToolState, ToolTime, now_millis};
-use crate::permission::PermissionRequest;
+use crate::permission::{PermissionError, PermissionRequest};
 use crate::session::Error;
 use crate::session::agent::ToolAccess;
 use crate::session::doom::{self, CallSignature, Verdict};
-use crate::session::processor::finished_state;
+use crate::session::processor::{ToolFailure, finished_state};
 use crate::session::runtime::SessionCtx;
 use crate::tool::{ToolContext, ToolError, ToolProgress};
 
@@ -94,11 +94,15 @@ impl ToolRunner {
         }
     }
 
-    /// Waits until every submitted call has finished.
+    /// Waits until every submitted call has finished. Safe to abandon: the
+    /// worker stays owned here, so a later [`ToolRunner::cancel_all`] still
+    /// stops it and marks its calls.
     pub async fn drain(&mut self) -> Result<(), Error> {
         self.sender = None;
-        if let Some(task) = self.task.take() {
-            match task.await {
+        if let Some(task) = &mut self.task {
+            let joined = task.await;
+            self.task = None;
+            match joined {
                 Ok(result) => self.blocked |= result?,
                 Err(join) => return Err(Error::Internal(format!("tool runner failed: {join}"))),
             }
@@ -225,7 +229,7 @@ impl Worker {
         &self,
         part: &Part,
         signature: &CallSignature,
-    ) -> Option<(Result<crate::tool::ToolOutput, String>, bool)> {
+    ) -> Option<(Result<crate::tool::ToolOutput, ToolFailure>, bool)> {
         let tools = &self.ctx.tools;
         let allowed = match tools.get(&signature.tool) {
             None => true, // the registry answers unknown tools with the list of real ones
@@ -240,7 +244,8 @@ impl Worker {
                 Err(format!(
                     "The {} tool is not available to this agent (read-only mode).",
                     signature.tool
-                )),
+                )
+                .into()),
                 false,
             ));
         }
@@ -260,7 +265,7 @@ impl Worker {
                     &self.ctx.session_id,
                     format!("stopped a doom loop: {description}"),
                 );
-                Some((Err(message), true))
+                Some((Err(message.into()), true))
             }
             Verdict::Ask { description, .. } => {
                 let request = PermissionRequest {
@@ -280,7 +285,20 @@ impl Worker {
                     .await
                 {
                     Ok(()) => None,
-                    Err(error) => Some((Err(error.to_string()), true)),
+                    // The user's feedback goes to the model, which may change course.
+                    Err(PermissionError::Rejected {
+                        message: Some(feedback),
+                    }) => Some((Err(feedback.into()), false)),
+                    Err(PermissionError::Denied { message, .. }) => {
+                        // Nobody was asked (headless, or a deny rule): the turn stops,
+                        // and unlike a user's "no" that is a failure to report.
+                        self.ctx.writer.error(
+                            &self.ctx.session_id,
+                            format!("stopped a possible doom loop: {description}"),
+                        );
+                        Some((Err(message.into()), true))
+                    }
+                    Err(error) => Some((Err(error.to_string().into()), true)),
                 }
             }
         }
@@ -291,7 +309,7 @@ impl Worker {
         part: &Part,
         name: &str,
         input: Value,
-    ) -> (Result<crate::tool::ToolOutput, String>, bool) {
+    ) -> (Result<crate::tool::ToolOutput, ToolFailure>, bool) {
         let (progress_tx, mut progress_rx) = mpsc::unbounded_channel();
         let tool_ctx = ToolContext {
             session_id: part.session_id.clone(),
@@ -319,11 +337,10 @@ impl Worker {
         };
         match result {
             Ok(output) => (Ok(output), false),
-            Err(ToolError::PermissionRejected { message: None }) => (
-                Err(ToolError::PermissionRejected { message: None }.to_string()),
-                true,
-            ),
-            Err(error) => (Err(error.to_string()), false),
+            Err(error) => {
+                let blocked = matches!(error, ToolError::PermissionRejected { message: None });
+                (Err(error.into()), blocked)
+            }
         }
     }
 }

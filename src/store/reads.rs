@@ -26,6 +26,7 @@ struct StoredMessage {
 struct StoredPart {
     message_id: String,
     id: String,
+    kind: String,
     data: String,
 }
 
@@ -50,7 +51,7 @@ impl StoredMessage {
             .parts
             .into_iter()
             .map(|part| {
-                part_json::decode(&part.data).map_err(|source| Error::Decode {
+                part_json::decode(&part.kind, &part.data).map_err(|source| Error::Decode {
                     operation,
                     what: "part",
                     id: part.id,
@@ -67,7 +68,8 @@ impl StoredPart {
         Ok(Self {
             message_id: row.get(0)?,
             id: row.get(1)?,
-            data: row.get(2)?,
+            kind: row.get(2)?,
+            data: row.get(3)?,
         })
     }
 }
@@ -87,7 +89,9 @@ pub(crate) fn get_message(
         return Ok(None);
     };
     let mut statement = connection
-        .prepare_cached("SELECT message_id, id, data FROM part WHERE message_id = ?1 ORDER BY id")
+        .prepare_cached(
+            "SELECT message_id, id, type, data FROM part WHERE message_id = ?1 ORDER BY id",
+        )
         .during(OPERATION)?;
     let parts = statement
         .query_map([id], StoredPart::read)
@@ -112,7 +116,7 @@ pub(crate) fn read_all(
     )?;
     let mut statement = connection
         .prepare_cached(
-            "SELECT message_id, id, data FROM part WHERE session_id = ?1
+            "SELECT message_id, id, type, data FROM part WHERE session_id = ?1
              ORDER BY message_id, id",
         )
         .during(OPERATION)?;
@@ -211,7 +215,7 @@ fn read_page(
     let (newest, oldest) = (newest.id.clone(), oldest.id.clone());
     let mut statement = connection
         .prepare_cached(
-            "SELECT message_id, id, data FROM part
+            "SELECT message_id, id, type, data FROM part
              WHERE session_id = ?1 AND message_id >= ?2 AND message_id <= ?3
              ORDER BY message_id, id",
         )

@@ -159,7 +159,10 @@ fn stored_step(
         id: id.to_string(),
         source,
     };
-    match part_json::decode(&data).map_err(decode_error)?.kind {
+    match part_json::decode("step-finish", &data)
+        .map_err(decode_error)?
+        .kind
+    {
         PartKind::StepFinish(step) => Ok(Some((session_id, step))),
         _ => Ok(None),
     }

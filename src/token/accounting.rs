@@ -3,10 +3,11 @@
 //! Everything already sent is known exactly from the last request's usage
 //! (input + cache read + cache write + output, the output being history now);
 //! only the parts added since then are counted by us, once each (their counts
-//! are kept in `Part.tokens`). Counting what a part *sends* is the session
-//! layer's job (it knows the model view); this module only adds up.
+//! are kept in `Part.tokens`), and outputs pruned since then are taken off.
+//! Counting what a part *sends* is the session layer's job (it knows the model
+//! view); this module only adds up.
 
-use crate::message::{MessageWithParts, ModelRef, Part, PartKind, Tokens};
+use crate::message::{MessageWithParts, ModelRef, Part, PartKind, Tokens, ToolState};
 
 use super::Calibration;
 
@@ -25,6 +26,10 @@ pub struct RequestAnchor<'a> {
     pub usage: Option<Tokens>,
     /// Parts the last request did not carry (all parts when there is no usage).
     pub added: Vec<&'a Part>,
+    /// Tool parts the last request carried in full that were pruned since:
+    /// the usage counts their whole output, the next request only the
+    /// placeholder. Empty when there is no usage.
+    pub pruned: Vec<&'a Part>,
 }
 
 /// Splits `history` (the model's view, oldest first) into the last request's
@@ -33,6 +38,9 @@ pub struct RequestAnchor<'a> {
 /// There is no anchor when nothing was sent yet, when the last request was a
 /// compaction summary (it measured the history before the summary), or when
 /// it ran on another model (its tokens are in another tokenizer's units).
+/// Only requests newer than the latest summary can anchor: the verbatim tail
+/// kept by a compaction sits after the summary in the model's view, but its
+/// usage measured the whole pre-compaction history.
 /// Tool parts of the last step count as added: their results arrived after
 /// the request (their call input is counted twice, a few tokens).
 pub fn added_since_last_request<'a>(
@@ -42,6 +50,7 @@ pub fn added_since_last_request<'a>(
     let everything = || RequestAnchor {
         usage: None,
         added: history.iter().flat_map(|m| m.parts.iter()).collect(),
+        pruned: Vec::new(),
     };
     let Some((message_index, finish_index, tokens)) = last_step_finish(history) else {
         return everything();
@@ -67,14 +76,44 @@ pub fn added_since_last_request<'a>(
             .iter()
             .flat_map(|m| m.parts.iter()),
     );
+    let sent_at = message.message.time_created;
+    let pruned = history[..message_index]
+        .iter()
+        .flat_map(|m| m.parts.iter())
+        .filter(|p| pruned_after(p, sent_at))
+        .collect();
     RequestAnchor {
         usage: Some(tokens),
         added,
+        pruned,
     }
 }
 
+/// A tool output cleared at or after `sent_at`: the request sent then still
+/// carried all of it.
+fn pruned_after(part: &Part, sent_at: crate::message::Millis) -> bool {
+    matches!(
+        &part.kind,
+        PartKind::Tool(tool) if matches!(
+            &tool.state,
+            ToolState::Completed { time, .. } if time.compacted.is_some_and(|at| at >= sent_at)
+        )
+    )
+}
+
+/// The newest step-finish with usage in a message no older than the latest
+/// completed summary (the summary itself included).
 fn last_step_finish(history: &[MessageWithParts]) -> Option<(usize, usize, Tokens)> {
+    let floor = history
+        .iter()
+        .filter(|m| m.is_completed_summary())
+        .map(|m| m.message.id.as_str())
+        .max()
+        .unwrap_or("");
     history.iter().enumerate().rev().find_map(|(mi, m)| {
+        if m.message.id.as_str() < floor {
+            return None;
+        }
         m.parts
             .iter()
             .enumerate()
@@ -90,11 +129,13 @@ fn last_step_finish(history: &[MessageWithParts]) -> Option<(usize, usize, Token
 
 /// The next request's size: the anchor's `context_count` (or, with no anchor,
 /// `fixed` = system prompt + tool definitions) plus the added parts' counts,
-/// our counts scaled by `calibration`. Each count is `(tokens, estimated)`.
+/// minus what pruning took off anchored parts (`removed`), our counts scaled
+/// by `calibration`. Each count is `(tokens, estimated)`.
 pub fn next_request_tokens(
     anchor: Option<&Tokens>,
     fixed: (u64, bool),
     added: impl IntoIterator<Item = (u64, bool)>,
+    removed: impl IntoIterator<Item = (u64, bool)>,
     calibration: &Calibration,
 ) -> NextRequest {
     let (mut ours, mut estimated) = match anchor {
@@ -105,9 +146,14 @@ pub fn next_request_tokens(
         ours += tokens;
         estimated |= is_estimate;
     }
+    let mut freed = 0;
+    for (tokens, is_estimate) in removed {
+        freed += tokens;
+        estimated |= is_estimate;
+    }
     let anchored = anchor.map(Tokens::context_count).unwrap_or(0);
     NextRequest {
-        tokens: anchored + calibration.scale(ours),
+        tokens: (anchored + calibration.scale(ours)).saturating_sub(calibration.scale(freed)),
         estimated,
     }
 }
@@ -136,6 +182,7 @@ mod tests {
             anchor.usage.as_ref(),
             (500, false),
             added,
+            [],
             &Calibration::default(),
         );
         assert_eq!(
@@ -170,7 +217,7 @@ mod tests {
     #[test]
     fn unanchored_requests_count_the_fixed_prompt_and_scale_our_counts() {
         let claude = Calibration::for_model(&model());
-        let next = next_request_tokens(None, (1_000, true), [(1_000, false)], &claude);
+        let next = next_request_tokens(None, (1_000, true), [(1_000, false)], [], &claude);
         assert_eq!(
             next,
             NextRequest {
@@ -178,5 +225,75 @@ mod tests {
                 estimated: true
             }
         );
+    }
+
+    #[test]
+    fn a_verbatim_tail_after_the_summary_never_anchors() {
+        // A compaction that kept the task's turn verbatim: the model's view
+        // is the summary, then the tail (with the pre-compaction usage).
+        let mut h = HistoryBuilder::new();
+        h.user("task")
+            .assistant()
+            .tool_done("bash", "out")
+            .finish(15_000);
+        let tail_start = h.build()[0].message.id.clone();
+        h.compaction_request(true, Some(tail_start));
+        h.summary("summary");
+        let view = crate::session::context::order_for_model(h.build());
+        assert!(view[1].is_completed_summary() && !view[3].is_completed_summary());
+        let anchor = added_since_last_request(&view, &model());
+        assert_eq!(
+            anchor.usage, None,
+            "the tail's 15,000 describe the old history"
+        );
+        assert_eq!(
+            anchor.added.len(),
+            view.iter().map(|m| m.parts.len()).sum::<usize>()
+        );
+
+        // A step after the summary anchors again.
+        let mut h = HistoryBuilder::new();
+        h.compaction_request(true, None);
+        h.summary("summary");
+        h.user("next").assistant().text("ok").finish(2_000);
+        let history = h.build();
+        let anchor = added_since_last_request(&history, &model());
+        assert_eq!(anchor.usage.map(|t| t.context_count()), Some(2_000));
+    }
+
+    #[test]
+    fn outputs_pruned_after_the_anchor_request_are_taken_off() {
+        let mut h = HistoryBuilder::new();
+        h.user("old")
+            .assistant()
+            .tool_done("read", "big output")
+            .finish(1);
+        h.user("new").assistant().text("answer").finish(50_000);
+        let mut history = h.build();
+        let sent_at = history[3].message.time_created;
+        let set_compacted = |history: &mut Vec<MessageWithParts>, at| {
+            if let PartKind::Tool(tool) = &mut history[1].parts[1].kind
+                && let ToolState::Completed { time, .. } = &mut tool.state
+            {
+                time.compacted = Some(at);
+            }
+        };
+        set_compacted(&mut history, sent_at - 1);
+        let anchor = added_since_last_request(&history, &model());
+        assert!(
+            anchor.pruned.is_empty(),
+            "pruned before the request: already out of its usage"
+        );
+        set_compacted(&mut history, sent_at + 5);
+        let anchor = added_since_last_request(&history, &model());
+        assert_eq!(anchor.pruned.len(), 1);
+        let next = next_request_tokens(
+            anchor.usage.as_ref(),
+            (0, false),
+            [],
+            [(20_000, false)],
+            &Calibration::default(),
+        );
+        assert_eq!(next.tokens, 30_000);
     }
 }

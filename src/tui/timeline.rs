@@ -261,7 +261,14 @@ impl Timeline {
             }
         }
         for (m, message) in self.messages.iter().enumerate() {
-            self.blocks.push(Block::Header(m));
+            // A compaction request is shown by its own marker; a "you" header
+            // above it would announce a message the user never typed.
+            let is_compaction_request = message.message.is_user()
+                && !message.parts.is_empty()
+                && message.parts.iter().all(|p| p.as_compaction().is_some());
+            if !is_compaction_request {
+                self.blocks.push(Block::Header(m));
+            }
             for p in 0..message.parts.len() {
                 self.blocks.push(Block::Part(m, p));
             }

@@ -62,7 +62,15 @@ pub fn plan_summary(
     let request = context[index].compaction()?;
     let mut before = context[..index].to_vec();
     let mut replay = None;
-    if request.overflow
+    // A question not yet answered when the window filled (automatic
+    // compaction before sending) is replayed like an overflowed one:
+    // summarized, it would reach the model only as a paraphrase, followed by
+    // "Continue if you have next steps". Manual compactions never replay.
+    let unanswered = request.auto
+        && before
+            .last()
+            .is_some_and(|m| m.message.is_user() && m.compaction().is_none());
+    if (request.overflow || unanswered)
         && let Some(replay_index) = overflow_replay(&before)
     {
         // What followed the replayed message (its failed answer) is dropped.
@@ -181,5 +189,29 @@ mod tests {
         );
         assert!(plan.prompt.ends_with("keep the API"));
         assert_eq!(plan_summary(&context, "msg_missing", no_tail, 5_000), None);
+    }
+
+    #[test]
+    fn an_unanswered_question_is_replayed_by_automatic_compaction_only() {
+        for auto in [true, false] {
+            let mut h = HistoryBuilder::new();
+            h.user("one").assistant().text("a").finish(1);
+            h.user("the new question");
+            let id = h.compaction_request(auto, None);
+            let context = h.build();
+            let no_tail = TailSettings {
+                tail_turns: 0,
+                ..TailSettings::default()
+            };
+            let plan = plan_summary(&context, &id, no_tail, 100_000).expect("planned");
+            let replayed = plan.replay.map(|m| m.message.id);
+            if auto {
+                assert_eq!(replayed, Some(context[2].message.id.clone()));
+                assert_eq!(plan.head.len(), 2, "the question is not summarized");
+            } else {
+                assert_eq!(replayed, None);
+                assert_eq!(plan.head.len(), 3);
+            }
+        }
     }
 }

@@ -73,6 +73,33 @@ pub fn part_tokens(part: &Part) -> (u64, bool) {
     )
 }
 
+/// What pruning `part` took off a request that carried it in full: the
+/// output's cost minus the placeholder's; zero for a part that is not pruned.
+pub fn pruned_savings(part: &Part) -> (u64, bool) {
+    let PartKind::Tool(tool) = &part.kind else {
+        return (0, false);
+    };
+    let ToolState::Completed { time, .. } = &tool.state else {
+        return (0, false);
+    };
+    if time.compacted.is_none() {
+        return (0, false);
+    }
+    let mut whole = part.clone();
+    whole.tokens = None;
+    if let PartKind::Tool(tool) = &mut whole.kind
+        && let ToolState::Completed { time, .. } = &mut tool.state
+    {
+        time.compacted = None;
+    }
+    let (full, full_estimated) = part_tokens(&whole);
+    let (placeholder, placeholder_estimated) = part_tokens(part);
+    (
+        full.saturating_sub(placeholder),
+        full_estimated || placeholder_estimated,
+    )
+}
+
 /// What [`fill_part_tokens`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct FillReport {
@@ -145,6 +172,17 @@ mod tests {
         assert!(!estimated);
         assert!(cleared < 20, "{cleared}");
         assert_eq!(part_tokens(&parts[1]), (u64::from(full), false));
+        let mut big_pruned = parts[1].clone();
+        if let PartKind::Tool(tool) = &mut big_pruned.kind
+            && let ToolState::Completed { time, .. } = &mut tool.state
+        {
+            time.compacted = Some(1);
+        }
+        big_pruned.tokens = None;
+        let (saved, estimated) = pruned_savings(&big_pruned);
+        assert!(!estimated);
+        assert_eq!(saved + part_tokens(&big_pruned).0, u64::from(full));
+        assert_eq!(pruned_savings(&parts[1]), (0, false), "not pruned");
         assert_eq!(fill_part_tokens(parts.iter_mut()), FillReport::default());
     }
 }

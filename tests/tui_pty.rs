@@ -1,0 +1,208 @@
+//! The real binary in a pseudo-terminal, read through a terminal emulator,
+//! against the scripted server: what a user sees, keystroke by keystroke.
+
+mod scenario;
+mod support;
+
+use std::io::{Read, Write};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+use scenario::{text, tool_call};
+use serde_json::json;
+use support::ScriptedServer;
+
+const ROWS: u16 = 40;
+const COLS: u16 = 120;
+
+/// A running `cairn` in a pty, its screen kept current by a reader thread.
+struct Terminal {
+    screen: Arc<Mutex<vt100::Parser>>,
+    writer: Box<dyn Write + Send>,
+    child: Box<dyn portable_pty::Child + Send + Sync>,
+}
+
+impl Terminal {
+    fn start(project: &Path, data: &Path, config: &Path, args: &[&str]) -> Self {
+        let pair = native_pty_system()
+            .openpty(PtySize {
+                rows: ROWS,
+                cols: COLS,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .expect("open a pty");
+        let mut command = CommandBuilder::new(env!("CARGO_BIN_EXE_cairn"));
+        command.args(args);
+        command.cwd(project);
+        command.env("CAIRN_DATA_DIR", data);
+        command.env("XDG_CONFIG_HOME", config);
+        command.env("TERM", "xterm-256color");
+        command.env_remove("CAIRN_CONFIG");
+        let child = pair.slave.spawn_command(command).expect("spawn cairn");
+        drop(pair.slave);
+        let mut reader = pair.master.try_clone_reader().expect("pty reader");
+        let writer = pair.master.take_writer().expect("pty writer");
+        let screen = Arc::new(Mutex::new(vt100::Parser::new(ROWS, COLS, 0)));
+        let feed = screen.clone();
+        std::thread::spawn(move || {
+            let _master = pair.master; // keep the pty open while reading
+            let mut buffer = [0u8; 8192];
+            while let Ok(read) = reader.read(&mut buffer) {
+                if read == 0 {
+                    break;
+                }
+                feed.lock().expect("screen lock").process(&buffer[..read]);
+            }
+        });
+        Self {
+            screen,
+            writer,
+            child,
+        }
+    }
+
+    fn contents(&self) -> String {
+        self.screen.lock().expect("screen lock").screen().contents()
+    }
+
+    /// Waits until the screen satisfies `test`; panics with the screen otherwise.
+    fn wait_for(&self, what: &str, test: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let screen = self.contents();
+            if test(&screen) {
+                return screen;
+            }
+            if Instant::now() > deadline {
+                panic!("timed out waiting for {what}; the screen shows:\n{screen}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn type_text(&mut self, text: &str) {
+        self.writer.write_all(text.as_bytes()).expect("type");
+        self.writer.flush().expect("flush");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    fn wait_exit(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                assert!(status.success(), "cairn exited with {status:?}");
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("cairn did not quit; the screen shows:\n{}", self.contents());
+    }
+}
+
+/// `12% · 3.4k/28k` in the status line -> 12.
+fn gauge_percent(screen: &str) -> u32 {
+    let status = screen
+        .lines()
+        .rev()
+        .find(|l| l.contains("compact at"))
+        .expect("a status line with the gauge");
+    let before = status.split('%').next().expect("a percentage");
+    let digits: String = before
+        .chars()
+        .rev()
+        .take_while(|c| c.is_ascii_digit())
+        .collect();
+    digits
+        .chars()
+        .rev()
+        .collect::<String>()
+        .parse()
+        .expect("a number before %")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_user_session_in_a_real_terminal() {
+    let server = ScriptedServer::start([]).await;
+    let project = tempfile::tempdir().expect("project");
+    let data = tempfile::tempdir().expect("data");
+    let config_home = tempfile::tempdir().expect("config home");
+    std::fs::create_dir(project.path().join(".git")).expect("git dir");
+    std::fs::write(
+        project.path().join("cairn.toml"),
+        format!(
+            "model = \"scripted/test-model\"\nyolo = true\n[provider.scripted]\nwire = \"openai\"\nbase_url = \"{}/v1\"\n[provider.scripted.models.\"test-model\"]\ncontext = 32000\noutput = 4000\n",
+            server.url()
+        ),
+    )
+    .expect("config");
+    // A tool call with a large output, the answer, then the summary for /compact.
+    server.push(tool_call(
+        "call_1",
+        "bash",
+        json!({ "command": "seq 1 1500", "description": "count" }),
+        2_500,
+    ));
+    server.push(text(
+        "Counted to fifteen hundred. The plan: count, then report.",
+        12_000,
+    ));
+    server.push(text(
+        "## Goal\n- count to 1500\n## Accomplished\n- counted",
+        12_500,
+    ));
+
+    let project_path = project.path().to_path_buf();
+    let (data_path, config_path) = (data.path().to_path_buf(), config_home.path().to_path_buf());
+    let session = tokio::task::spawn_blocking(move || {
+        let mut terminal = Terminal::start(&project_path, &data_path, &config_path, &[]);
+        terminal.wait_for("the status line", |s| {
+            s.contains("scripted/test-model") && s.contains("compact at")
+        });
+
+        terminal.type_text("count to 1500\r");
+        let screen = terminal.wait_for("the answer", |s| s.contains("Counted to fifteen hundred"));
+        assert!(
+            screen.contains("✓ bash"),
+            "a completed tool card:\n{screen}"
+        );
+        let before = terminal.wait_for("the gauge after the answer", |s| gauge_percent(s) >= 30);
+
+        terminal.type_text("/compact keep the plan\r");
+        let after = terminal.wait_for("the compaction marker", |s| {
+            s.contains("history compacted") && s.contains("compacted the conversation")
+        });
+        assert!(after.contains("focus: keep the plan"), "{after}");
+        assert!(
+            gauge_percent(&after) < gauge_percent(&before),
+            "the gauge drops:\nbefore:\n{before}\nafter:\n{after}"
+        );
+
+        terminal.type_text("/prune\r");
+        terminal.wait_for("the prune report", |s| s.contains("prune"));
+        terminal.type_text("\x03");
+        terminal.type_text("\x03");
+        terminal.wait_exit();
+
+        let mut reopened =
+            Terminal::start(&project_path, &data_path, &config_path, &["--continue"]);
+        let screen = reopened.wait_for("the same transcript", |s| {
+            s.contains("history compacted")
+                && s.contains("focus: keep the plan")
+                && s.contains("compact at")
+        });
+        reopened.type_text("\x03");
+        reopened.type_text("\x03");
+        reopened.wait_exit();
+        screen
+    })
+    .await
+    .expect("the terminal session");
+    assert!(session.contains("compact at"));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3, "tool step, answer, summary");
+    let summary_prompt = requests[2].json()["messages"].to_string();
+    assert!(summary_prompt.contains("keep the plan"));
+}
