@@ -6,7 +6,8 @@
 #   4. RSS and first frame with a 5,000-message session open (target < 80 MB)
 #
 # Usage: benches/tui_live.sh   (SKIP_BUILD=1 reuses target/release;
-#        KEEP_WORK=1 keeps the temp dir with screen captures and logs)
+#        KEEP_WORK=1 keeps the temp dir with screen captures and logs;
+#        SEED_BIN=path runs a built seed_session binary instead of cargo)
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 
@@ -95,7 +96,11 @@ stop_server
 echo
 echo "== 4. a 5,000-message session open"
 start_server "$PORT" --scenario chat
-seeded="$(cd "$ROOT" && cargo bench --quiet --bench seed_session -- "$CAIRN_DATA_DIR" "$WORK/project" 5000)"
+if [ -n "${SEED_BIN:-}" ]; then # a built seed_session binary, to skip cargo
+    seeded="$("$SEED_BIN" "$CAIRN_DATA_DIR" "$WORK/project" 5000)"
+else
+    seeded="$(cd "$ROOT" && cargo bench --quiet --bench seed_session -- "$CAIRN_DATA_DIR" "$WORK/project" 5000)"
+fi
 echo "seeded session $seeded"
 python3 "$ROOT/benches/first_frame.py" --until "$LABEL" --runs 3 -- "$BIN" --session "$seeded"
 pid="$(start_tui --session "$seeded")"
