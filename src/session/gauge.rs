@@ -181,6 +181,20 @@ pub async fn refresh(ctx: &SessionCtx, model: &ResolvedModel) -> Result<ContextG
     Ok(gauge)
 }
 
+/// Refreshes the gauge for the model the session's newest user message uses
+/// (on opening, after a run, after a prune). Failures are logged: a gauge
+/// that cannot be measured must not fail what triggered it.
+pub async fn refresh_session(ctx: &SessionCtx) {
+    let Ok(user) = crate::session::runtime::last_user_or_default(ctx).await else {
+        return;
+    };
+    if let Ok(model) = ctx.models.resolve(&user.model).await
+        && let Err(error) = refresh(ctx, &model).await
+    {
+        tracing::warn!(%error, "cannot measure the session's context");
+    }
+}
+
 /// The model's view of the session and the request the next step would send.
 async fn next_request(
     ctx: &SessionCtx,

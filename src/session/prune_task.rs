@@ -34,8 +34,6 @@ pub async fn run(ctx: &SessionCtx, report: bool) -> Result<(), Error> {
             prune::thousands(plan.freed_tokens)
         ),
     );
-    if let Ok(model) = ctx.models.resolve(&ctx.default_model).await {
-        gauge::refresh(ctx, &model).await?;
-    }
+    gauge::refresh_session(ctx).await;
     Ok(())
 }

@@ -100,24 +100,13 @@ pub async fn run(ctx: Arc<SessionCtx>, cancel: CancellationToken) -> Result<(), 
     }
     if worked {
         // The last step's usage is the gauge's new anchor: show it.
-        refresh_gauge(&ctx).await;
+        gauge::refresh_session(&ctx).await;
     }
     // Idle last: a front end that waits for idle sees the prune's result too.
     if worked {
         ctx.set_status(SessionStatus::Idle);
     }
     result
-}
-
-async fn refresh_gauge(ctx: &SessionCtx) {
-    let Ok(user) = crate::session::runtime::last_user_or_default(ctx).await else {
-        return;
-    };
-    if let Ok(model) = ctx.models.resolve(&user.model).await
-        && let Err(error) = gauge::refresh(ctx, &model).await
-    {
-        tracing::warn!(%error, "cannot measure the session's context");
-    }
 }
 
 async fn iterate(

@@ -173,7 +173,9 @@ async fn serve(ctx: Arc<SessionCtx>, mut commands: mpsc::UnboundedReceiver<Comma
     if let Err(error) = crate::session::recovery::repair(&ctx).await {
         report(&ctx, &error);
     }
-    tokio::spawn(publish_opening_gauge(ctx.clone()));
+    // A front end opening a session shows its gauge before the first message.
+    let opening = ctx.clone();
+    tokio::spawn(async move { gauge::refresh_session(&opening).await });
     let mut running: Option<RunningLoop> = None;
     loop {
         tokio::select! {
@@ -199,18 +201,6 @@ async fn serve(ctx: Arc<SessionCtx>, mut commands: mpsc::UnboundedReceiver<Comma
     if let Some(running) = running {
         running.cancel.cancel();
         let _ = running.task.await;
-    }
-}
-
-/// A front end opening a session shows its gauge before the first message.
-async fn publish_opening_gauge(ctx: Arc<SessionCtx>) {
-    let Ok(user) = last_user_or_default(&ctx).await else {
-        return;
-    };
-    if let Ok(model) = ctx.models.resolve(&user.model).await
-        && let Err(error) = gauge::refresh(&ctx, &model).await
-    {
-        tracing::warn!(%error, "cannot measure the session's context");
     }
 }
 
