@@ -29,7 +29,9 @@ pub struct Accounting {
     last_sent: Mutex<HashMap<ModelRef, u64>>,
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+/// Locks a mutex whose data stays usable after a panic elsewhere (plain
+/// maps, counters, lists): a poisoned lock is taken as is.
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())

@@ -188,59 +188,46 @@ async fn apply(
     match event {
         StreamEvent::TextDelta { text } => {
             close_reasoning(ctx, building).await?;
-            let (part, last_flush) = match &mut building.text {
-                Some(open) => open,
-                None => {
-                    let part = Part::new(
-                        &building.assistant,
-                        PartKind::Text(TextPart {
-                            time: Some(TimeSpan {
-                                start: now_millis(),
-                                end: None,
-                            }),
-                            ..Default::default()
+            let assistant = &building.assistant;
+            let open = || {
+                Part::new(
+                    assistant,
+                    PartKind::Text(TextPart {
+                        time: Some(TimeSpan {
+                            start: now_millis(),
+                            end: None,
                         }),
-                    );
-                    writer.part(&part).await?;
-                    building.text.insert((part, Instant::now()))
-                }
+                        ..Default::default()
+                    }),
+                )
             };
-            if let PartKind::Text(text_part) = &mut part.kind {
-                text_part.text.push_str(&text);
-            }
-            writer.delta(part, DeltaField::Text, &text);
-            if last_flush.elapsed() >= FLUSH_INTERVAL {
-                writer.store.upsert_part(part).await?;
-                *last_flush = Instant::now();
-            }
+            append_streamed(writer, &mut building.text, open, DeltaField::Text, &text).await?;
         }
         StreamEvent::ReasoningDelta { text } => {
-            let (part, last_flush) = match &mut building.reasoning {
-                Some(open) => open,
-                None => {
-                    close_text(ctx, building).await?;
-                    let part = Part::new(
-                        &building.assistant,
-                        PartKind::Reasoning(ReasoningPart {
-                            time: TimeSpan {
-                                start: now_millis(),
-                                end: None,
-                            },
-                            ..Default::default()
-                        }),
-                    );
-                    writer.part(&part).await?;
-                    building.reasoning.insert((part, Instant::now()))
-                }
+            if building.reasoning.is_none() {
+                close_text(ctx, building).await?;
+            }
+            let assistant = &building.assistant;
+            let open = || {
+                Part::new(
+                    assistant,
+                    PartKind::Reasoning(ReasoningPart {
+                        time: TimeSpan {
+                            start: now_millis(),
+                            end: None,
+                        },
+                        ..Default::default()
+                    }),
+                )
             };
-            if let PartKind::Reasoning(reasoning) = &mut part.kind {
-                reasoning.text.push_str(&text);
-            }
-            writer.delta(part, DeltaField::Reasoning, &text);
-            if last_flush.elapsed() >= FLUSH_INTERVAL {
-                writer.store.upsert_part(part).await?;
-                *last_flush = Instant::now();
-            }
+            append_streamed(
+                writer,
+                &mut building.reasoning,
+                open,
+                DeltaField::Reasoning,
+                &text,
+            )
+            .await?;
         }
         StreamEvent::ReasoningSignature { signature } => {
             if let Some((part, _)) = &mut building.reasoning
@@ -346,6 +333,37 @@ async fn apply(
         }
     }
     Ok(None)
+}
+
+/// Appends a streamed delta to the open text or reasoning part in `slot`,
+/// creating (and persisting) the part on its first delta; publishes the delta
+/// and persists the growing text at least every [`FLUSH_INTERVAL`].
+async fn append_streamed(
+    writer: &crate::session::writer::Writer,
+    slot: &mut Option<(Part, Instant)>,
+    open: impl FnOnce() -> Part,
+    field: DeltaField,
+    delta: &str,
+) -> Result<(), Error> {
+    let (part, last_flush) = match slot {
+        Some(open) => open,
+        None => {
+            let part = open();
+            writer.part(&part).await?;
+            slot.insert((part, Instant::now()))
+        }
+    };
+    match &mut part.kind {
+        PartKind::Text(text) => text.text.push_str(delta),
+        PartKind::Reasoning(reasoning) => reasoning.text.push_str(delta),
+        _ => {}
+    }
+    writer.delta(part, field, delta);
+    if last_flush.elapsed() >= FLUSH_INTERVAL {
+        writer.store.upsert_part(part).await?;
+        *last_flush = Instant::now();
+    }
+    Ok(())
 }
 
 async fn close_text(ctx: &SessionCtx, building: &mut Building) -> Result<(), Error> {

@@ -20,6 +20,7 @@ use crate::permission::{PermissionError, PermissionRequest};
 use crate::session::Error;
 use crate::session::agent::ToolAccess;
 use crate::session::doom::{self, CallSignature, Verdict};
+use crate::session::gauge::lock;
 use crate::session::processor::{ToolFailure, finished_state};
 use crate::session::runtime::SessionCtx;
 use crate::tool::{ToolContext, ToolError, ToolProgress};
@@ -155,13 +156,6 @@ impl ToolRunner {
         ctx.writer.part(&part).await?;
         Ok(())
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // A panic while holding this lock leaves a plain Vec, still usable.
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// The task that runs calls one by one. Returns whether the loop must stop.
