@@ -1,7 +1,8 @@
 //! Loop overhead per step on a 1,000-message session (issue 4, target < 5 ms):
 //! what one iteration of `session::run` does besides calling the model, i.e.
-//! `store.read_context` + `context::order_for_model` + `run::build_request` +
-//! `gauge::measure`, as a whole and one by one. Real SQLite file, real tools,
+//! the kept context read (`SessionCtx::read_context`), `context::model_view`,
+//! `run::build_request` and `gauge::measure_request`, as a whole and one by
+//! one. Real SQLite file, real tools,
 //! real system prompt (with an AGENTS.md); no network is touched.
 //!
 //! Run: `cargo bench --bench loop`
@@ -13,7 +14,7 @@ use cairn::app::{App, SessionChoice};
 use cairn::message::MessageWithParts;
 use cairn::permission::{Mode, Permissions};
 use cairn::session::agent::Agents;
-use cairn::session::context::order_for_model;
+use cairn::session::context::{model_view, order_for_model};
 use cairn::session::prompt::Environment;
 use cairn::session::runtime::{CompactionSettings, ResolvedModel, SessionCtx, Settings};
 use cairn::session::writer::Writer;
@@ -60,6 +61,7 @@ fn session_ctx(app: &App, session_id: &str) -> SessionCtx {
         env: Environment::discover(&app.cwd),
         default_model: history::model(),
         accounting: Default::default(),
+        kept_context: Default::default(),
     }
 }
 
@@ -107,18 +109,21 @@ fn fixture(rt: &tokio::runtime::Runtime) -> Fixture {
     }
 }
 
-/// One step's work before the model is called.
+/// One step's work before the model is called, as `session::run` does it:
+/// the kept context read brought up to date, the model's view, the request,
+/// the gauge and our count of the request.
 async fn step(ctx: &SessionCtx, model: &ResolvedModel) -> u64 {
-    let read = ctx
-        .writer
-        .store
-        .read_context(&ctx.session_id)
-        .await
-        .expect("read the session");
-    let view = order_for_model(read);
-    let agent = ctx.agents.get("build");
-    let request = run::build_request(ctx, agent, model, &view, false);
-    gauge::measure(ctx, model, &view, &request).used
+    let context = ctx.read_context().await.expect("read the session");
+    let used = {
+        let view = model_view(context.messages());
+        let agent = ctx.agents.get("build");
+        let request = run::build_request(ctx, agent, model, &view, false);
+        gauge::measure_request(ctx, model, &view, &request)
+            .gauge
+            .used
+    };
+    ctx.keep_context(context);
+    used
 }
 
 fn describe(view: &[MessageWithParts], request: &cairn::provider::ChatRequest) {
@@ -152,10 +157,18 @@ fn benches(c: &mut Criterion) {
 
     let mut group = c.benchmark_group("loop step, 1,000 messages");
     group.sample_size(30);
-    group.bench_function("whole step (read + order + build + measure)", |b| {
+    group.bench_function("whole step (kept read + view + build + measure)", |b| {
         b.iter(|| rt.block_on(step(ctx, model)))
     });
-    group.bench_function("store.read_context", |b| {
+    group.bench_function("kept read (SessionCtx::read_context)", |b| {
+        b.iter(|| {
+            rt.block_on(async {
+                let context = ctx.read_context().await.expect("read the session");
+                ctx.keep_context(context);
+            })
+        })
+    });
+    group.bench_function("store.read_context (a fresh copy)", |b| {
         b.iter(|| rt.block_on(ctx.writer.store.read_context(&ctx.session_id)))
     });
     group.bench_function("context::order_for_model", |b| {

@@ -1,8 +1,9 @@
 //! Store benchmarks on real SQLite files: bulk inserts (100,000 parts over
 //! 10,000 messages), `read_context` of a 10,000-message session whose last
 //! compaction point is 200 messages from the end (target < 5 ms; cold, warm,
-//! and warm with one part appended between reads, the agent loop's case), and
-//! `list_sessions(1000)` over 1,000 sessions (target < 20 ms).
+//! warm with one part appended between reads, and the agent loop's kept read
+//! brought up to date by `refresh_context`), and `list_sessions(1000)` over
+//! 1,000 sessions (target < 20 ms).
 //!
 //! Run with `cargo bench --bench store`.
 
@@ -10,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use cairn::id;
 use cairn::message::*;
-use cairn::store::Store;
+use cairn::store::{LiveContext, Store};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::json;
 
@@ -283,6 +284,61 @@ fn read_context(c: &mut Criterion) {
             total
         })
     });
+    // The agent loop's read: it keeps its previous read (`LiveContext`) and
+    // has the store bring it up to date, so unchanged messages are neither
+    // decoded nor copied.
+    let mut kept = Some(
+        rt.block_on(store.refresh_context(LiveContext::new(&session.id)))
+            .expect("first kept read"),
+    );
+    let refresh = |kept: &mut Option<LiveContext>| {
+        let previous = kept
+            .take()
+            .expect("the kept read is put back after each refresh");
+        let fresh = rt
+            .block_on(store.refresh_context(previous))
+            .expect("refresh");
+        *kept = Some(fresh);
+    };
+    group.bench_function("kept read (refresh_context), nothing changed", |b| {
+        b.iter(|| refresh(&mut kept))
+    });
+    group.bench_function("kept read (refresh_context), one part appended", |b| {
+        b.iter_custom(|iterations| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iterations {
+                let part = Part::new(
+                    newest,
+                    PartKind::Text(TextPart {
+                        text: "one more streamed answer. ".repeat(8),
+                        ..TextPart::default()
+                    }),
+                );
+                rt.block_on(store.upsert_part(&part)).expect("append");
+                let start = Instant::now();
+                refresh(&mut kept);
+                total += start.elapsed();
+                let id = part.id.clone();
+                rt.block_on(store.call(move |connection| {
+                    connection
+                        .execute("DELETE FROM part WHERE id = ?1", [&id])
+                        .map_err(|source| cairn::store::Error::Sqlite {
+                            operation: "remove the appended part",
+                            source,
+                        })
+                }))
+                .expect("remove");
+            }
+            total
+        })
+    });
+    refresh(&mut kept);
+    let kept = kept.expect("the kept read is back");
+    // Not assert_eq: a mismatch would print 200 messages.
+    assert!(
+        kept.messages() == &context[..],
+        "the kept read matches a fresh one"
+    );
     group.finish();
 }
 

@@ -184,6 +184,7 @@ impl App {
             env,
             default_model,
             accounting: Default::default(),
+            kept_context: Default::default(),
         }
     }
 }

@@ -9,7 +9,7 @@ mod store_support;
 use std::path::Path;
 
 use cairn::message::*;
-use cairn::store::{Error, Store};
+use cairn::store::{Error, LiveContext, Store};
 use store_support::*;
 
 /// What a handle with an empty cache reads.
@@ -190,6 +190,10 @@ async fn unchanged_rows_are_not_decoded_again() {
     store.create_session(&session).await.unwrap();
     exchange(&store, &session, "cached").await;
     let before = store.read_context(&session.id).await.unwrap();
+    let kept = store
+        .refresh_context(LiveContext::new(&session.id))
+        .await
+        .unwrap();
     // Garbage in every row with revisions left as they were (triggers off):
     // only a reader that decodes again can notice.
     store
@@ -203,6 +207,12 @@ async fn unchanged_rows_are_not_decoded_again() {
         .await
         .unwrap();
     assert_eq!(store.read_context(&session.id).await.unwrap(), before);
+    let kept = store.refresh_context(kept).await.unwrap();
+    assert_eq!(
+        kept.messages(),
+        before,
+        "a kept read is not decoded again either"
+    );
     let fresh = Store::open(&dir.path().join("data/cairn.db")).unwrap();
     let error = fresh.read_context(&session.id).await.unwrap_err();
     assert!(matches!(error, Error::Decode { .. }), "{error}");
@@ -215,6 +225,8 @@ async fn interleaved_edits_and_reads_always_match_an_uncached_read() {
     store.create_session(&session).await.unwrap();
     let mut rng = fastrand::Rng::with_seed(7);
     let mut answers: Vec<Message> = Vec::new();
+    // A read kept across all the edits, as the agent loop keeps one.
+    let mut kept = LiveContext::new(&session.id);
     for step in 0..60 {
         match rng.u8(0..6) {
             0 | 1 => answers.push(exchange(&store, &session, &format!("step {step}")).await.1),
@@ -250,6 +262,9 @@ async fn interleaved_edits_and_reads_always_match_an_uncached_read() {
             }
         }
         assert_reads_current(&store, &session.id).await;
+        kept = store.refresh_context(kept).await.unwrap();
+        let (context, _) = uncached(store.path(), &session.id).await;
+        assert_eq!(kept.messages(), context, "kept read after step {step}");
     }
 }
 
@@ -359,4 +374,88 @@ async fn a_schema_1_database_migrates_keeping_its_data() {
         vec![reworded]
     );
     assert_reads_current(&store, &session.id).await;
+}
+
+/// A kept read is patched by what changed; whatever moves where the context
+/// starts (a new compaction point, a summary that stops counting, a deleted
+/// summary, a deleted part) still gives what an uncached read gives.
+#[tokio::test]
+async fn a_kept_read_follows_moves_of_the_compaction_point_and_deletions() {
+    let (_dir, store) = open_temp();
+    let session = session("/repo");
+    store.create_session(&session).await.unwrap();
+    for step in 0..3 {
+        exchange(&store, &session, &format!("before {step}")).await;
+    }
+    let request = user(&session);
+    let done = summary(&session, &request, false);
+    store.upsert_message(&request).await.unwrap();
+    store
+        .upsert_part(&compaction(&request, None))
+        .await
+        .unwrap();
+    store.upsert_message(&done).await.unwrap();
+    let summary_text = text(&done, "summary");
+    store.upsert_part(&summary_text).await.unwrap();
+    let (_, answer) = exchange(&store, &session, "after").await;
+
+    let mut kept = store
+        .refresh_context(LiveContext::new(&session.id))
+        .await
+        .unwrap();
+    let check = |kept: &LiveContext, what: &str| {
+        let kept = kept.messages().to_vec();
+        let path = store.path().to_path_buf();
+        let session_id = session.id.clone();
+        let what = what.to_string();
+        async move {
+            let (context, _) = uncached(&path, &session_id).await;
+            assert_eq!(ids(&kept), ids(&context), "{what}");
+            assert_eq!(kept, context, "{what}");
+        }
+    };
+    check(&kept, "first read").await;
+    assert_eq!(kept.messages().len(), 4, "starts at the compaction point");
+
+    // Nothing written: the same read comes back.
+    kept = store.refresh_context(kept).await.unwrap();
+    check(&kept, "nothing changed").await;
+
+    // The summary turns out failed: the context reaches back to the start.
+    let mut failed = summary(&session, &request, true);
+    failed.id = done.id.clone();
+    store.upsert_message(&failed).await.unwrap();
+    kept = store.refresh_context(kept).await.unwrap();
+    check(&kept, "failed summary").await;
+
+    // A part deleted behind the store's back (raw SQL leaves no stamp).
+    let answer_parts = store.get_message(&answer.id).await.unwrap().unwrap().parts;
+    let gone = answer_parts[0].id.clone();
+    store
+        .call(move |c| {
+            c.execute("DELETE FROM part WHERE id = ?1", [&gone])
+                .map_err(sql)
+        })
+        .await
+        .unwrap();
+    kept = store.refresh_context(kept).await.unwrap();
+    check(&kept, "deleted part").await;
+
+    // A new compaction point: older messages leave the kept read.
+    let request = user(&session);
+    let done = summary(&session, &request, false);
+    store.upsert_message(&request).await.unwrap();
+    store
+        .upsert_part(&compaction(&request, None))
+        .await
+        .unwrap();
+    store.upsert_message(&done).await.unwrap();
+    kept = store.refresh_context(kept).await.unwrap();
+    check(&kept, "new compaction point").await;
+    assert_eq!(kept.messages().len(), 2);
+
+    // That summary deleted: back to the whole session.
+    store.delete_message(&done.id).await.unwrap();
+    kept = store.refresh_context(kept).await.unwrap();
+    check(&kept, "deleted summary").await;
 }

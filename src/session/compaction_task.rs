@@ -85,7 +85,8 @@ pub async fn run(
             // A summary never shares the session's cache partition (spec 16.D).
             cache_key: None,
         };
-        if gauge::request_exceeds(ctx, &model, &chat) {
+        let counted = gauge::count_request(&chat);
+        if gauge::request_exceeds(ctx, &model, counted) {
             continue; // certain to overflow: shrink before paying for a round trip
         }
         let assistant = run::new_assistant(ctx, &request.message.id, &user, COMPACTION, true);
@@ -98,6 +99,7 @@ pub async fn run(
             request: chat,
             summary: true,
             cancel: cancel.clone(),
+            sent_tokens: Some(counted),
         };
         match processor::process(step_input, &mut runner).await? {
             StepOutcome::Compact => {

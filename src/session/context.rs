@@ -13,6 +13,8 @@ mod pairing;
 #[cfg(test)]
 pub(crate) mod test_history;
 
+use std::borrow::Cow;
+
 use base64::Engine;
 
 use crate::message::{
@@ -80,6 +82,18 @@ pub fn order_for_model(history: Vec<MessageWithParts>) -> Vec<MessageWithParts> 
         .filter(|i| !hidden.contains(i))
         .filter_map(|i| slots[i].take())
         .collect()
+}
+
+/// [`order_for_model`] of a borrowed read, copying nothing when there is
+/// nothing to reorder (no completed compaction in it): the view of a session
+/// never summarised is its history as read. A reordered view is bounded by
+/// the window, since the read starts at the compaction point.
+pub fn model_view(history: &[MessageWithParts]) -> Cow<'_, [MessageWithParts]> {
+    if completed_compaction_pairs(history).is_empty() {
+        Cow::Borrowed(history)
+    } else {
+        Cow::Owned(order_for_model(history.to_vec()))
+    }
 }
 
 /// Indices `(compaction-user, summary-assistant)` of every completed

@@ -48,6 +48,10 @@ pub struct Step<'a> {
     /// Summaries may not call tools.
     pub summary: bool,
     pub cancel: CancellationToken,
+    /// Our count of `request`, which calibration compares with the usage
+    /// reported for it (`gauge::Measured::counted`); `None` when its usage
+    /// must teach nothing.
+    pub sent_tokens: Option<u64>,
 }
 
 /// The parts being built while the stream runs.
@@ -92,8 +96,7 @@ pub async fn process(step: Step<'_>, runner: &mut ToolRunner) -> Result<StepOutc
             },
         });
     };
-    ctx.accounting
-        .sent(&step.model.model, gauge::count_request(&step.request));
+    ctx.accounting.sent(&step.model.model, step.sent_tokens);
     let opened = step
         .model
         .provider

@@ -119,118 +119,152 @@ async fn iterate(
         if cancel.is_cancelled() {
             return Ok(());
         }
-        let history = ctx.writer.store.read_context(&ctx.session_id).await?;
-        let latest = Latest::of(&history);
-        if latest.is_done() {
-            gauge::reset_guard(ctx);
+        let context = ctx.read_context().await?;
+        let next = decide_and_act(ctx, cancel, context.messages(), step, retries).await;
+        ctx.keep_context(context);
+        if next? == Next::Exit {
             return Ok(());
         }
-        let Some(user_message) = latest.user else {
-            return Ok(());
-        };
-        let Some(user) = user_message.message.as_user().cloned() else {
-            return Ok(());
-        };
-        ctx.set_status(SessionStatus::Busy);
-        *step += 1;
+    }
+}
 
-        if let Some(request) = latest.compaction {
-            match compaction_task::run(ctx, &history, request, cancel).await? {
-                StepOutcome::Stop => return Ok(()),
-                _ => continue,
-            }
+/// What the loop does after an iteration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Next {
+    Continue,
+    Exit,
+}
+
+/// One iteration over `history` (the session's context read): exit, run a
+/// pending compaction, create one, or call the model once.
+async fn decide_and_act(
+    ctx: &Arc<SessionCtx>,
+    cancel: &CancellationToken,
+    history: &[MessageWithParts],
+    step: &mut u32,
+    retries: &mut u32,
+) -> Result<Next, Error> {
+    let latest = Latest::of(history);
+    if latest.is_done() {
+        gauge::reset_guard(ctx);
+        return Ok(Next::Exit);
+    }
+    let Some(user_message) = latest.user else {
+        return Ok(Next::Exit);
+    };
+    let Some(user) = user_message.message.as_user().cloned() else {
+        return Ok(Next::Exit);
+    };
+    ctx.set_status(SessionStatus::Busy);
+    *step += 1;
+
+    if let Some(request) = latest.compaction {
+        match compaction_task::run(ctx, history, request, cancel).await? {
+            StepOutcome::Stop => return Ok(Next::Exit),
+            _ => return Ok(Next::Continue),
         }
-        let model = match ctx.models.resolve(&user.model).await {
-            Ok(model) => model,
-            Err(message) => {
-                ctx.writer.error(&ctx.session_id, message);
-                return Ok(());
-            }
-        };
-        if let Some(warning) = model.take_warning() {
-            ctx.writer.notice(&ctx.session_id, warning);
+    }
+    let model = match ctx.models.resolve(&user.model).await {
+        Ok(model) => model,
+        Err(message) => {
+            ctx.writer.error(&ctx.session_id, message);
+            return Ok(Next::Exit);
         }
-        let agent = ctx.agents.get(&user.agent).clone();
-        let is_last_step = agent.steps.is_some_and(|max| *step >= max);
-        let view = context::order_for_model(history.clone());
-        let request = build_request(ctx, &agent, &model, &view, is_last_step);
-        // The gauge and the trigger are the same number: the next request's size.
-        let gauge = gauge::measure(ctx, &model, &view, &request);
-        gauge::publish(ctx, gauge);
-        let after_summary = latest
-            .finished
-            .and_then(|m| m.message.as_assistant())
-            .is_none_or(|a| a.summary);
-        if !after_summary && crate::token::is_overflow(&gauge) {
-            create_compaction(
-                ctx,
-                &user,
-                CompactionPart {
-                    auto: true,
-                    ..Default::default()
-                },
-            )
-            .await?;
-            continue;
-        }
-        let assistant = new_assistant(ctx, &user_message.message.id, &user, &agent.name, false);
-        let mut runner = ToolRunner::new(
-            ctx.clone(),
-            agent.tools,
-            recent_calls(&history),
-            cancel.clone(),
-        );
-        let assistant_id = assistant.id.clone();
-        let outcome = processor::process(
-            Step {
-                ctx,
-                model: &model,
-                assistant,
-                request,
-                summary: false,
-                cancel: cancel.clone(),
+    };
+    if let Some(warning) = model.take_warning() {
+        ctx.writer.notice(&ctx.session_id, warning);
+    }
+    let agent = ctx.agents.get(&user.agent).clone();
+    let is_last_step = agent.steps.is_some_and(|max| *step >= max);
+    let view = context::model_view(history);
+    let request = build_request(ctx, &agent, &model, &view, is_last_step);
+    // The gauge and the trigger are the same number: the next request's size.
+    let measured = gauge::measure_request(ctx, &model, &view, &request);
+    let gauge = measured.gauge;
+    gauge::publish(ctx, gauge);
+    let after_summary = latest
+        .finished
+        .and_then(|m| m.message.as_assistant())
+        .is_none_or(|a| a.summary);
+    if !after_summary && crate::token::is_overflow(&gauge) {
+        create_compaction(
+            ctx,
+            &user,
+            CompactionPart {
+                auto: true,
+                ..Default::default()
             },
-            &mut runner,
         )
         .await?;
-        match outcome {
-            StepOutcome::Continue => *retries = 0,
-            StepOutcome::Stop => return Ok(()),
-            StepOutcome::Compact => {
-                let finished = ctx
-                    .writer
-                    .store
-                    .get_message(&assistant_id)
-                    .await?
-                    .and_then(|m| m.message.as_assistant().and_then(|a| a.finish));
-                if !ctx.settings.compaction.auto {
-                    ctx.writer.error(&ctx.session_id, gauge::overflow_advice());
-                    return Ok(());
-                }
-                let overflow = finished.is_none();
-                create_compaction(
-                    ctx,
-                    &user,
-                    CompactionPart {
-                        auto: true,
-                        overflow,
-                        ..Default::default()
-                    },
-                )
-                .await?;
+        return Ok(Next::Continue);
+    }
+    let assistant = new_assistant(ctx, &user_message.message.id, &user, &agent.name, false);
+    let mut runner = ToolRunner::new(
+        ctx.clone(),
+        agent.tools,
+        recent_calls(history),
+        cancel.clone(),
+    );
+    let assistant_id = assistant.id.clone();
+    let outcome = processor::process(
+        Step {
+            ctx,
+            model: &model,
+            assistant,
+            request,
+            summary: false,
+            cancel: cancel.clone(),
+            sent_tokens: Some(measured.counted),
+        },
+        &mut runner,
+    )
+    .await?;
+    after_step(ctx, cancel, &user, &assistant_id, outcome, retries).await
+}
+
+/// Acts on how a model step ended: go on, stop, compact, or retry.
+async fn after_step(
+    ctx: &SessionCtx,
+    cancel: &CancellationToken,
+    user: &UserMessage,
+    assistant_id: &str,
+    outcome: StepOutcome,
+    retries: &mut u32,
+) -> Result<Next, Error> {
+    match outcome {
+        StepOutcome::Continue => *retries = 0,
+        StepOutcome::Stop => return Ok(Next::Exit),
+        StepOutcome::Compact => {
+            if !ctx.settings.compaction.auto {
+                ctx.writer.error(&ctx.session_id, gauge::overflow_advice());
+                return Ok(Next::Exit);
             }
-            StepOutcome::Retry(error) => {
-                *retries += 1;
-                if *retries > MAX_STEP_RETRIES {
-                    ctx.writer.error(&ctx.session_id, format!("{error}. Gave up after {MAX_STEP_RETRIES} retries; send a message to try again."));
-                    return Ok(());
-                }
-                if !wait_before_retry(ctx, *retries, &error.to_string(), cancel).await {
-                    return Ok(());
-                }
+            // A step rejected before it finished is replayed after the summary.
+            let finished = ctx
+                .writer
+                .store
+                .get_message(assistant_id)
+                .await?
+                .and_then(|m| m.message.as_assistant().and_then(|a| a.finish));
+            let part = CompactionPart {
+                auto: true,
+                overflow: finished.is_none(),
+                ..Default::default()
+            };
+            create_compaction(ctx, user, part).await?;
+        }
+        StepOutcome::Retry(error) => {
+            *retries += 1;
+            if *retries > MAX_STEP_RETRIES {
+                ctx.writer.error(&ctx.session_id, format!("{error}. Gave up after {MAX_STEP_RETRIES} retries; send a message to try again."));
+                return Ok(Next::Exit);
+            }
+            if !wait_before_retry(ctx, *retries, &error.to_string(), cancel).await {
+                return Ok(Next::Exit);
             }
         }
     }
+    Ok(Next::Continue)
 }
 
 /// The request for one normal step: system prompt, history as the model sees

@@ -7,7 +7,7 @@
 //! loop needs (store writer, tools, permissions, models, settings).
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -24,6 +24,7 @@ use crate::session::command::Command;
 use crate::session::prompt::Environment;
 use crate::session::writer::Writer;
 use crate::session::{Error, gauge, prune_task, run, shell};
+use crate::store::{self, LiveContext};
 use crate::tool::{Limits, Registry};
 
 /// A model ready to call: its client, limits and prices.
@@ -114,9 +115,28 @@ pub struct SessionCtx {
     /// The model new prompts use unless they name one.
     pub default_model: ModelRef,
     pub accounting: gauge::Accounting,
+    /// The context read of the last loop step, kept so that the next one
+    /// decodes only what changed (see [`Self::read_context`]).
+    pub kept_context: Mutex<Option<LiveContext>>,
 }
 
 impl SessionCtx {
+    /// The session's context read (`Store::read_context`), brought up to
+    /// date from the read kept by [`Self::keep_context`] when there is one.
+    /// Two readers at once are safe: the second one reads afresh.
+    pub async fn read_context(&self) -> Result<LiveContext, store::Error> {
+        let kept = gauge::lock(&self.kept_context)
+            .take()
+            .filter(|kept| kept.session_id() == self.session_id);
+        let previous = kept.unwrap_or_else(|| LiveContext::new(&self.session_id));
+        self.writer.store.refresh_context(previous).await
+    }
+
+    /// Keeps a context read for the next [`Self::read_context`].
+    pub fn keep_context(&self, context: LiveContext) {
+        *gauge::lock(&self.kept_context) = Some(context);
+    }
+
     pub fn set_status(&self, status: SessionStatus) {
         self.writer.bus.publish(Event::Status {
             session_id: self.session_id.clone(),

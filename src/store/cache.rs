@@ -114,20 +114,76 @@ impl SessionCache {
                 .all(|((rev, part), key)| *rev == key.rev && part.id == key.id)
     }
 
-    /// Builds the message for `key` from the cached rows and, for the stale
-    /// ones, from `decode_message` / `decode_part`; stores the result and
-    /// returns a copy.
+    /// The message for `key`, copied out of the cache after decoding what is
+    /// stale (see [`Self::up_to_date`]); the cache keeps it.
     pub(crate) fn assemble<E>(
         &mut self,
         key: &MessageKey,
         decode_message: impl FnOnce(&str) -> Result<Message, E>,
-        mut decode_part: impl FnMut(&str) -> Result<Part, E>,
+        decode_part: impl FnMut(&str) -> Result<Part, E>,
     ) -> Result<MessageWithParts, E> {
-        if self.is_fresh(key) {
-            let cached = &self.messages[&key.row.id];
-            return Ok(cached.copy());
+        let cached = self.up_to_date(key, decode_message, decode_part)?;
+        let copy = cached.copy();
+        self.messages.insert(key.row.id.clone(), cached);
+        Ok(copy)
+    }
+
+    /// The message for `key`, moved out of the cache: for a caller that keeps
+    /// it and hands it back with [`Self::restore`] before its next read.
+    pub(crate) fn take<E>(
+        &mut self,
+        key: &MessageKey,
+        decode_message: impl FnOnce(&str) -> Result<Message, E>,
+        decode_part: impl FnMut(&str) -> Result<Part, E>,
+    ) -> Result<MessageWithParts, E> {
+        let cached = self.up_to_date(key, decode_message, decode_part)?;
+        Ok(MessageWithParts {
+            message: cached.message,
+            parts: cached.parts.into_iter().map(|(_, part)| part).collect(),
+        })
+    }
+
+    /// Puts back a message taken at `key`. A message whose parts do not
+    /// match the key's is dropped: the next read decodes it again.
+    pub(crate) fn restore(&mut self, key: MessageKey, message: MessageWithParts) {
+        let matches = key.parts.len() == message.parts.len()
+            && key
+                .parts
+                .iter()
+                .zip(&message.parts)
+                .all(|(k, p)| k.id == p.id)
+            && key.row.id == message.message.id;
+        if !matches {
+            return;
         }
+        let parts = key
+            .parts
+            .iter()
+            .map(|part| part.rev)
+            .zip(message.parts)
+            .collect();
+        let cached = CachedMessage {
+            rev: key.row.rev,
+            message: message.message,
+            parts,
+        };
+        self.messages.insert(key.row.id, cached);
+    }
+
+    /// Removes and returns the cached message for `key`, first decoding,
+    /// with `decode_message` / `decode_part`, the rows whose revision the
+    /// cache has not seen.
+    fn up_to_date<E>(
+        &mut self,
+        key: &MessageKey,
+        decode_message: impl FnOnce(&str) -> Result<Message, E>,
+        mut decode_part: impl FnMut(&str) -> Result<Part, E>,
+    ) -> Result<CachedMessage, E> {
+        let fresh = self.is_fresh(key);
         let old = self.messages.remove(&key.row.id);
+        if fresh && let Some(old) = old {
+            return Ok(old);
+        }
         let (message, old_parts) = match old {
             Some(old) if old.rev == key.row.rev => (old.message, old.parts),
             Some(old) => (decode_message(&key.row.id)?, old.parts),
@@ -152,14 +208,11 @@ impl SessionCache {
             };
             parts.push((part_key.rev, part));
         }
-        let cached = CachedMessage {
+        Ok(CachedMessage {
             rev: key.row.rev,
             message,
             parts,
-        };
-        let copy = cached.copy();
-        self.messages.insert(key.row.id.clone(), cached);
-        Ok(copy)
+        })
     }
 
     /// Drops cached messages with an id in `range` (lower inclusive, upper

@@ -9,12 +9,16 @@
 //!
 //! Files: `schema` (open, pragmas, migrations), `thread` (connection threads),
 //! `sessions`, `writes`, `reads` (SQL), `cache` (the reader's decoded rows,
-//! checked against row revisions), `part_json` (stored part JSON), `error`.
+//! checked against row revisions), `live` and `refresh` (a caller's own kept
+//! context read and how it is brought up to date),
+//! `part_json` (stored part JSON), `error`.
 
 mod cache;
 mod error;
+mod live;
 mod part_json;
 mod reads;
+mod refresh;
 mod schema;
 mod sessions;
 mod thread;
@@ -26,6 +30,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use rusqlite::{Connection, TransactionBehavior};
 
 pub use error::Error;
+pub use live::LiveContext;
 pub use reads::CONTEXT_PAGE;
 pub use schema::SCHEMA_VERSION;
 
@@ -256,6 +261,16 @@ impl Store {
         let cache = Arc::clone(&self.inner.cache);
         self.snapshot("read context", move |connection| {
             reads::read_context(connection, lock(&cache).session(&session_id), &session_id)
+        })
+        .await
+    }
+
+    /// [`Self::read_context`] into a read the caller keeps: brings
+    /// `previous` up to date by the rows written since it was read, decoding
+    /// only those and copying nothing (the agent loop's read of every step).
+    pub async fn refresh_context(&self, previous: LiveContext) -> Result<LiveContext, Error> {
+        self.snapshot("read context", move |connection| {
+            refresh::refresh_context(connection, previous)
         })
         .await
     }

@@ -14,6 +14,7 @@ use rusqlite::{Connection, OptionalExtension};
 
 use super::cache::{MessageKey, RowKey, SessionCache};
 use super::error::{During, Error};
+use super::live::LiveContext;
 use super::part_json;
 use crate::message::{HistoryScan, Message, MessageWithParts, Part, ScanStep};
 
@@ -93,35 +94,124 @@ pub(crate) fn read_context(
     cache: &mut SessionCache,
     session_id: &str,
 ) -> Result<Vec<MessageWithParts>, Error> {
+    Ok(scan_context(connection, cache, session_id, Handout::Copy)?.messages)
+}
+
+/// [`read_context`] for a caller that keeps its read between reads: what
+/// it holds becomes the cache of this read, messages still fresh are moved
+/// back to it without a copy, and only rows whose revision changed are
+/// decoded. Messages that left the context are dropped. (`refresh` tries a
+/// cheaper patch first.)
+pub(super) fn reread_context(
+    connection: &Connection,
+    previous: LiveContext,
+) -> Result<LiveContext, Error> {
+    let mut cache = SessionCache::default();
+    for (key, message) in previous.keys.into_iter().zip(previous.messages) {
+        cache.restore(key, message);
+    }
+    let session_id = previous.session_id;
+    let scanned = scan_context(connection, &mut cache, &session_id, Handout::Take)?;
+    Ok(LiveContext {
+        session_id,
+        messages: scanned.messages,
+        keys: scanned.keys,
+        revision: previous.revision,
+        reaches_session_start: scanned.reaches_session_start,
+    })
+}
+
+/// A message by id, decoded (the kept read's patch).
+pub(super) fn fetch_message(
+    connection: &Connection,
+    operation: &'static str,
+    id: &str,
+) -> Result<Message, Error> {
+    let data: String = connection
+        .prepare_cached("SELECT data FROM message WHERE id = ?1")
+        .during(operation)?
+        .query_row([id], |row| row.get(0))
+        .during(operation)?;
+    decode_message(operation, id, &data)
+}
+
+/// A part by id, decoded (the kept read's patch).
+pub(super) fn fetch_part(
+    connection: &Connection,
+    operation: &'static str,
+    id: &str,
+) -> Result<Part, Error> {
+    let (kind, data): (String, String) = connection
+        .prepare_cached("SELECT type, data FROM part WHERE id = ?1")
+        .during(operation)?
+        .query_row([id], |row| Ok((row.get(0)?, row.get(1)?)))
+        .during(operation)?;
+    decode_part(operation, id, &kind, &data)
+}
+
+/// What [`scan_context`] read.
+struct Scanned {
+    /// Oldest first.
+    messages: Vec<MessageWithParts>,
+    /// The keys of `messages`, beside them.
+    keys: Vec<MessageKey>,
+    /// The scan reached the session's first message without stopping.
+    reaches_session_start: bool,
+}
+
+/// Whether a read copies what it assembles out of the cache or moves it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Handout {
+    Copy,
+    Take,
+}
+
+/// The context scan behind [`read_context`] and [`reread_context`].
+fn scan_context(
+    connection: &Connection,
+    cache: &mut SessionCache,
+    session_id: &str,
+    handout: Handout,
+) -> Result<Scanned, Error> {
     const OPERATION: &str = "read context";
     let mut scan = HistoryScan::new();
-    let mut newest_first = Vec::new();
+    let mut messages = Vec::new();
+    let mut keys = Vec::new();
     let mut before: Option<String> = None;
     loop {
-        let keys = list_page(
+        let page_keys = list_page(
             connection,
             OPERATION,
             session_id,
             before.as_deref(),
             Some(CONTEXT_PAGE),
         )?;
-        let oldest = (keys.len() == CONTEXT_PAGE)
-            .then(|| keys.last().map(|key| key.row.id.clone()))
+        let oldest = (page_keys.len() == CONTEXT_PAGE)
+            .then(|| page_keys.last().map(|key| key.row.id.clone()))
             .flatten();
-        cache.forget_missing((oldest.as_deref(), before.as_deref()), &keys);
-        let mut page = Page::new(session_id, keys);
+        cache.forget_missing((oldest.as_deref(), before.as_deref()), &page_keys);
+        let mut page = Page::new(session_id, page_keys);
+        let mut stopped = false;
         for index in 0..page.keys.len() {
-            let message = page.assemble(connection, cache, index, OPERATION)?;
+            let message = page.assemble(connection, cache, index, handout, OPERATION)?;
             let step = scan.push(&message);
-            newest_first.push(message);
+            messages.push(message);
             if step == ScanStep::KeepAndStop {
-                newest_first.reverse();
-                return Ok(newest_first);
+                page.keys.truncate(index + 1);
+                stopped = true;
+                break;
             }
         }
-        if oldest.is_none() {
-            newest_first.reverse();
-            return Ok(newest_first);
+        keys.append(&mut page.keys);
+        if stopped || oldest.is_none() {
+            // Read newest first; handed out oldest first.
+            messages.reverse();
+            keys.reverse();
+            return Ok(Scanned {
+                messages,
+                keys,
+                reaches_session_start: !stopped,
+            });
         }
         before = oldest;
     }
@@ -161,7 +251,7 @@ impl<'a> Page<'a> {
         operation: &'static str,
     ) -> Result<Vec<MessageWithParts>, Error> {
         (0..self.keys.len())
-            .map(|index| self.assemble(connection, cache, index, operation))
+            .map(|index| self.assemble(connection, cache, index, Handout::Copy, operation))
             .collect()
     }
 
@@ -174,6 +264,7 @@ impl<'a> Page<'a> {
         connection: &Connection,
         cache: &mut SessionCache,
         index: usize,
+        handout: Handout,
         operation: &'static str,
     ) -> Result<MessageWithParts, Error> {
         let key = &self.keys[index];
@@ -186,20 +277,21 @@ impl<'a> Page<'a> {
             self.rows = fetch_stale(connection, operation, self.session_id, cache, run)?;
         }
         let rows = &mut self.rows;
-        cache.assemble(
-            key,
-            |id| {
-                let data = rows
-                    .messages
-                    .remove(id)
-                    .ok_or_else(|| vanished(operation))?;
-                decode_message(operation, id, &data)
-            },
-            |id| {
-                let (kind, data) = rows.parts.remove(id).ok_or_else(|| vanished(operation))?;
-                decode_part(operation, id, &kind, &data)
-            },
-        )
+        let decode_message = |id: &str| {
+            let data = rows
+                .messages
+                .remove(id)
+                .ok_or_else(|| vanished(operation))?;
+            decode_message(operation, id, &data)
+        };
+        let decode_part = |id: &str| {
+            let (kind, data) = rows.parts.remove(id).ok_or_else(|| vanished(operation))?;
+            decode_part(operation, id, &kind, &data)
+        };
+        match handout {
+            Handout::Copy => cache.assemble(key, decode_message, decode_part),
+            Handout::Take => cache.take(key, decode_message, decode_part),
+        }
     }
 }
 

@@ -1,0 +1,47 @@
+//! A caller's own decoded context read, kept between reads: the agent loop
+//! holds one per session so that a step re-decodes only the rows that
+//! changed since the last step and copies nothing else.
+//!
+//! It is only ever brought up to date by the store against the stored row
+//! revisions (`Store::refresh_context`, see `refresh`), never edited by its
+//! holder, so it cannot drift from what is committed.
+
+use super::cache::MessageKey;
+use crate::message::MessageWithParts;
+
+/// The model's history of one session as of its last refresh, oldest first.
+#[derive(Debug)]
+pub struct LiveContext {
+    pub(super) session_id: String,
+    pub(super) messages: Vec<MessageWithParts>,
+    /// The stored keys of `messages`, beside them.
+    pub(super) keys: Vec<MessageKey>,
+    /// The database's revision counter when it was read; `None` before the
+    /// first read.
+    pub(super) revision: Option<i64>,
+    /// Whether the read began at the session's first message rather than
+    /// at a compaction point.
+    pub(super) reaches_session_start: bool,
+}
+
+impl LiveContext {
+    /// An empty read of `session_id`: its first refresh decodes everything.
+    pub fn new(session_id: &str) -> Self {
+        Self {
+            session_id: session_id.to_string(),
+            messages: Vec::new(),
+            keys: Vec::new(),
+            revision: None,
+            reaches_session_start: false,
+        }
+    }
+
+    pub fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
+    /// What `Store::read_context` returned at the last refresh.
+    pub fn messages(&self) -> &[MessageWithParts] {
+        &self.messages
+    }
+}

@@ -1,0 +1,225 @@
+//! Bringing a kept context read (`LiveContext`) up to date by what changed.
+//!
+//! Every write stamps its rows with the next value of the database-wide
+//! `revision` counter, so "what changed since the last refresh" is the rows
+//! of this session stamped above the revision the read saw: two index scans,
+//! however long the session. Only those rows are decoded and patched in;
+//! deletions (which leave no stamp) are caught by counting the rows of the
+//! kept range. Whenever the patch cannot be proven exact, the refresh falls
+//! back to the paged context scan, which is always right.
+
+use std::collections::{HashMap, HashSet};
+
+use rusqlite::Connection;
+
+use super::cache::{MessageKey, RowKey};
+use super::error::{During, Error};
+use super::live::LiveContext;
+use super::reads;
+use crate::message::{HistoryScan, MessageWithParts, ScanStep};
+
+const OPERATION: &str = "read context";
+
+/// `previous` brought up to date: patched in place when only stamped rows
+/// changed, otherwise read again with `previous` as the decoded-row cache.
+pub(crate) fn refresh_context(
+    connection: &Connection,
+    mut previous: LiveContext,
+) -> Result<LiveContext, Error> {
+    let revision = current_revision(connection)?;
+    // No shortcut on an unchanged revision: a raw SQL delete (through
+    // `Store::call`) does not move it; the counts in `patch` catch it.
+    if let Some(seen) = previous.revision
+        && patch(connection, &mut previous, seen)?
+        && rescan(&mut previous)
+    {
+        previous.revision = Some(revision);
+        return Ok(previous);
+    }
+    let mut fresh = reads::reread_context(connection, previous)?;
+    fresh.revision = Some(revision);
+    Ok(fresh)
+}
+
+fn current_revision(connection: &Connection) -> Result<i64, Error> {
+    connection
+        .prepare_cached("SELECT value FROM revision")
+        .during(OPERATION)?
+        .query_row([], |row| row.get(0))
+        .during(OPERATION)
+}
+
+/// Rows of the session stamped after `seen`.
+struct Changes {
+    /// Message id and revision.
+    messages: Vec<RowKey>,
+    /// Message id, part id and revision.
+    parts: Vec<(String, RowKey)>,
+}
+
+/// Applies the rows stamped after `seen` to `live`. Returns false, leaving
+/// `live` untouched, when they cannot be applied exactly: a change older
+/// than the kept range, or a deletion.
+fn patch(connection: &Connection, live: &mut LiveContext, seen: i64) -> Result<bool, Error> {
+    let Some(oldest) = live.keys.first().map(|key| key.row.id.clone()) else {
+        return Ok(false);
+    };
+    let changes = changed_rows(connection, &live.session_id, seen)?;
+    if changes.messages.iter().any(|m| m.id < oldest)
+        || changes
+            .parts
+            .iter()
+            .any(|(message_id, _)| *message_id < oldest)
+    {
+        return Ok(false);
+    }
+    let kept_messages: HashSet<&str> = live.keys.iter().map(|k| k.row.id.as_str()).collect();
+    let kept_parts: HashSet<&str> = live
+        .keys
+        .iter()
+        .flat_map(|k| k.parts.iter().map(|p| p.id.as_str()))
+        .collect();
+    let new_messages = changes
+        .messages
+        .iter()
+        .filter(|m| !kept_messages.contains(m.id.as_str()))
+        .count();
+    let new_parts = changes
+        .parts
+        .iter()
+        .filter(|(_, p)| !kept_parts.contains(p.id.as_str()))
+        .count();
+    let (messages_now, parts_now) = counts_from(connection, &live.session_id, &oldest)?;
+    if messages_now != live.keys.len() + new_messages || parts_now != kept_parts.len() + new_parts {
+        return Ok(false);
+    }
+    apply(connection, live, changes)?;
+    Ok(true)
+}
+
+fn changed_rows(connection: &Connection, session_id: &str, seen: i64) -> Result<Changes, Error> {
+    let messages = connection
+        .prepare_cached("SELECT id, rev FROM message WHERE session_id = ?1 AND rev > ?2")
+        .during(OPERATION)?
+        .query_map(rusqlite::params![session_id, seen], |row| {
+            Ok(RowKey {
+                id: row.get(0)?,
+                rev: row.get(1)?,
+            })
+        })
+        .during(OPERATION)?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .during(OPERATION)?;
+    let parts = connection
+        .prepare_cached("SELECT message_id, id, rev FROM part WHERE session_id = ?1 AND rev > ?2")
+        .during(OPERATION)?
+        .query_map(rusqlite::params![session_id, seen], |row| {
+            let key = RowKey {
+                id: row.get(1)?,
+                rev: row.get(2)?,
+            };
+            Ok((row.get(0)?, key))
+        })
+        .during(OPERATION)?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .during(OPERATION)?;
+    Ok(Changes { messages, parts })
+}
+
+/// How many messages, and parts of them, the session holds from `oldest` on.
+fn counts_from(
+    connection: &Connection,
+    session_id: &str,
+    oldest: &str,
+) -> Result<(usize, usize), Error> {
+    let count = |sql: &str| -> Result<usize, Error> {
+        let count: i64 = connection
+            .prepare_cached(sql)
+            .during(OPERATION)?
+            .query_row([session_id, oldest], |row| row.get(0))
+            .during(OPERATION)?;
+        Ok(usize::try_from(count).unwrap_or(usize::MAX))
+    };
+    Ok((
+        count("SELECT count(*) FROM message WHERE session_id = ?1 AND id >= ?2")?,
+        count("SELECT count(*) FROM part WHERE session_id = ?1 AND message_id >= ?2")?,
+    ))
+}
+
+/// Decodes the changed rows and puts them in place, keeping messages and
+/// parts ordered by id.
+fn apply(connection: &Connection, live: &mut LiveContext, changes: Changes) -> Result<(), Error> {
+    for key in changes.messages {
+        let message = reads::fetch_message(connection, OPERATION, &key.id)?;
+        match live.keys.binary_search_by(|k| k.row.id.cmp(&key.id)) {
+            Ok(index) => {
+                live.messages[index].message = message;
+                live.keys[index].row.rev = key.rev;
+            }
+            Err(index) => {
+                live.messages.insert(
+                    index,
+                    MessageWithParts {
+                        message,
+                        parts: Vec::new(),
+                    },
+                );
+                live.keys.insert(
+                    index,
+                    MessageKey {
+                        row: key,
+                        parts: Vec::new(),
+                    },
+                );
+            }
+        }
+    }
+    let positions: HashMap<String, usize> = live
+        .keys
+        .iter()
+        .enumerate()
+        .map(|(index, key)| (key.row.id.clone(), index))
+        .collect();
+    for (message_id, key) in changes.parts {
+        let Some(&index) = positions.get(&message_id) else {
+            // A part whose message is not in the session: the counts matched,
+            // so this cannot happen while the foreign key holds; skip it.
+            continue;
+        };
+        let part = reads::fetch_part(connection, OPERATION, &key.id)?;
+        let (parts, keys) = (&mut live.messages[index].parts, &mut live.keys[index].parts);
+        match keys.binary_search_by(|k| k.id.cmp(&key.id)) {
+            Ok(at) => {
+                parts[at] = part;
+                keys[at].rev = key.rev;
+            }
+            Err(at) => {
+                parts.insert(at, part);
+                keys.insert(at, key);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Re-runs the history scan over the patched read, newest first, and drops
+/// what a new compaction point put out of the context. False when the scan
+/// does not stop inside the read although the read itself began at a
+/// compaction point: the context now reaches further back, so only a full
+/// read can tell where.
+fn rescan(live: &mut LiveContext) -> bool {
+    let mut scan = HistoryScan::new();
+    let stop = live
+        .messages
+        .iter()
+        .rposition(|message| scan.push(message) == ScanStep::KeepAndStop);
+    match stop {
+        Some(start) => {
+            live.messages.drain(..start);
+            live.keys.drain(..start);
+            live.reaches_session_start = false;
+            true
+        }
+        None => live.reaches_session_start,
+    }
+}
