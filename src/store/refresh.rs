@@ -2,8 +2,8 @@
 //!
 //! Every write stamps its rows with the next value of the database-wide
 //! `revision` counter, so "what changed since the last refresh" is the rows
-//! of this session stamped above the revision the read saw: two index scans,
-//! however long the session. Only those rows are decoded and patched in;
+//! of the kept range stamped above the revision the read saw: two range
+//! scans of the session indexes, however long the session. Only those rows are decoded and patched in;
 //! deletions (which leave no stamp) are caught by counting the rows of the
 //! kept range. Whenever the patch cannot be proven exact, the refresh falls
 //! back to the paged context scan, which is always right.
@@ -58,21 +58,12 @@ struct Changes {
 }
 
 /// Applies the rows stamped after `seen` to `live`. Returns false, leaving
-/// `live` untouched, when they cannot be applied exactly: a change older
-/// than the kept range, or a deletion.
+/// `live` untouched, when they cannot be applied exactly (a deletion).
 fn patch(connection: &Connection, live: &mut LiveContext, seen: i64) -> Result<bool, Error> {
     let Some(oldest) = live.keys.first().map(|key| key.row.id.clone()) else {
         return Ok(false);
     };
-    let changes = changed_rows(connection, &live.session_id, seen)?;
-    if changes.messages.iter().any(|m| m.id < oldest)
-        || changes
-            .parts
-            .iter()
-            .any(|(message_id, _)| *message_id < oldest)
-    {
-        return Ok(false);
-    }
+    let changes = changed_rows(connection, &live.session_id, &oldest, seen)?;
     let kept_messages: HashSet<&str> = live.keys.iter().map(|k| k.row.id.as_str()).collect();
     let kept_parts: HashSet<&str> = live
         .keys
@@ -97,11 +88,24 @@ fn patch(connection: &Connection, live: &mut LiveContext, seen: i64) -> Result<b
     Ok(true)
 }
 
-fn changed_rows(connection: &Connection, session_id: &str, seen: i64) -> Result<Changes, Error> {
+/// Rows stamped after `seen` from the kept range on (`oldest` and newer).
+/// Older rows cannot matter: where the context starts is decided reading
+/// from the newest message down to that point, and moving it needs a change
+/// inside the range (or a deletion, which the counts catch). Both queries
+/// are range scans of the session indexes, which carry `rev`.
+fn changed_rows(
+    connection: &Connection,
+    session_id: &str,
+    oldest: &str,
+    seen: i64,
+) -> Result<Changes, Error> {
+    let params = rusqlite::params![session_id, oldest, seen];
     let messages = connection
-        .prepare_cached("SELECT id, rev FROM message WHERE session_id = ?1 AND rev > ?2")
+        .prepare_cached(
+            "SELECT id, rev FROM message WHERE session_id = ?1 AND id >= ?2 AND rev > ?3",
+        )
         .during(OPERATION)?
-        .query_map(rusqlite::params![session_id, seen], |row| {
+        .query_map(params, |row| {
             Ok(RowKey {
                 id: row.get(0)?,
                 rev: row.get(1)?,
@@ -111,9 +115,12 @@ fn changed_rows(connection: &Connection, session_id: &str, seen: i64) -> Result<
         .collect::<rusqlite::Result<Vec<_>>>()
         .during(OPERATION)?;
     let parts = connection
-        .prepare_cached("SELECT message_id, id, rev FROM part WHERE session_id = ?1 AND rev > ?2")
+        .prepare_cached(
+            "SELECT message_id, id, rev FROM part
+             WHERE session_id = ?1 AND message_id >= ?2 AND rev > ?3",
+        )
         .during(OPERATION)?
-        .query_map(rusqlite::params![session_id, seen], |row| {
+        .query_map(params, |row| {
             let key = RowKey {
                 id: row.get(1)?,
                 rev: row.get(2)?,
