@@ -283,6 +283,7 @@ impl Vocabulary {
         }
     }
 
+    #[cfg(test)]
     fn len(&self) -> usize {
         self.starts.len() - 1
     }
