@@ -95,6 +95,12 @@ pub async fn run_loop(
             bus = channels.events.recv(), if bus_open => match bus {
                 Ok(event) => {
                     app.now = now_millis();
+                    if matches!(event, Event::Gauge { .. }) {
+                        // A gauge follows every measure of the whole session
+                        // (opening it, each step, prune, compaction): the
+                        // decoded copies that measure made are free now.
+                        tokio::task::spawn_blocking(super::memory::release_freed_memory);
+                    }
                     app.apply_event(&event)
                 }
                 Err(broadcast::error::RecvError::Lagged(_)) => app.lagged(),
