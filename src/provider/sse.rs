@@ -90,7 +90,16 @@ impl SseDecoder {
                 bytes = rest;
             }
         }
-        while let Some(end) = memchr::memchr2(b'\n', b'\r', bytes) {
+        loop {
+            // A blank line (the end of every event) needs no search.
+            let end = if bytes.first() == Some(&b'\n') {
+                0
+            } else {
+                match memchr::memchr2(b'\n', b'\r', bytes) {
+                    Some(end) => end,
+                    None => break,
+                }
+            };
             let line_tail = &bytes[..end];
             let after_break = match bytes[end] {
                 b'\r' if end + 1 == bytes.len() => {
@@ -159,12 +168,16 @@ impl SseDecoder {
         let line = std::str::from_utf8(line).map_err(|error| SseError::InvalidUtf8 {
             valid_up_to: error.valid_up_to(),
         })?;
-        let (field, value) = match line.find(':') {
-            Some(colon) => {
-                let value = &line[colon + 1..];
-                (&line[..colon], value.strip_prefix(' ').unwrap_or(value))
-            }
-            None => (line, ""),
+        // `data:` lines are nearly all lines: they skip the search for the colon.
+        let (field, value) = match line.strip_prefix("data:") {
+            Some(value) => ("data", value.strip_prefix(' ').unwrap_or(value)),
+            None => match line.find(':') {
+                Some(colon) => {
+                    let value = &line[colon + 1..];
+                    (&line[..colon], value.strip_prefix(' ').unwrap_or(value))
+                }
+                None => (line, ""),
+            },
         };
         match field {
             "data" => {

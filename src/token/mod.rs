@@ -1,7 +1,8 @@
 //! Token counting and context-window arithmetic; pure functions, no I/O.
 //!
-//! `count_exact`/`count` use tiktoken's `o200k_base`, built once and lazily
-//! (never on the path to a first frame); `estimate` is the cheap fallback that
+//! `count_exact`/`count` give tiktoken's `o200k_base` counts from a compact
+//! counter (`o200k`, about 3 MB instead of tiktoken-rs's 50), built once and
+//! lazily (never on the path to a first frame); `estimate` is the fallback that
 //! does not undercount Chinese. `budget` turns model limits into the gauge and
 //! the overflow decision, `calibration` scales our counts to other tokenizers,
 //! `accounting` anchors the next request's size on provider-reported usage.
@@ -10,11 +11,12 @@ mod accounting;
 mod budget;
 mod calibration;
 mod estimate;
+mod o200k;
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use tiktoken_rs::CoreBPE;
+use o200k::O200k;
 
 pub use accounting::{NextRequest, RequestAnchor, added_since_last_request, next_request_tokens};
 pub use budget::{
@@ -24,17 +26,14 @@ pub use budget::{
 pub use calibration::Calibration;
 pub use estimate::estimate;
 
-static ENCODER: OnceLock<CoreBPE> = OnceLock::new();
+static ENCODER: OnceLock<O200k> = OnceLock::new();
 static WARM_UP_STARTED: AtomicBool = AtomicBool::new(false);
 
-fn encoder() -> &'static CoreBPE {
-    ENCODER.get_or_init(|| {
-        tiktoken_rs::o200k_base()
-            .expect("o200k_base ranks are embedded in the crate and always parse")
-    })
+fn encoder() -> &'static O200k {
+    ENCODER.get_or_init(O200k::new)
 }
 
-/// Builds the encoder on a background thread (about 300 ms, 50 MB), once.
+/// Builds the encoder on a background thread (tens of ms, about 3 MB), once.
 /// Call it after the first frame is drawn; later calls do nothing.
 pub fn warm_up() {
     if ENCODER.get().is_some() || WARM_UP_STARTED.swap(true, Ordering::AcqRel) {
@@ -60,13 +59,13 @@ pub fn is_ready() -> bool {
 /// The exact `o200k_base` count, or `None` while the encoder is not built yet
 /// (callers then use [`estimate`] and mark the figure as estimated).
 pub fn count_exact(text: &str) -> Option<usize> {
-    ENCODER.get().map(|bpe| bpe.encode_ordinary(text).len())
+    ENCODER.get().map(|bpe| bpe.count(text))
 }
 
 /// The exact `o200k_base` count; builds the encoder first if needed, which
-/// blocks for about 300 ms. For tests, benches and background threads.
+/// blocks for tens of ms. For tests, benches and background threads.
 pub fn count(text: &str) -> usize {
-    encoder().encode_ordinary(text).len()
+    encoder().count(text)
 }
 
 /// The exact count when ready, else the estimate; the flag says which.

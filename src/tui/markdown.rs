@@ -13,6 +13,66 @@ use super::wrap::wrap_into;
 
 /// Renders `text` as Markdown and wraps it to `width` cells.
 pub fn render_markdown(text: &str, width: usize) -> Vec<Line<'static>> {
+    let mut out = Vec::new();
+    for (line, indent) in &logical_lines(text) {
+        wrap_into(line, width, *indent, &mut out);
+    }
+    out
+}
+
+/// The wrapped rows of the last text rendered through it, per logical line.
+/// A streaming answer only grows at its end: every earlier line is unchanged
+/// and reuses its rows instead of being wrapped again on every frame.
+#[derive(Debug, Default)]
+pub struct WrapMemo {
+    width: usize,
+    lines: Vec<MemoLine>,
+}
+
+#[derive(Debug)]
+struct MemoLine {
+    line: Line<'static>,
+    indent: usize,
+    rows: Vec<Line<'static>>,
+}
+
+/// [`render_markdown`], wrapping only the logical lines that differ from
+/// those `memo` saw last time (same result, less work for a growing text).
+pub fn render_markdown_reusing(
+    text: &str,
+    width: usize,
+    memo: &mut WrapMemo,
+) -> Vec<Line<'static>> {
+    if memo.width != width {
+        memo.width = width;
+        memo.lines.clear();
+    }
+    let logical = logical_lines(text);
+    let count = logical.len();
+    let mut out = Vec::new();
+    for (index, (line, indent)) in logical.into_iter().enumerate() {
+        if let Some(seen) = memo.lines.get(index)
+            && seen.indent == indent
+            && seen.line == line
+        {
+            out.extend(seen.rows.iter().cloned());
+            continue;
+        }
+        let mut rows = Vec::new();
+        wrap_into(&line, width, indent, &mut rows);
+        out.extend(rows.iter().cloned());
+        let fresh = MemoLine { line, indent, rows };
+        match memo.lines.get_mut(index) {
+            Some(seen) => *seen = fresh,
+            None => memo.lines.push(fresh),
+        }
+    }
+    memo.lines.truncate(count);
+    out
+}
+
+/// Markdown as logical lines with their continuation indent, before wrapping.
+fn logical_lines(text: &str) -> Vec<(Line<'static>, usize)> {
     let mut writer = Writer::default();
     let parser = Parser::new_ext(text, Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TABLES);
     for event in parser {
@@ -22,11 +82,7 @@ pub fn render_markdown(text: &str, width: usize) -> Vec<Line<'static>> {
     while writer.lines.last().is_some_and(|(l, _)| l.spans.is_empty()) {
         writer.lines.pop();
     }
-    let mut out = Vec::with_capacity(writer.lines.len());
-    for (line, indent) in &writer.lines {
-        wrap_into(line, width, *indent, &mut out);
-    }
-    out
+    writer.lines
 }
 
 #[derive(Default)]
@@ -316,6 +372,29 @@ mod tests {
         let out = texts("- alpha beta gamma delta", 14);
         assert_eq!(out, ["• alpha beta", "  gamma delta"]);
         assert!(widest(&render_markdown("- alpha beta gamma delta", 14)) <= 14);
+    }
+
+    #[test]
+    fn reusing_a_memo_gives_the_same_rows_as_rendering_afresh() {
+        let answer = "# Plan\n\nThe loop reads the session back, orders it for the model and sends one request per step.\n\n- first item that is long enough to wrap twice at this width\n- second\n\n```rust\nfn main() {}\n```\n\nLast paragraph grows token by token";
+        let mut memo = WrapMemo::default();
+        // Every prefix, as a stream delivers it, then a width change.
+        for end in (0..=answer.len()).filter(|&end| answer.is_char_boundary(end)) {
+            let prefix = &answer[..end];
+            assert_eq!(
+                render_markdown_reusing(prefix, 30, &mut memo),
+                render_markdown(prefix, 30),
+                "prefix {prefix:?}"
+            );
+        }
+        assert_eq!(
+            render_markdown_reusing(answer, 50, &mut memo),
+            render_markdown(answer, 50)
+        );
+        assert_eq!(
+            render_markdown_reusing("", 50, &mut memo),
+            Vec::<Line>::new()
+        );
     }
 
     #[test]

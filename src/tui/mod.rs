@@ -22,6 +22,7 @@ pub mod highlight;
 pub mod keymap;
 pub mod keys;
 pub mod markdown;
+mod memory;
 pub mod runner;
 pub mod scroll;
 pub mod slash;

@@ -24,8 +24,11 @@ use super::terminal::Backend;
 use super::update::update;
 use super::{Reload, TuiExit, keys, view};
 
-/// Redraws are coalesced to at most 60 per second while text streams.
+/// Redraws after a key are coalesced to at most 60 per second.
 const FRAME_INTERVAL: Duration = Duration::from_millis(16);
+/// While only bus events (a streaming answer) changed the screen, to at most
+/// 30 per second: smooth for text, and half the drawing cost of a stream.
+const STREAM_FRAME_INTERVAL: Duration = Duration::from_millis(33);
 /// Clock resolution of elapsed times and countdowns.
 const TICK_INTERVAL: Duration = Duration::from_secs(1);
 
@@ -46,9 +49,19 @@ pub async fn run_loop(
     let mut input = crossterm::event::EventStream::new();
     let mut tick = tokio::time::interval(TICK_INTERVAL);
     tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
-    let mut next_frame = Instant::now();
+    let mut last_frame = Instant::now()
+        .checked_sub(STREAM_FRAME_INTERVAL)
+        .unwrap_or_else(Instant::now);
+    // Set by the user's keys and by answers to them; cleared by a frame.
+    let mut user_waiting = true;
     let mut bus_open = true;
     loop {
+        let next_frame = last_frame
+            + if user_waiting {
+                FRAME_INTERVAL
+            } else {
+                STREAM_FRAME_INTERVAL
+            };
         if app.dirty && Instant::now() >= next_frame {
             app.now = now_millis();
             terminal
@@ -58,7 +71,9 @@ pub async fn run_loop(
                 })
                 .context("drawing the screen")?;
             app.dirty = false;
-            next_frame = Instant::now() + FRAME_INTERVAL;
+            user_waiting = false;
+            last_frame = Instant::now();
+            continue;
         }
         if let Some(exit) = app.exit.take() {
             return Ok(exit);
@@ -67,6 +82,7 @@ pub async fn run_loop(
             biased;
             term = input.next() => match term {
                 Some(Ok(event)) => {
+                    user_waiting = true;
                     app.now = now_millis();
                     match keys::action_for(&event, &channels.keymap) {
                         Some(action) => update(app, action),
@@ -79,6 +95,12 @@ pub async fn run_loop(
             bus = channels.events.recv(), if bus_open => match bus {
                 Ok(event) => {
                     app.now = now_millis();
+                    if matches!(event, Event::Gauge { .. }) {
+                        // A gauge follows every measure of the whole session
+                        // (opening it, each step, prune, compaction): the
+                        // decoded copies that measure made are free now.
+                        tokio::task::spawn_blocking(super::memory::release_freed_memory);
+                    }
                     app.apply_event(&event)
                 }
                 Err(broadcast::error::RecvError::Lagged(_)) => app.lagged(),
@@ -90,6 +112,7 @@ pub async fn run_loop(
                 }
             },
             Some(message) = internal_rx.recv() => {
+                user_waiting = true;
                 apply_internal(app, message);
                 Vec::new()
             }

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use ratatui::text::Line;
 
 use super::app::App;
+use super::markdown::WrapMemo;
 use super::scroll::{Anchor, Scroll};
 use super::timeline::Block;
 use super::view::transcript::{BlockContext, block_lines};
@@ -31,6 +32,9 @@ pub struct Viewport {
     pub height: u16,
     /// False when the view is scrolled up and newer rows exist below.
     pub at_bottom: bool,
+    /// The block last redrawn at an unchanged width (a streaming answer) and
+    /// its wrapped lines, so each delta re-wraps only the growing end.
+    changing: (String, WrapMemo),
 }
 
 impl Viewport {
@@ -67,6 +71,7 @@ pub fn prepare(app: &mut App, width: u16, height: u16) {
     let mut measure = Measure {
         cx: &cx,
         cache: &mut viewport.cache,
+        changing: &mut viewport.changing,
         width: width as usize,
     };
     let block_count = measure.blocks().len();
@@ -85,6 +90,7 @@ pub fn prepare(app: &mut App, width: u16, height: u16) {
 struct Measure<'a, 'b> {
     cx: &'a BlockContext<'b>,
     cache: &'a mut HashMap<String, Cached>,
+    changing: &'a mut (String, WrapMemo),
     width: usize,
 }
 
@@ -96,7 +102,7 @@ impl Measure<'_, '_> {
     fn lines(&mut self, index: usize) -> Arc<Vec<Line<'static>>> {
         let block = self.blocks()[index];
         if self.cx.is_volatile(block) {
-            return Arc::new(block_lines(self.cx, block, self.width));
+            return Arc::new(block_lines(self.cx, block, self.width, None));
         }
         let key = self.cx.timeline.block_key(block);
         let revision = self.cx.timeline.revision(&key);
@@ -106,7 +112,21 @@ impl Measure<'_, '_> {
         {
             return cached.lines.clone();
         }
-        let lines = Arc::new(block_lines(self.cx, block, self.width));
+        let changed_in_place = self
+            .cache
+            .get(&key)
+            .is_some_and(|cached| cached.width == self.width);
+        let memo = if changed_in_place {
+            let (memo_key, memo) = &mut *self.changing;
+            if *memo_key != key {
+                memo_key.clone_from(&key);
+                *memo = WrapMemo::default();
+            }
+            Some(memo)
+        } else {
+            None
+        };
+        let lines = Arc::new(block_lines(self.cx, block, self.width, memo));
         self.cache.insert(
             key,
             Cached {

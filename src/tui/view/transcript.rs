@@ -10,7 +10,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
 use crate::message::{Message, MessageErrorKind, Millis, Part, PartKind, Role, ToolState};
-use crate::tui::markdown::render_markdown;
+use crate::tui::markdown::{WrapMemo, render_markdown, render_markdown_reusing};
 use crate::tui::timeline::{Block, Timeline};
 use crate::tui::wrap::wrap_into;
 
@@ -40,13 +40,21 @@ impl BlockContext<'_> {
     }
 }
 
-pub fn block_lines(cx: &BlockContext<'_>, block: Block, width: usize) -> Vec<Line<'static>> {
+/// The block's lines at `width`. `memo`, when given, keeps the wrapped rows
+/// of an answer's logical lines between calls: the viewport passes one for
+/// the block that is changing (a streaming answer).
+pub fn block_lines(
+    cx: &BlockContext<'_>,
+    block: Block,
+    width: usize,
+    memo: Option<&mut WrapMemo>,
+) -> Vec<Line<'static>> {
     let messages = cx.timeline.messages();
     match block {
         Block::Header(m) => header(&messages[m].message),
         Block::Part(m, p) => {
             let message = &messages[m];
-            part_lines(cx, &message.message, &message.parts[p], width)
+            part_lines(cx, &message.message, &message.parts[p], width, memo)
         }
         Block::Note(n) => {
             let note = &cx.timeline.notes()[n];
@@ -131,6 +139,7 @@ fn part_lines(
     message: &Message,
     part: &Part,
     width: usize,
+    memo: Option<&mut WrapMemo>,
 ) -> Vec<Line<'static>> {
     let is_summary = message.as_assistant().is_some_and(|a| a.summary);
     match &part.kind {
@@ -165,7 +174,10 @@ fn part_lines(
             lines
         }
         PartKind::Text(text) => {
-            let mut lines = render_markdown(&text.text, width);
+            let mut lines = match memo {
+                Some(memo) => render_markdown_reusing(&text.text, width, memo),
+                None => render_markdown(&text.text, width),
+            };
             lines.push(Line::default());
             lines
         }
