@@ -10,6 +10,7 @@ mod bash;
 mod edit;
 mod glob;
 mod grep;
+mod lines;
 mod list;
 mod read;
 mod todowrite;
