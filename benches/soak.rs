@@ -28,7 +28,7 @@ fn main() -> anyhow::Result<()> {
         .enable_all()
         .build()?;
     let started = std::time::Instant::now();
-    let report = runtime.block_on(soak::run(turns, 110_000, 10_000));
+    let report = runtime.block_on(soak::run(turns, 110_000, 10_000, None));
     let wall = started.elapsed();
     let count = report.turns.len();
     let tenth = (count / 10).max(1);
@@ -43,6 +43,15 @@ fn main() -> anyhow::Result<()> {
         "step time: {:.1} ms in the first tenth of turns, {:.1} ms in the last tenth",
         report.step_time(1..1 + tenth).as_secs_f64() * 1000.0,
         report.step_time(count - tenth..count).as_secs_f64() * 1000.0
+    );
+    let cycles: Vec<String> = report
+        .cycle_step_times()
+        .iter()
+        .map(|t| format!("{:.1}", t.as_secs_f64() * 1000.0))
+        .collect();
+    println!(
+        "step time per compaction cycle (ms, first to last): {}",
+        cycles.join(" ")
     );
     println!(
         "RSS: {} KiB after turn {tenth}, {} KiB at the end; peak {} KiB; largest request {} KB",

@@ -294,6 +294,8 @@ pub struct Turn {
     pub elapsed: Duration,
     pub steps: usize,
     pub rss_kib: u64,
+    /// Compaction summaries written before this turn started.
+    pub summaries_before: usize,
 }
 
 /// What a soak run did.
@@ -316,6 +318,28 @@ impl Report {
         let total: Duration = picked.iter().map(|t| t.elapsed).sum();
         total / u32::try_from(steps).expect("step count fits u32")
     }
+
+    /// Mean time per step of each complete compaction cycle (the turns from
+    /// one summary to the next), in order. Each cycle grows the context from
+    /// small to full, so cycles compare like with like: a later cycle being
+    /// slower means the session's age costs time.
+    pub fn cycle_step_times(&self) -> Vec<Duration> {
+        (0..self.summaries)
+            .filter_map(|cycle| {
+                let turns: Vec<&Turn> = self
+                    .turns
+                    .iter()
+                    .filter(|t| t.summaries_before == cycle)
+                    .collect();
+                let steps: usize = turns.iter().map(|t| t.steps).sum();
+                let total: Duration = turns.iter().map(|t| t.elapsed).sum();
+                u32::try_from(steps)
+                    .ok()
+                    .filter(|s| *s > 0)
+                    .map(|s| total / s)
+            })
+            .collect()
+    }
 }
 
 pub fn rss_kib(field: &str) -> u64 {
@@ -330,9 +354,17 @@ pub fn rss_kib(field: &str) -> u64 {
         .unwrap_or(0)
 }
 
-/// Runs `turns` user turns through a real App whose window is `context`
-/// tokens (`output` kept for the answer); returns what happened.
-pub async fn run(turns: usize, context: u64, output: u64) -> Report {
+/// When a run may stop early: once this many compaction summaries and
+/// requests with pruned results were seen (`None`: run every turn).
+#[derive(Debug, Clone, Copy)]
+pub struct Enough {
+    pub summaries: usize,
+    pub pruned_requests: usize,
+}
+
+/// Runs up to `turns` user turns through a real App whose window is
+/// `context` tokens (`output` kept for the answer); returns what happened.
+pub async fn run(turns: usize, context: u64, output: u64, enough: Option<Enough>) -> Report {
     let server = SoakServer::start().await;
     let project = tempfile::tempdir().expect("project dir");
     std::fs::create_dir(project.path().join(".git")).expect("mark as a git repo");
@@ -376,6 +408,7 @@ pub async fn run(turns: usize, context: u64, output: u64) -> Report {
     let mut err = Vec::new();
     for turn in 0..turns {
         let before = server.seen.requests.load(Ordering::Relaxed);
+        let summaries_before = server.seen.summaries.load(Ordering::Relaxed);
         let started = Instant::now();
         out.clear();
         err.clear();
@@ -398,7 +431,14 @@ pub async fn run(turns: usize, context: u64, output: u64) -> Report {
             elapsed: started.elapsed(),
             steps: server.seen.requests.load(Ordering::Relaxed) - before,
             rss_kib: rss_kib("VmRSS:"),
+            summaries_before,
         });
+        if enough.is_some_and(|enough| {
+            server.seen.summaries.load(Ordering::Relaxed) >= enough.summaries
+                && server.seen.pruned_requests.load(Ordering::Relaxed) >= enough.pruned_requests
+        }) {
+            break;
+        }
     }
     let seen = &server.seen;
     report.requests = seen.requests.load(Ordering::Relaxed);
