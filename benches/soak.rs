@@ -60,6 +60,37 @@ fn main() -> anyhow::Result<()> {
         report.peak_rss_kib,
         report.largest_request / 1024
     );
+    // RSS at the end of each compaction cycle: a steady rise would be memory
+    // kept per step beyond the live context.
+    let cycle_rss: Vec<u64> = report
+        .turns
+        .windows(2)
+        .filter(|pair| pair[1].summaries_before > pair[0].summaries_before)
+        .map(|pair| pair[0].rss_kib)
+        .collect();
+    let listed: Vec<String> = cycle_rss
+        .iter()
+        .map(|kib| (kib / 1024).to_string())
+        .collect();
+    println!(
+        "RSS at the end of each compaction cycle (MiB): {}",
+        listed.join(" ")
+    );
+    // The live context is bounded by the window, so after the first cycles
+    // RSS should stay flat; a steady slope is memory kept per step.
+    if let (Some(second), Some(last)) = (cycle_rss.get(1), cycle_rss.last())
+        && cycle_rss.len() > 3
+    {
+        let per_cycle = (*last as f64 - *second as f64) / (cycle_rss.len() - 2) as f64;
+        println!(
+            "RSS growth after the first cycle: {per_cycle:.0} KiB per compaction cycle ({})",
+            if per_cycle > 256.0 {
+                "GROWS with the session's age"
+            } else {
+                "flat"
+            }
+        );
+    }
     let failed = report.exit_codes.iter().filter(|code| **code != 0).count();
     println!(
         "pairing violations: {}; failed turns: {failed}",
