@@ -7,6 +7,7 @@
 //! live progress goes through [`ToolContext::progress`].
 
 mod bash;
+mod bash_output;
 mod edit;
 mod glob;
 mod grep;
