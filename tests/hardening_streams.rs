@@ -197,8 +197,18 @@ fn assert_classified(error: &Error) {
     );
 }
 
+/// The case count: `PROPTEST_CASES` when set (a long run on demand, e.g.
+/// `PROPTEST_CASES=20000 cargo test --release --test hardening_streams`),
+/// else the quick default CI can afford.
+fn cases(default: u32) -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(default)
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(64), ..ProptestConfig::default() })]
 
     #[test]
     fn sse_decoder_gives_the_same_events_for_any_chunking(
@@ -230,7 +240,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(24), ..ProptestConfig::default() })]
 
     #[test]
     fn provider_decodes_any_chunking_of_a_valid_stream(

@@ -336,3 +336,24 @@ async fn reading_out_of_the_project_or_an_env_file_needs_permission() {
         .await
         .expect("spill files are readable");
 }
+
+#[tokio::test]
+async fn read_refuses_an_image_too_large_to_send_instead_of_loading_it() {
+    let project = Project::new();
+    let path = project.write("huge.png", b"\x89PNG\r\n\x1a\n");
+    // A sparse 64 MB file: big on paper, nothing to write.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .and_then(|file| file.set_len(64 * 1024 * 1024))
+        .expect("grow huge.png");
+    let error = Registry::builtin()
+        .run("read", json!({ "path": "huge.png" }), &project.context())
+        .await
+        .expect_err("too large");
+    let message = error.to_string();
+    assert!(
+        message.starts_with("Image too large to read: ") && message.contains("67108864 bytes"),
+        "{message}"
+    );
+}

@@ -1,12 +1,10 @@
 //! The `bash` tool: runs one command line in its own process group.
 //!
 //! stdout and stderr share one pipe (so their order is kept and neither can
-//! fill up and deadlock), output streams live to the UI, and only a bounded
-//! tail stays in memory: past the caps everything is spilled to a file as it
-//! arrives. Timeout and cancel kill the whole group. Truncates its own output
-//! (tail), so the registry does not.
+//! fill up and deadlock); `bash_output` holds what it prints with bounded
+//! memory and disk. Timeout and cancel kill the whole group. Truncates its
+//! own output (tail), so the registry does not.
 
-use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
@@ -15,8 +13,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
 
-use super::truncate::{self, Direction};
-use super::{Limits, Tool, ToolContext, ToolError, ToolOutput, ToolProgress, parse_args};
+use super::bash_output::OutputSink;
+use super::{Tool, ToolContext, ToolError, ToolOutput, ToolProgress, parse_args};
 
 pub struct Bash;
 
@@ -199,6 +197,13 @@ async fn run_command(
                 None => std::future::pending().await,
             }
         };
+        let live_due = sink.live_due();
+        let live = async {
+            match live_due {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             biased;
             () = ctx.cancel.cancelled() => break Ending::Cancelled,
@@ -225,8 +230,10 @@ async fn run_command(
                 drain_until = Some(tokio::time::Instant::now() + DRAIN_AFTER_EXIT);
             }
             () = drain => break Ending::Exited(exit.flatten()),
+            () = live => sink.send_live(),
         }
     };
+    sink.send_live();
     if matches!(ending, Ending::Exited(_)) {
         // Exited by itself: leave intentionally backgrounded processes alone.
         guard.pgid = None;
@@ -242,93 +249,6 @@ async fn run_command(
         ending,
         spill,
     })
-}
-
-/// Collects a command's output with bounded memory: a rolling window of the
-/// last `2 * max_bytes` bytes, plus a spill file holding everything once the
-/// output passes the caps.
-struct OutputSink<'a> {
-    ctx: &'a ToolContext,
-    window: Vec<u8>,
-    total_bytes: usize,
-    total_lines: usize,
-    spill: Option<(PathBuf, std::fs::File)>,
-    /// Bytes of an incomplete UTF-8 character held back from the live stream.
-    pending_utf8: Vec<u8>,
-}
-
-impl<'a> OutputSink<'a> {
-    fn new(ctx: &'a ToolContext) -> Self {
-        Self {
-            ctx,
-            window: Vec::new(),
-            total_bytes: 0,
-            total_lines: 0,
-            spill: None,
-            pending_utf8: Vec::new(),
-        }
-    }
-
-    fn push(&mut self, chunk: &[u8]) -> std::io::Result<()> {
-        self.stream_live(chunk);
-        self.total_bytes += chunk.len();
-        self.total_lines += chunk.iter().filter(|b| **b == b'\n').count();
-        let limits = self.ctx.limits;
-        if self.spill.is_none()
-            && (self.total_bytes > limits.max_bytes || self.total_lines > limits.max_lines)
-        {
-            // The window still holds everything: it only starts dropping past 2x the cap.
-            let (path, mut file) = truncate::create_spill_file(&self.ctx.tool_output_dir)?;
-            file.write_all(&self.window)?;
-            self.spill = Some((path, file));
-        }
-        if let Some((_, file)) = &mut self.spill {
-            file.write_all(chunk)?;
-        }
-        self.window.extend_from_slice(chunk);
-        let keep = 2 * limits.max_bytes;
-        if self.window.len() > keep {
-            self.window.drain(..self.window.len() - keep);
-        }
-        Ok(())
-    }
-
-    fn stream_live(&mut self, chunk: &[u8]) {
-        if self.ctx.progress.is_none() {
-            return;
-        }
-        self.pending_utf8.extend_from_slice(chunk);
-        let valid = match std::str::from_utf8(&self.pending_utf8) {
-            Ok(_) => self.pending_utf8.len(),
-            Err(error) if error.error_len().is_none() => error.valid_up_to(),
-            Err(_) => self.pending_utf8.len(),
-        };
-        let text = String::from_utf8_lossy(&self.pending_utf8[..valid]).into_owned();
-        self.pending_utf8.drain(..valid);
-        if !text.is_empty() {
-            self.ctx.report(ToolProgress::Output(text));
-        }
-    }
-
-    /// The text for the model, and the spill file if the output overflowed.
-    fn finish(self, limits: &Limits) -> std::io::Result<(String, Option<PathBuf>)> {
-        let text = String::from_utf8_lossy(&self.window).into_owned();
-        let Some((path, mut file)) = self.spill else {
-            let text = if text.is_empty() {
-                "(no output)".to_string()
-            } else {
-                text
-            };
-            return Ok((text, None));
-        };
-        file.flush()?;
-        let tail = truncate::preview(&text, limits, Direction::Tail).map_or(text, |cut| cut.text);
-        let output = format!(
-            "...output truncated...\n\nFull output saved to: {}\n\n{tail}",
-            path.display()
-        );
-        Ok((output, Some(path)))
-    }
 }
 
 /// Permission patterns for a command line: each simple command in it (split

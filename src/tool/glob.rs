@@ -1,11 +1,13 @@
 //! The `glob` tool: file paths matching a pattern, newest first, capped at
-//! [`walk::RESULT_LIMIT`]. Ignore-aware; never reads file contents.
+//! [`walk::RESULT_LIMIT`]. Ignore-aware; never reads file contents; holds
+//! only the paths it can show, whatever the size of the tree.
 
 use std::path::PathBuf;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::lines::NewestFiles;
 use super::{Tool, ToolContext, ToolError, ToolOutput, parse_args, walk};
 
 pub struct Glob;
@@ -55,8 +57,9 @@ impl Tool for Glob {
         let matcher = FileMatcher::new(&args.pattern)?;
         let search_root = root.clone();
         let cancel = ctx.cancel.clone();
-        let found = tokio::task::spawn_blocking(move || {
-            let mut found: Vec<(std::time::SystemTime, PathBuf)> = Vec::new();
+        let (total, newest) = tokio::task::spawn_blocking(move || {
+            let mut total = 0;
+            let mut newest = NewestFiles::new(walk::RESULT_LIMIT);
             for entry in walk::walker(&search_root).flatten() {
                 if cancel.is_cancelled() {
                     break;
@@ -69,10 +72,15 @@ impl Tool for Glob {
                     .strip_prefix(&search_root)
                     .unwrap_or(entry.path());
                 if matcher.is_match(relative) {
-                    found.push((walk::modified(entry.path()), entry.path().to_path_buf()));
+                    total += 1;
+                    newest.insert(
+                        walk::modified(entry.path()),
+                        entry.path().to_path_buf(),
+                        vec![()],
+                    );
                 }
             }
-            found
+            (total, newest)
         })
         .await
         .map_err(|error| ToolError::Failed(format!("glob search stopped unexpectedly: {error}")))?;
@@ -81,17 +89,14 @@ impl Tool for Glob {
                 output: String::new(),
             });
         }
-        let mut found = found;
-        found.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
-        let total = found.len();
+        let found: Vec<PathBuf> = newest.into_files().map(|(path, _)| path).collect();
         let truncated = total > walk::RESULT_LIMIT;
-        found.truncate(walk::RESULT_LIMIT);
         let mut output = if found.is_empty() {
             "No files found".to_string()
         } else {
             found
                 .iter()
-                .map(|(_, path)| path.display().to_string())
+                .map(|path| path.display().to_string())
                 .collect::<Vec<_>>()
                 .join("\n")
         };

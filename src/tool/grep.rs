@@ -1,14 +1,13 @@
 //! The `grep` tool: lines matching a regex, as `path:line: text`, files
 //! newest first, capped at [`walk::RESULT_LIMIT`] matches. Ignore-aware,
-//! skips binary files, clips long lines.
-
-use std::io::BufRead as _;
-use std::path::PathBuf;
+//! skips binary files, clips long lines. Holds only the matches it can show,
+//! whatever the size of the tree or of a line.
 
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::glob::FileMatcher;
+use super::lines::{NewestFiles, read_capped_line};
 use super::{Tool, ToolContext, ToolError, ToolOutput, parse_args, walk};
 
 pub struct Grep;
@@ -22,13 +21,16 @@ struct Args {
 
 /// Matching lines longer than this many characters are clipped.
 const MAX_LINE_CHARS: usize = 2000;
+/// Bytes of a line searched: a match further into a longer line is missed,
+/// the price of never holding a gigabyte line in memory.
+const MAX_LINE_BYTES: usize = 1024 * 1024;
 
 const DESCRIPTION: &str = include_str!("../../assets/prompts/tools/grep.txt");
 
+/// A file's matching lines: how many, and the first few as (number, text).
 struct FileMatches {
-    modified: std::time::SystemTime,
-    path: PathBuf,
-    lines: Vec<(usize, String)>,
+    count: usize,
+    first: Vec<(usize, String)>,
 }
 
 #[async_trait::async_trait]
@@ -74,8 +76,9 @@ impl Tool for Grep {
         let include = args.include.as_deref().map(FileMatcher::new).transpose()?;
         let cancel = ctx.cancel.clone();
         let search_root = root.clone();
-        let mut files = tokio::task::spawn_blocking(move || {
-            let mut files = Vec::new();
+        let (total, newest) = tokio::task::spawn_blocking(move || {
+            let mut total = 0;
+            let mut newest = NewestFiles::new(walk::RESULT_LIMIT);
             for entry in walk::walker(&search_root).flatten() {
                 if cancel.is_cancelled() {
                     break;
@@ -99,16 +102,17 @@ impl Tool for Grep {
                 {
                     continue;
                 }
-                let lines = matching_lines(entry.path(), &regex);
-                if !lines.is_empty() {
-                    files.push(FileMatches {
-                        modified: walk::modified(entry.path()),
-                        path: entry.path().to_path_buf(),
-                        lines,
-                    });
+                let found = matching_lines(entry.path(), &regex);
+                if found.count > 0 {
+                    total += found.count;
+                    newest.insert(
+                        walk::modified(entry.path()),
+                        entry.path().to_path_buf(),
+                        found.first,
+                    );
                 }
             }
-            files
+            (total, newest)
         })
         .await
         .map_err(|error| ToolError::Failed(format!("grep search stopped unexpectedly: {error}")))?;
@@ -117,17 +121,11 @@ impl Tool for Grep {
                 output: String::new(),
             });
         }
-        files.sort_by(|a, b| {
-            b.modified
-                .cmp(&a.modified)
-                .then_with(|| a.path.cmp(&b.path))
-        });
-        let total: usize = files.iter().map(|file| file.lines.len()).sum();
         let mut shown = Vec::new();
-        for file in &files {
-            for (number, text) in &file.lines {
+        for (path, lines) in newest.into_files() {
+            for (number, text) in lines {
                 if shown.len() < walk::RESULT_LIMIT {
-                    shown.push(format!("{}:{number}: {text}", file.path.display()));
+                    shown.push(format!("{}:{number}: {text}", path.display()));
                 }
             }
         }
@@ -151,26 +149,32 @@ impl Tool for Grep {
     }
 }
 
-fn matching_lines(path: &std::path::Path, regex: &regex::Regex) -> Vec<(usize, String)> {
-    let Ok(file) = std::fs::File::open(path) else {
-        return Vec::new();
+fn matching_lines(path: &std::path::Path, regex: &regex::Regex) -> FileMatches {
+    let mut found = FileMatches {
+        count: 0,
+        first: Vec::new(),
     };
-    let mut found = Vec::new();
+    let Ok(file) = std::fs::File::open(path) else {
+        return found;
+    };
     let mut reader = std::io::BufReader::new(file);
     let mut raw = Vec::new();
     let mut number = 0;
-    while reader.read_until(b'\n', &mut raw).is_ok_and(|n| n > 0) {
+    while read_capped_line(&mut reader, &mut raw, MAX_LINE_BYTES).is_ok_and(|n| n > 0) {
         number += 1;
         let line = String::from_utf8_lossy(&raw);
         let line = line.trim_end_matches(['\n', '\r']);
-        if regex.is_match(line) {
+        if !regex.is_match(line) {
+            continue;
+        }
+        found.count += 1;
+        if found.first.len() < walk::RESULT_LIMIT {
             let clipped = match line.char_indices().nth(MAX_LINE_CHARS) {
                 Some((cut, _)) => format!("{}...", &line[..cut]),
                 None => line.to_string(),
             };
-            found.push((number, clipped));
+            found.first.push((number, clipped));
         }
-        raw.clear();
     }
     found
 }

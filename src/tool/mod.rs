@@ -7,9 +7,11 @@
 //! live progress goes through [`ToolContext::progress`].
 
 mod bash;
+mod bash_output;
 mod edit;
 mod glob;
 mod grep;
+mod lines;
 mod list;
 mod read;
 mod todowrite;

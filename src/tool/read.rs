@@ -1,18 +1,18 @@
 //! The `read` tool: a file as numbered lines, paged with offset/limit, a
 //! directory as a listing, an image as an attachment.
 //!
-//! Reads line by line, so a huge file costs only the lines shown; caps lines
-//! at 2000 chars and the output at 50 KB and says how to continue. Refuses
-//! binary files. Truncates itself, so the registry does not.
+//! Reads line by line, so a huge file costs only the lines shown (even a
+//! single gigabyte line); caps lines at 2000 chars and the output at 50 KB and
+//! says how to continue. Refuses binary files and oversized images.
+//! Truncates itself, so the registry does not.
 
-use std::io::BufRead as _;
 use std::path::Path;
 
 use base64::Engine as _;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Tool, ToolContext, ToolError, ToolOutput, parse_args, walk};
+use super::{Tool, ToolContext, ToolError, ToolOutput, lines, parse_args, walk};
 use crate::message::FilePart;
 
 pub struct Read;
@@ -32,6 +32,12 @@ const DEFAULT_LIMIT: usize = 2000;
 const MAX_LINE_CHARS: usize = 2000;
 /// The output stops before passing this many bytes.
 const MAX_OUTPUT_BYTES: usize = 50 * 1024;
+/// Bytes of a line kept while reading: enough for [`MAX_LINE_CHARS`]
+/// characters of up to 4 bytes each, so a line is never held whole.
+const MAX_LINE_BYTES: usize = MAX_LINE_CHARS * 4 + 4;
+/// Images larger than this are refused rather than loaded and encoded
+/// (providers reject images over 5 MB anyway).
+const MAX_IMAGE_BYTES: u64 = 10 * 1024 * 1024;
 /// Directory entries shown at most.
 const MAX_DIR_ENTRIES: usize = 1000;
 /// Near-miss names suggested for a missing file.
@@ -83,6 +89,13 @@ impl Tool for Read {
             return read_dir(&path, &shown);
         }
         if let Some(mime) = image_mime(&path) {
+            if meta.len() > MAX_IMAGE_BYTES {
+                return Err(ToolError::Failed(format!(
+                    "Image too large to read: {} is {} bytes, the limit is {MAX_IMAGE_BYTES}. Resize it first (for example with ImageMagick's `convert`).",
+                    path.display(),
+                    meta.len()
+                )));
+            }
             let bytes = std::fs::read(&path).map_err(|e| ToolError::io("read", &path, e))?;
             let url = format!(
                 "data:{mime};base64,{}",
@@ -164,9 +177,7 @@ fn read_lines(path: &Path, offset: usize, limit: usize) -> Result<Page, ToolErro
     let mut bytes = 0;
     let mut raw = Vec::new();
     loop {
-        raw.clear();
-        if reader
-            .read_until(b'\n', &mut raw)
+        if lines::read_capped_line(&mut reader, &mut raw, MAX_LINE_BYTES)
             .map_err(|e| ToolError::io("read", path, e))?
             == 0
         {
