@@ -220,7 +220,7 @@ pub fn publish(ctx: &SessionCtx, gauge: ContextGauge) {
 /// Reads the session and publishes its gauge (after a prune, a compaction,
 /// or when a front end opens the session).
 pub async fn refresh(ctx: &SessionCtx, model: &ResolvedModel) -> Result<ContextGauge, Error> {
-    let gauge = with_next_request(ctx, model, |view, request| {
+    let gauge = with_next_request(ctx, model, |_, view, request| {
         measure(ctx, model, view, request)
     })
     .await?;
@@ -242,12 +242,12 @@ pub async fn refresh_session(ctx: &SessionCtx) {
     }
 }
 
-/// Applies `f` to the model's view of the session and the request the next
-/// step would send.
+/// Applies `f` to the session's context read (oldest first), the model's
+/// view of it and the request the next step would send.
 async fn with_next_request<R>(
     ctx: &SessionCtx,
     model: &ResolvedModel,
-    f: impl FnOnce(&[MessageWithParts], &ChatRequest) -> R,
+    f: impl FnOnce(&[MessageWithParts], &[MessageWithParts], &ChatRequest) -> R,
 ) -> Result<R, Error> {
     let context = ctx.read_context().await?;
     let result = {
@@ -260,7 +260,7 @@ async fn with_next_request<R>(
         let agent = ctx.agents.get(&agent_name).clone();
         let view = context::model_view(read);
         let request = crate::session::run::build_request(ctx, &agent, model, &view, false);
-        f(&view, &request)
+        f(read, &view, &request)
     };
     ctx.keep_context(context);
     Ok(result)
@@ -268,10 +268,11 @@ async fn with_next_request<R>(
 
 /// `/context`: the next request by category, adding up to the gauge.
 pub async fn breakdown(ctx: &SessionCtx, model: &ResolvedModel) -> Result<ContextBreakdown, Error> {
-    let all = ctx.writer.store.read_all(&ctx.session_id).await?;
-    let prunable = prune::plan_prune(&all, |part| context::part_tokens(part).0).freed_tokens;
     let last_compaction = *lock(&ctx.accounting.last_compaction);
-    with_next_request(ctx, model, |history, request| {
+    with_next_request(ctx, model, |read, history, request| {
+        // Prune walks back from the newest message to the latest summary,
+        // all inside the context read (in time order, not the model's).
+        let prunable = prune::plan_prune(read, |part| context::part_tokens(part).0).freed_tokens;
         let gauge = measure(ctx, model, history, request);
         let (base, instructions) = request.system.split_at(1.min(request.system.len()));
         context::build_breakdown(&BreakdownInput {

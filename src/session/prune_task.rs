@@ -8,9 +8,16 @@ use crate::session::{Error, context, gauge, prune};
 
 /// Prunes the session now. `report` says so even when nothing was pruned.
 pub async fn run(ctx: &SessionCtx, report: bool) -> Result<(), Error> {
-    let all = ctx.writer.store.read_all(&ctx.session_id).await?;
-    let plan = prune::plan_prune(&all, |part| context::part_tokens(part).0);
-    if !plan.acts() {
+    // The context read is enough: the plan walks back from the newest
+    // message and stops at the latest summary, which the read includes.
+    let read = ctx.read_context().await?;
+    let plan = prune::plan_prune(read.messages(), |part| context::part_tokens(part).0);
+    let parts = plan.acts().then(|| {
+        let parts = read.messages().iter().flat_map(|m| m.parts.iter());
+        prune::apply(&plan, parts, now_millis())
+    });
+    ctx.keep_context(read);
+    let Some(parts) = parts else {
         if report {
             let reason = plan
                 .reason_if_none
@@ -18,8 +25,7 @@ pub async fn run(ctx: &SessionCtx, report: bool) -> Result<(), Error> {
             ctx.writer.notice(&ctx.session_id, reason);
         }
         return Ok(());
-    }
-    let parts = prune::apply(&plan, all.iter().flat_map(|m| m.parts.iter()), now_millis());
+    };
     ctx.writer.store.upsert_parts(&parts).await?;
     for part in &parts {
         ctx.writer.bus.publish(crate::bus::Event::PartUpdated {
