@@ -238,6 +238,48 @@ async fn manual_compaction_with_instructions_does_not_continue() {
     assert!(!all_text(&requests[2]).contains("first question"));
 }
 
+/// A model that answers the summary request with a tool call (the tools
+/// scenario of benches/scripted_server.py does, and small local models do)
+/// must not leave an empty "summary" that would replace the history.
+#[tokio::test]
+async fn a_summary_answered_with_a_tool_call_fails_and_keeps_the_history() {
+    let scenario = Scenario::start(vec![text("The first answer.", 1_000)]).await;
+    let (session, handle) = scenario.session(Mode::Headless).await;
+    assert_eq!(scenario.run(&handle, "first question").await.0, 0);
+
+    let args = json!({ "file_path": "README.md" });
+    scenario
+        .server
+        .push(tool_call("call_9", "read", args, 1_200));
+    let watched =
+        command_and_settle(&scenario, &handle, Command::Compact { instructions: None }).await;
+    let errors = watched.errors();
+    assert!(
+        errors.iter().any(
+            |e| e.starts_with("compaction failed: Tool call not allowed")
+                && e.contains("The conversation is unchanged")
+        ),
+        "{errors:?}"
+    );
+    let history = scenario.history(&session.id).await;
+    let summary = summaries(&history)[0].message.as_assistant().cloned();
+    let summary = summary.expect("the summary message is an assistant");
+    assert_eq!(summary.finish, Some(FinishReason::Error));
+    assert!(
+        summary.error.is_some(),
+        "the failed summary carries its error"
+    );
+
+    scenario.server.push(text("The second answer.", 1_100));
+    assert_eq!(scenario.run(&handle, "second question").await.0, 0);
+    let requests = scenario.requests();
+    let last = requests.last().expect("the second question was sent");
+    assert!(
+        all_text(last).contains("first question"),
+        "the history before the failed compaction is still sent"
+    );
+}
+
 #[tokio::test]
 async fn a_summary_request_that_overflows_is_retried_smaller() {
     let scenario = Scenario::with_config(vec![], small_window).await;

@@ -106,6 +106,7 @@ pub async fn run(
                 mark_failed(
                     ctx,
                     &assistant_id,
+                    MessageErrorKind::ContextOverflow,
                     "summary request exceeded the context window; retrying with less history",
                 )
                 .await?;
@@ -117,7 +118,17 @@ pub async fn run(
                     ctx.writer.store.delete_message(&assistant_id).await?;
                     return abandon(ctx, request).await;
                 }
-                mark_failed(ctx, &assistant_id, "the summary request failed").await?;
+                let reason = mark_failed(
+                    ctx,
+                    &assistant_id,
+                    MessageErrorKind::Api,
+                    "the summary request failed",
+                )
+                .await?;
+                ctx.writer.error(
+                    &ctx.session_id,
+                    format!("compaction failed: {reason}. The conversation is unchanged; try /compact again, or another model with /model."),
+                );
                 return Ok(StepOutcome::Stop);
             }
         }
@@ -274,19 +285,31 @@ async fn move_to_end(ctx: &SessionCtx, prompt: &MessageWithParts) -> Result<(), 
     Ok(())
 }
 
-async fn mark_failed(ctx: &SessionCtx, assistant_id: &str, reason: &str) -> Result<(), Error> {
-    if let Some(mut failed) = ctx.writer.store.get_message(assistant_id).await?
-        && let Some(info) = failed.message.as_assistant_mut()
-    {
-        info.error = Some(MessageError {
-            kind: MessageErrorKind::ContextOverflow,
-            message: reason.to_string(),
-        });
-        info.finish = Some(FinishReason::Error);
-        info.time_completed = Some(now_millis());
-        ctx.writer.message(&failed.message).await?;
-    }
-    Ok(())
+/// Closes a summary that failed, keeping the error the processor recorded
+/// if there is one; returns the reason it now carries.
+async fn mark_failed(
+    ctx: &SessionCtx,
+    assistant_id: &str,
+    kind: MessageErrorKind,
+    reason: &str,
+) -> Result<String, Error> {
+    let Some(mut failed) = ctx.writer.store.get_message(assistant_id).await? else {
+        return Ok(reason.to_string());
+    };
+    let Some(info) = failed.message.as_assistant_mut() else {
+        return Ok(reason.to_string());
+    };
+    // The processor's own error (a stream error, a tool call in a summary)
+    // says more than ours: keep it.
+    let error = info.error.get_or_insert_with(|| MessageError {
+        kind,
+        message: reason.to_string(),
+    });
+    let reason = error.message.clone();
+    info.finish = Some(FinishReason::Error);
+    info.time_completed = Some(now_millis());
+    ctx.writer.message(&failed.message).await?;
+    Ok(reason)
 }
 
 /// Nothing more can be dropped and the summary still does not fit.

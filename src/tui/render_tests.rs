@@ -234,6 +234,30 @@ fn compaction_marker_summary_and_pruned_output() {
     assert_snapshot!(render(&mut app, 80, 20));
 }
 
+#[test]
+fn a_failed_compaction_says_so_and_that_the_history_is_unchanged() {
+    let c = user("msg_00002a");
+    let compaction = PartKind::Compaction(CompactionPart::default());
+    let mut summary = assistant("msg_00002b", &c.id);
+    if let Some(s) = summary.as_assistant_mut() {
+        s.summary = true;
+        s.error = Some(MessageError {
+            kind: MessageErrorKind::Api,
+            message: "Tool call not allowed while generating summary: read".into(),
+        });
+    }
+    let mut app = app(vec![
+        with_parts(c.clone(), vec![part("prt_c", &c, compaction)]),
+        with_parts(summary, vec![]),
+    ]);
+    let screen = render(&mut app, 120, 10);
+    assert!(
+        screen.contains("compaction failed · Tool call not allowed while generating summary: read · history unchanged"),
+        "{screen}"
+    );
+    assert!(!screen.contains("history compacted"), "{screen}");
+}
+
 fn status_line(used: u64) -> String {
     let mut app = app(Vec::new());
     app.gauge = Some(gauge(used));

@@ -90,20 +90,27 @@ fn header(message: &Message) -> Vec<Line<'static>> {
         ),
         Role::Assistant(a) if a.summary => {
             let before = a.tokens.context_count().saturating_sub(a.tokens.output);
-            let label = if a.finish.is_none() && a.error.is_none() {
-                "━━ compacting history…".to_string()
-            } else {
-                format!(
-                    "━━ history compacted · {} tokens summarized into {}",
-                    short(before),
-                    short(a.tokens.output)
-                )
+            let (label, color) = match (&a.error, a.finish) {
+                (Some(error), _) => (
+                    format!(
+                        "━━ compaction failed · {} · history unchanged",
+                        error.message
+                    ),
+                    Color::Red,
+                ),
+                (None, None) => ("━━ compacting history…".to_string(), Color::Magenta),
+                (None, Some(_)) => (
+                    format!(
+                        "━━ history compacted · {} tokens summarized into {}",
+                        short(before),
+                        short(a.tokens.output)
+                    ),
+                    Color::Magenta,
+                ),
             };
             Line::styled(
                 label,
-                Style::default()
-                    .fg(Color::Magenta)
-                    .add_modifier(Modifier::BOLD),
+                Style::default().fg(color).add_modifier(Modifier::BOLD),
             )
         }
         Role::Assistant(a) => {
