@@ -303,6 +303,10 @@ fn read_context(c: &mut Criterion) {
     group.bench_function("kept read (refresh_context), nothing changed", |b| {
         b.iter(|| refresh(&mut kept))
     });
+    // Parts are not removed again here: a raw delete is caught by the
+    // refresh's row counts and makes it read everything again, which is not
+    // the loop's case. The newest message grows instead, which a kept read
+    // does not mind (it only touches the new part).
     group.bench_function("kept read (refresh_context), one part appended", |b| {
         b.iter_custom(|iterations| {
             let mut total = Duration::ZERO;
@@ -318,25 +322,17 @@ fn read_context(c: &mut Criterion) {
                 let start = Instant::now();
                 refresh(&mut kept);
                 total += start.elapsed();
-                let id = part.id.clone();
-                rt.block_on(store.call(move |connection| {
-                    connection
-                        .execute("DELETE FROM part WHERE id = ?1", [&id])
-                        .map_err(|source| cairn::store::Error::Sqlite {
-                            operation: "remove the appended part",
-                            source,
-                        })
-                }))
-                .expect("remove");
             }
             total
         })
     });
-    refresh(&mut kept);
     let kept = kept.expect("the kept read is back");
+    let fresh = rt
+        .block_on(open(&dir).read_context(&session.id))
+        .expect("read");
     // Not assert_eq: a mismatch would print 200 messages.
     assert!(
-        kept.messages() == &context[..],
+        kept.messages() == fresh,
         "the kept read matches a fresh one"
     );
     group.finish();
