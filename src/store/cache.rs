@@ -215,6 +215,13 @@ impl SessionCache {
         })
     }
 
+    /// Drops cached messages older than `oldest`: the cache keeps what the
+    /// latest read returned (and newer), so it never outgrows one read while
+    /// the session grows. Only `read_all` keeps everything.
+    pub(crate) fn forget_older_than(&mut self, oldest: &str) {
+        self.messages = self.messages.split_off(oldest);
+    }
+
     /// Drops cached messages with an id in `range` (lower inclusive, upper
     /// exclusive, `None` unbounded) that `listed` does not hold: a read that
     /// listed every message of the range saw them deleted.

@@ -82,7 +82,12 @@ pub(crate) fn messages_before(
         .then(|| page.last().map(|key| key.row.id.clone()))
         .flatten();
     cache.forget_missing((oldest.as_deref(), before_id), &page);
-    Page::new(session_id, page).assemble_all(connection, cache, OPERATION)
+    let oldest_listed = page.last().map(|key| key.row.id.clone());
+    let messages = Page::new(session_id, page).assemble_all(connection, cache, OPERATION)?;
+    if let Some(oldest) = oldest_listed {
+        cache.forget_older_than(&oldest);
+    }
+    Ok(messages)
 }
 
 /// The messages the model sees, oldest first: read newest first in pages of
@@ -94,7 +99,11 @@ pub(crate) fn read_context(
     cache: &mut SessionCache,
     session_id: &str,
 ) -> Result<Vec<MessageWithParts>, Error> {
-    Ok(scan_context(connection, cache, session_id, Handout::Copy)?.messages)
+    let scanned = scan_context(connection, cache, session_id, Handout::Copy)?;
+    if let Some(oldest) = scanned.keys.first() {
+        cache.forget_older_than(&oldest.row.id);
+    }
+    Ok(scanned.messages)
 }
 
 /// [`read_context`] for a caller that keeps its read between reads: what
