@@ -217,9 +217,14 @@ impl SessionCache {
 
     /// Drops cached messages older than `oldest`: the cache keeps what the
     /// latest read returned (and newer), so it never outgrows one read while
-    /// the session grows. Only `read_all` keeps everything.
+    /// the session grows.
     pub(crate) fn forget_older_than(&mut self, oldest: &str) {
         self.messages = self.messages.split_off(oldest);
+    }
+
+    /// Drops every cached message of the session.
+    pub(crate) fn forget_all(&mut self) {
+        self.messages.clear();
     }
 
     /// Drops cached messages with an id in `range` (lower inclusive, upper

@@ -63,6 +63,10 @@ pub(crate) fn read_all(
     let page = list_page(connection, OPERATION, session_id, None, None)?;
     cache.forget_missing((None, None), &page);
     let mut messages = Page::new(session_id, page).assemble_all(connection, cache, OPERATION)?;
+    // The caller (the TUI opening or resyncing, an export) keeps the whole
+    // session itself; a second copy here would double a long session's
+    // memory for a read that is rare.
+    cache.forget_all();
     messages.reverse();
     Ok(messages)
 }

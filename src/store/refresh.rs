@@ -3,10 +3,11 @@
 //! Every write stamps its rows with the next value of the database-wide
 //! `revision` counter, so "what changed since the last refresh" is the rows
 //! of the kept range stamped above the revision the read saw: two range
-//! scans of the session indexes, however long the session. Only those rows are decoded and patched in;
-//! deletions (which leave no stamp) are caught by counting the rows of the
-//! kept range. Whenever the patch cannot be proven exact, the refresh falls
-//! back to the paged context scan, which is always right.
+//! scans of the session indexes, however long the session. Only those rows
+//! are decoded and patched in; deletions (which leave no stamp) are caught
+//! by counting the rows of the kept range. Whenever the patch cannot be
+//! proven exact, the refresh falls back to the paged context scan, which is
+//! always right.
 
 use std::collections::{HashMap, HashSet};
 
@@ -49,7 +50,7 @@ fn current_revision(connection: &Connection) -> Result<i64, Error> {
         .during(OPERATION)
 }
 
-/// Rows of the session stamped after `seen`.
+/// Rows of the kept range stamped after the revision the read saw.
 struct Changes {
     /// Message id and revision.
     messages: Vec<RowKey>,
