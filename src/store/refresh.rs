@@ -9,8 +9,6 @@
 //! proven exact, the refresh falls back to the paged context scan, which is
 //! always right.
 
-use std::collections::{HashMap, HashSet};
-
 use rusqlite::Connection;
 
 use super::cache::{MessageKey, RowKey};
@@ -65,24 +63,33 @@ fn patch(connection: &Connection, live: &mut LiveContext, seen: i64) -> Result<b
         return Ok(false);
     };
     let changes = changed_rows(connection, &live.session_id, &oldest, seen)?;
-    let kept_messages: HashSet<&str> = live.keys.iter().map(|k| k.row.id.as_str()).collect();
-    let kept_parts: HashSet<&str> = live
-        .keys
-        .iter()
-        .flat_map(|k| k.parts.iter().map(|p| p.id.as_str()))
-        .collect();
+    // Keys are ordered by id (messages, and parts within a message): a
+    // binary search tells kept rows from new ones without hashing the range.
+    let kept_message = |id: &str| {
+        live.keys
+            .binary_search_by(|k| k.row.id.as_str().cmp(id))
+            .ok()
+    };
     let new_messages = changes
         .messages
         .iter()
-        .filter(|m| !kept_messages.contains(m.id.as_str()))
+        .filter(|m| kept_message(&m.id).is_none())
         .count();
     let new_parts = changes
         .parts
         .iter()
-        .filter(|(_, p)| !kept_parts.contains(p.id.as_str()))
+        .filter(|(message_id, part)| {
+            kept_message(message_id).is_none_or(|index| {
+                live.keys[index]
+                    .parts
+                    .binary_search_by(|k| k.id.cmp(&part.id))
+                    .is_err()
+            })
+        })
         .count();
+    let kept_parts: usize = live.keys.iter().map(|k| k.parts.len()).sum();
     let (messages_now, parts_now) = counts_from(connection, &live.session_id, &oldest)?;
-    if messages_now != live.keys.len() + new_messages || parts_now != kept_parts.len() + new_parts {
+    if messages_now != live.keys.len() + new_messages || parts_now != kept_parts + new_parts {
         return Ok(false);
     }
     apply(connection, live, changes)?;
@@ -182,14 +189,8 @@ fn apply(connection: &Connection, live: &mut LiveContext, changes: Changes) -> R
             }
         }
     }
-    let positions: HashMap<String, usize> = live
-        .keys
-        .iter()
-        .enumerate()
-        .map(|(index, key)| (key.row.id.clone(), index))
-        .collect();
     for (message_id, key) in changes.parts {
-        let Some(&index) = positions.get(&message_id) else {
+        let Ok(index) = live.keys.binary_search_by(|k| k.row.id.cmp(&message_id)) else {
             // A part whose message is not in the session: the counts matched,
             // so this cannot happen while the foreign key holds; skip it.
             continue;
