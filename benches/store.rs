@@ -255,13 +255,7 @@ fn read_context(c: &mut Criterion) {
         b.iter_custom(|iterations| {
             let mut total = Duration::ZERO;
             for _ in 0..iterations {
-                let part = Part::new(
-                    newest,
-                    PartKind::Text(TextPart {
-                        text: "one more streamed answer. ".repeat(8),
-                        ..TextPart::default()
-                    }),
-                );
+                let part = streamed_part(newest);
                 rt.block_on(store.upsert_part(&part)).expect("append");
                 let start = Instant::now();
                 let context = rt.block_on(store.read_context(&session.id)).expect("read");
@@ -311,13 +305,7 @@ fn read_context(c: &mut Criterion) {
         b.iter_custom(|iterations| {
             let mut total = Duration::ZERO;
             for _ in 0..iterations {
-                let part = Part::new(
-                    newest,
-                    PartKind::Text(TextPart {
-                        text: "one more streamed answer. ".repeat(8),
-                        ..TextPart::default()
-                    }),
-                );
+                let part = streamed_part(newest);
                 rt.block_on(store.upsert_part(&part)).expect("append");
                 let start = Instant::now();
                 refresh(&mut kept);
@@ -336,6 +324,17 @@ fn read_context(c: &mut Criterion) {
         "the kept read matches a fresh one"
     );
     group.finish();
+}
+
+/// A part the loop's previous step might have added to the newest message.
+fn streamed_part(newest: &Message) -> Part {
+    Part::new(
+        newest,
+        PartKind::Text(TextPart {
+            text: "one more streamed answer. ".repeat(8),
+            ..TextPart::default()
+        }),
+    )
 }
 
 fn list_sessions(c: &mut Criterion) {

@@ -32,6 +32,23 @@ async fn assert_reads_current(store: &Store, session_id: &str) {
     );
 }
 
+/// Writes a completed compaction point: the request and its summary (with
+/// a text part when `with_text`).
+async fn compact(store: &Store, session: &Session, with_text: bool) -> (Message, Message) {
+    let request = user(session);
+    let done = summary(session, &request, false);
+    store.upsert_message(&request).await.unwrap();
+    store
+        .upsert_part(&compaction(&request, None))
+        .await
+        .unwrap();
+    store.upsert_message(&done).await.unwrap();
+    if with_text {
+        store.upsert_part(&text(&done, "summary")).await.unwrap();
+    }
+    (request, done)
+}
+
 fn sql(source: rusqlite::Error) -> Error {
     Error::Sqlite {
         operation: "test sql",
@@ -250,15 +267,7 @@ async fn interleaved_edits_and_reads_always_match_an_uncached_read() {
             }
             _ => {
                 // A completed compaction point moves where the context starts.
-                let request = user(&session);
-                let done = summary(&session, &request, false);
-                store.upsert_message(&request).await.unwrap();
-                store
-                    .upsert_part(&compaction(&request, None))
-                    .await
-                    .unwrap();
-                store.upsert_message(&done).await.unwrap();
-                store.upsert_part(&text(&done, "summary")).await.unwrap();
+                compact(&store, &session, true).await;
             }
         }
         assert_reads_current(&store, &session.id).await;
@@ -387,16 +396,7 @@ async fn a_kept_read_follows_moves_of_the_compaction_point_and_deletions() {
     for step in 0..3 {
         exchange(&store, &session, &format!("before {step}")).await;
     }
-    let request = user(&session);
-    let done = summary(&session, &request, false);
-    store.upsert_message(&request).await.unwrap();
-    store
-        .upsert_part(&compaction(&request, None))
-        .await
-        .unwrap();
-    store.upsert_message(&done).await.unwrap();
-    let summary_text = text(&done, "summary");
-    store.upsert_part(&summary_text).await.unwrap();
+    let (request, done) = compact(&store, &session, true).await;
     let (_, answer) = exchange(&store, &session, "after").await;
 
     let mut kept = store
@@ -442,14 +442,7 @@ async fn a_kept_read_follows_moves_of_the_compaction_point_and_deletions() {
     check(&kept, "deleted part").await;
 
     // A new compaction point: older messages leave the kept read.
-    let request = user(&session);
-    let done = summary(&session, &request, false);
-    store.upsert_message(&request).await.unwrap();
-    store
-        .upsert_part(&compaction(&request, None))
-        .await
-        .unwrap();
-    store.upsert_message(&done).await.unwrap();
+    let (_, done) = compact(&store, &session, false).await;
     kept = store.refresh_context(kept).await.unwrap();
     check(&kept, "new compaction point").await;
     assert_eq!(kept.messages().len(), 2);
