@@ -122,6 +122,11 @@ impl SessionCache {
         decode_message: impl FnOnce(&str) -> Result<Message, E>,
         decode_part: impl FnMut(&str) -> Result<Part, E>,
     ) -> Result<MessageWithParts, E> {
+        // The repeated read's common case: copy in place, no map update.
+        if self.is_fresh(key) {
+            let cached = &self.messages[&key.row.id];
+            return Ok(cached.copy());
+        }
         let cached = self.up_to_date(key, decode_message, decode_part)?;
         let copy = cached.copy();
         self.messages.insert(key.row.id.clone(), cached);
