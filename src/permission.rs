@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 /// A question for the user: may `permission` act on `patterns`?
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct PermissionRequest {
     pub id: String,
     pub session_id: String,
@@ -19,8 +19,17 @@ pub struct PermissionRequest {
     pub permission: String,
     /// What is being asked for: command prefixes, file paths.
     pub patterns: Vec<String>,
-    /// Patterns an "always" answer would allow from now on.
+    /// Patterns an "always" answer would allow from now on: the narrow
+    /// offer (the exact command, or the exact path).
     pub always: Vec<String>,
+    /// A broader "always" offer the user may pick instead of `always`
+    /// (`git status *` for `git status -s`); empty when no broader pattern
+    /// is safe to offer (destructive or file-reading commands).
+    pub always_broad: Vec<String>,
+    /// Why this needs an answer, one phrase per part of the request that
+    /// did not pass on its own ("the `$(curl x)` substitution", "`>` writes
+    /// to /etc/passwd, outside the project"). Empty for a plain ask.
+    pub reasons: Vec<String>,
     /// One line for the dialog: `Run: cargo test`, `Edit src/main.rs`.
     pub title: String,
     pub metadata: Value,

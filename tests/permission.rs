@@ -23,6 +23,7 @@ fn request(id: &str, permission: &str, pattern: &str, always: &str) -> Permissio
         always: vec![always.into()],
         title: format!("{permission} {pattern}"),
         metadata: serde_json::Value::Null,
+        ..Default::default()
     }
 }
 

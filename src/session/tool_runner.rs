@@ -271,6 +271,7 @@ impl Worker {
                     always: vec![signature.tool.clone()],
                     title: format!("Possible doom loop: {description}"),
                     metadata: json!({ "tool": signature.tool, "input": signature.input }),
+                    ..Default::default()
                 };
                 match self
                     .ctx

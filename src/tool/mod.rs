@@ -217,6 +217,7 @@ impl ToolContext {
             always,
             title,
             metadata,
+            ..Default::default()
         };
         Ok(self
             .permissions

@@ -303,6 +303,7 @@ fn permission_dialog_offers_once_always_reject() {
         always: vec!["rm *".into()],
         title: "Run: rm -rf target".into(),
         metadata: json!({}),
+        ..Default::default()
     };
     apply(
         &mut app,

@@ -237,6 +237,7 @@ fn permission_reject_with_a_typed_reason() {
         always: vec![],
         title: "Edit src/main.rs".into(),
         metadata: serde_json::json!({}),
+        ..Default::default()
     };
     app.apply_event(&Event::PermissionAsked {
         session_id: SESSION.into(),
