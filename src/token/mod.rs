@@ -11,7 +11,7 @@ mod accounting;
 mod budget;
 mod calibration;
 mod estimate;
-mod o200k;
+pub mod o200k;
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -13,11 +13,32 @@ use std::hash::BuildHasher;
 use fancy_regex::Regex;
 use rustc_hash::FxBuildHasher;
 
-/// The `o200k_base` vocabulary: a little-endian `u32` token count N, then N
-/// byte lengths (rank order), then the N tokens' bytes concatenated. Made from
-/// tiktoken-rs's `assets/o200k_base.tiktoken` (base64 token, rank per line);
-/// `vocabulary_is_tiktokens_o200k_base` checks it rank by rank.
+/// The `o200k_base` vocabulary in the layout [`encode_vocabulary`] writes,
+/// made from tiktoken-rs's by `cargo run --example o200k_ranks`;
+/// `embedded_ranks_are_what_the_generator_makes` keeps the two equal.
 const VOCABULARY: &[u8] = include_bytes!("o200k_base.ranks");
+
+/// Lays out a vocabulary (tokens in rank order) as cairn embeds it: a
+/// little-endian `u32` token count N, then N byte lengths, then the N tokens'
+/// bytes concatenated. One byte per length is enough: no `o200k_base` token
+/// is longer than 255 bytes.
+///
+/// # Panics
+/// On a token longer than 255 bytes or more than `u32::MAX` tokens: the
+/// generator's input is tiktoken's fixed vocabulary, never user data.
+pub fn encode_vocabulary(tokens: &[Vec<u8>]) -> Vec<u8> {
+    let count = u32::try_from(tokens.len()).expect("fewer than 2^32 tokens");
+    let mut out = count.to_le_bytes().to_vec();
+    out.extend(
+        tokens
+            .iter()
+            .map(|token| u8::try_from(token.len()).expect("o200k tokens are at most 255 bytes")),
+    );
+    for token in tokens {
+        out.extend_from_slice(token);
+    }
+    out
+}
 
 type Rank = u32;
 
@@ -334,6 +355,19 @@ mod tests {
                 .is_err()
         );
         assert_eq!(vocabulary.rank(b"\xff\xfe not a token at all"), None);
+    }
+
+    #[test]
+    fn embedded_ranks_are_what_the_generator_makes() {
+        let tokens: Vec<Vec<u8>> = (0..)
+            .map_while(|rank: Rank| tiktoken().decode_bytes(&[rank]).ok())
+            .collect();
+        let generated = encode_vocabulary(&tokens);
+        assert_eq!(generated.len(), VOCABULARY.len());
+        assert!(
+            generated == VOCABULARY,
+            "src/token/o200k_base.ranks is stale: run `cargo run --example o200k_ranks`"
+        );
     }
 
     #[test]
