@@ -101,6 +101,15 @@ fn first_error_text(node: Node<'_>, source: &str) -> String {
     source[node.byte_range()].to_string()
 }
 
+/// `text` as a Markdown code span, padded when it holds backticks itself.
+fn code_span(text: &str) -> String {
+    if text.contains('`') {
+        format!("`` {text} ``")
+    } else {
+        format!("`{text}`")
+    }
+}
+
 fn excerpt(text: &str) -> String {
     let mut short: String = text.chars().take(CONTEXT_CHARS).collect();
     if text.chars().count() > CONTEXT_CHARS {
@@ -128,7 +137,7 @@ impl Walker<'_> {
             "redirected_statement" => self.redirected(node, context),
             "file_redirect" => self.redirect(node, context),
             "command_substitution" | "process_substitution" => {
-                let label = format!("the `{}` substitution", excerpt(&self.text(node)));
+                let label = format!("the {} substitution", code_span(&excerpt(&self.text(node))));
                 self.children(node, Some(&label), false);
             }
             _ => self.children(node, context, heredoc),

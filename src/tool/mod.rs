@@ -261,13 +261,16 @@ impl ToolContext {
             }
             _ => format!("Run: {command}"),
         };
+        // What did not pass first: the headless message suggests the first.
+        let mut always = ask.always;
+        always.sort_by_key(|pattern| self.permissions.allows(&ask.permission, pattern));
         let request = PermissionRequest {
             id: format!("per_{}", crate::id::part_id().trim_start_matches("prt_")),
             session_id: self.session_id.clone(),
             call_id: Some(self.call_id.clone()),
             permission: ask.permission,
             patterns: ask.patterns,
-            always: ask.always,
+            always,
             always_broad: ask.always_broad,
             reasons,
             title,
