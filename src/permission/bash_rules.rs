@@ -162,7 +162,7 @@ fn add_command(cmd: &Command, cwd: &Path, root: &Path, bash: &mut Ask, external:
     if let Some(why) = opaque_reason(cmd) {
         bash.force(&text, why);
     }
-    for path in touched_paths(&unwrap(&cmd.words)) {
+    for path in touched_paths(unwrap(&cmd.words)) {
         add_external(&path, cwd, root, external);
     }
 }
