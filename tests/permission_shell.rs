@@ -340,6 +340,23 @@ fn paths_outside_the_project_ask_external_directory() {
 }
 
 #[test]
+fn tee_targets_are_writes_even_when_tee_is_allowed() {
+    let root = project();
+    let permissions = permissions(&[("*", Ask), ("tee *", Allow), ("ls *", Allow)], false);
+    assert_eq!(verdict("ls | tee x", &permissions, root.path()), Ask);
+    assert_eq!(
+        verdict("ls | tee /dev/null", &permissions, root.path()),
+        Allow
+    );
+    let asks = plan("ls | tee -a x", root.path(), root.path()).asks;
+    assert!(
+        asks.iter()
+            .any(|a| a.permission == "edit" && a.patterns == ["x"]),
+        "{asks:?}"
+    );
+}
+
+#[test]
 fn always_offers_are_narrow_and_broad_only_for_read_only_verbs() {
     let root = project();
     let asks = plan("git status -s", root.path(), root.path()).asks;

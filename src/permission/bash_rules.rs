@@ -71,8 +71,8 @@ const INTERPRETERS: &[&str] = &[
 
 /// Commands whose path arguments are files they touch.
 const FILE_COMMANDS: &[&str] = &[
-    "rm", "mv", "cp", "mkdir", "touch", "chmod", "chown", "chgrp", "ln", "cd", "rmdir", "tee",
-    "truncate", "install", "rsync", "dd", "shred", "unlink",
+    "rm", "mv", "cp", "mkdir", "touch", "chmod", "chown", "chgrp", "ln", "cd", "rmdir", "truncate",
+    "install", "rsync", "dd", "shred", "unlink",
 ];
 
 /// The plan for `command` run in `cwd` inside project `root`.
@@ -86,7 +86,10 @@ pub fn plan(command: &str, cwd: &Path, root: &Path) -> BashPlan {
     let mut external = Ask::new("external_directory");
     for part in &parts {
         match part {
-            Part::Run(cmd) => add_command(cmd, cwd, root, &mut bash, &mut external),
+            Part::Run(cmd) => {
+                add_command(cmd, cwd, root, &mut bash, &mut external);
+                add_tee_writes(cmd, cwd, root, &mut edit, &mut external);
+            }
             Part::Write { operator, target } => {
                 add_write(operator, target, cwd, root, &mut edit, &mut external);
             }
@@ -167,6 +170,18 @@ fn add_command(cmd: &Command, cwd: &Path, root: &Path, bash: &mut Ask, external:
     }
 }
 
+/// `tee FILE...` writes its files like `>` does: they need `edit` whatever
+/// the rule for `tee` itself says.
+fn add_tee_writes(cmd: &Command, cwd: &Path, root: &Path, edit: &mut Ask, external: &mut Ask) {
+    let words = unwrap(&cmd.words);
+    if words.first().and_then(base_name) != Some("tee") {
+        return;
+    }
+    for target in words[1..].iter().filter(|w| !w.text().starts_with('-')) {
+        add_write("tee", target, cwd, root, edit, external);
+    }
+}
+
 fn add_write(
     operator: &str,
     target: &Word,
@@ -199,6 +214,9 @@ fn add_write(
 }
 
 fn add_external(path: &str, cwd: &Path, root: &Path, external: &mut Ask) {
+    if path == "/dev/null" {
+        return;
+    }
     let resolved = resolve_path(cwd, Path::new(&expand_tilde(path)));
     if !is_external(root, &resolved) {
         return;
