@@ -77,7 +77,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::bus::{Bus, Event};
 
+pub mod bash_rules;
 mod path;
+pub mod shell;
 pub use path::{is_external, resolve_path};
 
 /// One line of a ruleset: for `permission` acting on something matching
@@ -312,6 +314,81 @@ impl Permissions {
         verdict
     }
 
+    /// Whether the session runs with `--yolo`: [`ruleset`] then leaves no
+    /// `ask` rule at all (the defaults always have one).
+    pub fn is_yolo(&self) -> bool {
+        !self.rules.iter().any(|rule| rule.action == Action::Ask)
+    }
+
+    /// The first pattern of `patterns` a rule denies for `permission`, with
+    /// that rule; "always" answers never deny, so only the ruleset is read.
+    pub fn denied<'a>(&self, permission: &str, patterns: &'a [String]) -> Option<(&'a str, Rule)> {
+        patterns
+            .iter()
+            .find_map(|pattern| match evaluate(permission, pattern, &self.rules) {
+                (Action::Deny, Some(rule)) => Some((pattern.as_str(), rule.clone())),
+                _ => None,
+            })
+    }
+
+    /// What the rules say about one planned bash ask, without asking: deny
+    /// when a rule denies any spelling, ask when it is forced (unless
+    /// `--yolo`) or any pattern asks, else allow.
+    pub fn check_planned(&self, ask: &bash_rules::Ask) -> (Action, Option<Rule>) {
+        let spellings: Vec<String> = ask.patterns.iter().chain(&ask.spellings).cloned().collect();
+        if let Some((_, rule)) = self.denied(&ask.permission, &spellings) {
+            return (Action::Deny, Some(rule));
+        }
+        if !ask.forced.is_empty() && !self.is_yolo() {
+            return (Action::Ask, None);
+        }
+        self.check(&PermissionRequest {
+            permission: ask.permission.clone(),
+            patterns: ask.patterns.clone(),
+            ..PermissionRequest::default()
+        })
+    }
+
+    /// Whether `pattern` alone passes for `permission` (rules and "always"
+    /// answers), for choosing which reasons to show.
+    pub fn allows(&self, permission: &str, pattern: &str) -> bool {
+        self.check(&PermissionRequest {
+            permission: permission.to_string(),
+            patterns: vec![pattern.to_string()],
+            ..PermissionRequest::default()
+        })
+        .0 == Action::Allow
+    }
+
+    /// Like [`Permissions::ask_cancellable`], but an `allow` rule does not
+    /// skip the question: for commands whose effect cannot be known from
+    /// their text. `deny` still denies and `--yolo` still allows.
+    ///
+    /// # Errors
+    /// As [`Permissions::ask_cancellable`].
+    pub async fn ask_forced(
+        &self,
+        request: PermissionRequest,
+        cancel: &CancellationToken,
+    ) -> Result<(), PermissionError> {
+        match self.check(&request) {
+            (Action::Deny, _) => self.ask_cancellable(request, cancel).await,
+            _ if self.is_yolo() => Ok(()),
+            (_, rule) if self.mode == Mode::Headless => Err(PermissionError::Denied {
+                message: format!(
+                    "Permission `{}` for {} needs an answer whatever the rules say, because of: {}. \
+                     cairn is running without a terminal to ask in, so it was refused; only --yolo \
+                     runs such commands unasked. Rewrite it as plain commands instead.",
+                    request.permission,
+                    request.patterns.join(", "),
+                    request.reasons.join("; ")
+                ),
+                rule,
+            }),
+            _ => self.wait_for_answer(request, cancel).await,
+        }
+    }
+
     /// Asks without a way to cancel; see [`Permissions::ask_cancellable`].
     pub async fn ask(&self, request: PermissionRequest) -> Result<(), PermissionError> {
         self.ask_cancellable(request, &CancellationToken::new())
@@ -333,11 +410,10 @@ impl Permissions {
         match self.check(&request) {
             (Action::Allow, _) => return Ok(()),
             (Action::Deny, rule) => {
-                let message = format!(
-                    "The user has specified a rule which prevents you from using this specific tool call: \
-                     `{}` is denied for {}.",
-                    request.permission,
-                    request.patterns.join(", ")
+                let message = denied_message(
+                    &request.permission,
+                    &request.patterns.join(", "),
+                    rule.as_ref(),
                 );
                 return Err(PermissionError::Denied { message, rule });
             }
@@ -349,6 +425,15 @@ impl Permissions {
             }
             (Action::Ask, _) => {}
         }
+        self.wait_for_answer(request, cancel).await
+    }
+
+    /// Publishes the question and waits for its answer or for `cancel`.
+    async fn wait_for_answer(
+        &self,
+        request: PermissionRequest,
+        cancel: &CancellationToken,
+    ) -> Result<(), PermissionError> {
         let (reply, answer) = oneshot::channel();
         let id = request.id.clone();
         let session_id = request.session_id.clone();
@@ -472,15 +557,37 @@ impl Permissions {
     }
 }
 
+/// What the model reads when a rule denies: which call and which rule.
+pub fn denied_message(permission: &str, what: &str, rule: Option<&Rule>) -> String {
+    let rule = rule.map_or(String::new(), |rule| {
+        format!(
+            " (config rule [permission.{}] \"{}\" = \"deny\")",
+            rule.permission, rule.pattern
+        )
+    });
+    format!(
+        "The user has specified a rule which prevents you from using this specific tool call: \
+         `{permission}` is denied for {what}{rule}. Do not retry it in another spelling."
+    )
+}
+
 fn headless_message(request: &PermissionRequest) -> String {
     let pattern = request
         .always
         .first()
         .or(request.patterns.first())
         .map_or("*", String::as_str);
+    let why = if request.reasons.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " It needs an answer because of: {}.",
+            request.reasons.join("; ")
+        )
+    };
     format!(
         "Permission `{permission}` for {what} needs an answer, but cairn is running without a \
-         terminal to ask in, so it was refused. To allow it, add to the config:\n\
+         terminal to ask in, so it was refused.{why} To allow it, add to the config:\n\
          [permission.{permission}]\n\"{pattern}\" = \"allow\"\n\
          or run with --yolo to allow everything not explicitly denied.",
         permission = request.permission,

@@ -477,6 +477,10 @@ fn bash_allowed(config: &mut cairn::config::Config) {
     config
         .permission
         .insert("bash".into(), PermissionSetting::Action(Action::Allow));
+    // `>> count.txt` is a write: it needs `edit` as well (issue #11).
+    config
+        .permission
+        .insert("edit".into(), PermissionSetting::Action(Action::Allow));
 }
 
 fn append_call(id: &str) -> ScriptedResponse {

@@ -66,15 +66,10 @@ impl Tool for Bash {
             .as_deref()
             .map_or_else(|| ctx.cwd.clone(), |dir| ctx.resolve(dir));
         ctx.check_external(&cwd, true).await?;
-        let (patterns, always) = command_patterns(&args.command);
-        ctx.ask(
-            "bash",
-            patterns,
-            always,
-            format!("Run: {}", args.command),
-            json!({ "command": args.command }),
-        )
-        .await?;
+        let plan = crate::permission::bash_rules::plan(&args.command, &cwd, &ctx.root);
+        for ask in plan.asks {
+            ctx.ask_planned(ask, &args.command).await?;
+        }
         let title = args
             .description
             .clone()
@@ -251,67 +246,6 @@ async fn run_command(
     })
 }
 
-/// Permission patterns for a command line: each simple command in it (split
-/// on `&&`, `||`, `;`, `|` and newlines outside quotes), and the prefixes an
-/// "always" answer allows, such as `cargo test *` or `ls *`.
-pub fn command_patterns(command: &str) -> (Vec<String>, Vec<String>) {
-    let mut patterns = Vec::new();
-    let mut always = Vec::new();
-    for part in split_commands(command) {
-        let words: Vec<&str> = part.split_whitespace().collect();
-        let Some(first) = words.first() else { continue };
-        let takes_subcommand = words.get(1).is_some_and(|w| {
-            w.chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-                && !w.starts_with('-')
-        });
-        let prefix = if takes_subcommand {
-            format!("{first} {}", words[1])
-        } else {
-            (*first).to_string()
-        };
-        patterns.push(words.join(" "));
-        let rule = format!("{prefix} *");
-        if !always.contains(&rule) {
-            always.push(rule);
-        }
-    }
-    (patterns, always)
-}
-
-fn split_commands(command: &str) -> Vec<String> {
-    let mut parts = Vec::new();
-    let mut current = String::new();
-    let mut quote: Option<char> = None;
-    let mut chars = command.chars().peekable();
-    while let Some(c) = chars.next() {
-        match (quote, c) {
-            (Some(q), c) if c == q => {
-                quote = None;
-                current.push(c);
-            }
-            (Some(_), c) => current.push(c),
-            (None, '\'' | '"') => {
-                quote = Some(c);
-                current.push(c);
-            }
-            (None, ';' | '\n') => parts.push(std::mem::take(&mut current)),
-            (None, '&' | '|') if chars.peek() == Some(&c) => {
-                chars.next();
-                parts.push(std::mem::take(&mut current));
-            }
-            (None, '|') => parts.push(std::mem::take(&mut current)),
-            (None, c) => current.push(c),
-        }
-    }
-    parts.push(current);
-    parts
-        .into_iter()
-        .map(|p| p.trim().to_string())
-        .filter(|p| !p.is_empty())
-        .collect()
-}
-
 /// Environment variables commands never see: provider keys would otherwise
 /// reach the model (`env`, `printenv`) and the stored tool output. Every
 /// `*_API_KEY` variable, plus the names registered with [`hide_from_commands`]
@@ -341,26 +275,4 @@ fn hidden_variables() -> Vec<std::ffi::OsString> {
             text.ends_with("_API_KEY") || registered.iter().any(|hidden| *hidden == text)
         })
         .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn patterns_cover_each_command_and_its_prefix() {
-        let (patterns, always) =
-            command_patterns("cargo test --lib && git status | head -5; ls -la");
-        assert_eq!(
-            patterns,
-            ["cargo test --lib", "git status", "head -5", "ls -la"]
-        );
-        assert_eq!(always, ["cargo test *", "git status *", "head *", "ls *"]);
-    }
-
-    #[test]
-    fn separators_inside_quotes_do_not_split() {
-        let (patterns, _) = command_patterns("echo 'a && b; c' | wc -l");
-        assert_eq!(patterns, ["echo 'a && b; c'", "wc -l"]);
-    }
 }

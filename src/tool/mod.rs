@@ -32,7 +32,7 @@ use crate::message::FilePart;
 use crate::permission::{PermissionError, PermissionRequest, Permissions};
 use crate::provider::ToolSpec;
 
-pub use bash::{command_patterns, hide_from_commands};
+pub use bash::hide_from_commands;
 
 /// What a finished tool call returns to the model (and the UI).
 #[derive(Debug, Clone, PartialEq)]
@@ -223,6 +223,67 @@ impl ToolContext {
             .permissions
             .ask_cancellable(request, &self.cancel)
             .await?)
+    }
+
+    /// Asks one planned bash permission: denied when a rule denies any
+    /// spelling of it; asked (with the reasons for the parts that did not
+    /// pass on their own) unless every pattern is allowed and none is forced.
+    pub async fn ask_planned(
+        &self,
+        ask: crate::permission::bash_rules::Ask,
+        command: &str,
+    ) -> Result<(), ToolError> {
+        use crate::permission::Action;
+        match self.permissions.check_planned(&ask) {
+            (Action::Allow, _) => return Ok(()),
+            (Action::Deny, rule) => {
+                let message = crate::permission::denied_message(
+                    &ask.permission,
+                    &format!("`{command}`"),
+                    rule.as_ref(),
+                );
+                return Err(ToolError::PermissionDenied { message });
+            }
+            (Action::Ask, _) => {}
+        }
+        let reasons = ask
+            .reasons
+            .iter()
+            .filter(|(pattern, _)| {
+                ask.forced.contains(pattern) || !self.permissions.allows(&ask.permission, pattern)
+            })
+            .map(|(_, reason)| reason.clone())
+            .collect();
+        let title = match ask.permission.as_str() {
+            "edit" => format!("Write (from bash): {}", ask.patterns.join(", ")),
+            "external_directory" => {
+                format!("Access outside the project: {}", ask.patterns.join(", "))
+            }
+            _ => format!("Run: {command}"),
+        };
+        // What did not pass first: the headless message suggests the first.
+        let mut always = ask.always;
+        always.sort_by_key(|pattern| self.permissions.allows(&ask.permission, pattern));
+        let request = PermissionRequest {
+            id: format!("per_{}", crate::id::part_id().trim_start_matches("prt_")),
+            session_id: self.session_id.clone(),
+            call_id: Some(self.call_id.clone()),
+            permission: ask.permission,
+            patterns: ask.patterns,
+            always,
+            always_broad: ask.always_broad,
+            reasons,
+            title,
+            metadata: json!({ "command": command }),
+        };
+        let answer = if ask.forced.is_empty() {
+            self.permissions
+                .ask_cancellable(request, &self.cancel)
+                .await
+        } else {
+            self.permissions.ask_forced(request, &self.cancel).await
+        };
+        Ok(answer?)
     }
 
     /// Asks `external_directory` when `path` (resolved) lies outside the

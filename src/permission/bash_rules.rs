@@ -1,0 +1,564 @@
+//! What a bash command line needs permission for: one [`Ask`] per distinct
+//! permission (`bash` for the commands it runs, `edit` for the files its
+//! redirections write, `external_directory` for paths outside the project).
+//!
+//! Pure apart from path resolution; the tool turns a [`BashPlan`] into
+//! permission requests. Parsing lives in `shell`. Key fn: [`plan`].
+
+use std::path::Path;
+
+use super::shell::{self, Command, Part, Word};
+use super::{is_external, resolve_path};
+
+/// Everything a command line needs an answer for, in a stable order:
+/// `bash` first, then `edit`, then `external_directory`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BashPlan {
+    pub asks: Vec<Ask>,
+}
+
+/// One permission request to make.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Ask {
+    pub permission: String,
+    /// The normalized text of each command (or each path) this covers.
+    pub patterns: Vec<String>,
+    /// Every other spelling of the same commands (flag clusters reordered,
+    /// the path to the executable dropped, wrappers removed); a `deny` rule
+    /// matching any of them denies. Never used to allow.
+    pub spellings: Vec<String>,
+    pub always: Vec<String>,
+    pub always_broad: Vec<String>,
+    /// `(pattern, phrase)`: why that pattern needs an answer.
+    pub reasons: Vec<(String, String)>,
+    /// Patterns to ask about even when a rule allows them (only `deny` and
+    /// `--yolo` decide): their effect cannot be known from the text.
+    pub forced: Vec<String>,
+}
+
+/// The commands an "always" answer may extend to `verb *`: read-only verbs
+/// of well-known tools. Anything not here gets only the exact-command offer,
+/// so "always" on `rm -rf build` can never become `rm *`.
+const BROAD_VERBS: &[&str] = &[
+    "git status",
+    "git diff",
+    "git log",
+    "git show",
+    "git branch",
+    "cargo test",
+    "cargo check",
+    "cargo build",
+    "cargo clippy",
+    "cargo fmt --check",
+    "ls",
+    "pwd",
+    "wc",
+    "date",
+    "which",
+];
+
+/// Prefixes that only change how (not what) the next command runs; the
+/// inner command is checked too.
+const WRAPPERS: &[&str] = &[
+    "env", "command", "nice", "timeout", "nohup", "time", "builtin", "exec", "stdbuf",
+];
+
+/// Run text or stdin as code.
+const INTERPRETERS: &[&str] = &[
+    "bash", "sh", "zsh", "dash", "ksh", "fish", "csh", "tcsh", "python", "python3", "python2",
+    "perl", "ruby", "node", "deno", "php", "lua",
+];
+
+/// Commands whose path arguments are files they touch.
+const FILE_COMMANDS: &[&str] = &[
+    "rm", "mv", "cp", "mkdir", "touch", "chmod", "chown", "chgrp", "ln", "cd", "rmdir", "truncate",
+    "install", "rsync", "dd", "shred", "unlink",
+];
+
+/// The plan for `command` run in `cwd` inside project `root`.
+pub fn plan(command: &str, cwd: &Path, root: &Path) -> BashPlan {
+    let parts = match shell::parse(command) {
+        Ok(parts) => parts,
+        Err(error) => return opaque_plan(command, &format!("{error}, so it cannot be checked")),
+    };
+    let mut bash = Ask::new("bash");
+    let mut edit = Ask::new("edit");
+    let mut external = Ask::new("external_directory");
+    for part in &parts {
+        match part {
+            Part::Run(cmd) => {
+                add_command(cmd, cwd, root, &mut bash, &mut external);
+                add_tee_writes(cmd, cwd, root, &mut edit, &mut external);
+            }
+            Part::Write { operator, target } => {
+                add_write(operator, target, cwd, root, &mut edit, &mut external);
+            }
+        }
+    }
+    if bash.patterns.is_empty() && edit.patterns.is_empty() && external.patterns.is_empty() {
+        // An empty line or only comments: nothing runs, still nothing is
+        // assumed; the exact text is what is asked about.
+        bash.push(command.trim(), None);
+    }
+    bash.always_broad = broad_offer(&parts);
+    BashPlan {
+        asks: [bash, edit, external]
+            .into_iter()
+            .filter(|ask| !ask.patterns.is_empty())
+            .collect(),
+    }
+}
+
+fn opaque_plan(command: &str, reason: &str) -> BashPlan {
+    let mut bash = Ask::new("bash");
+    bash.force(command, reason.to_string());
+    BashPlan { asks: vec![bash] }
+}
+
+impl Ask {
+    fn new(permission: &str) -> Self {
+        Self {
+            permission: permission.to_string(),
+            ..Self::default()
+        }
+    }
+
+    fn push(&mut self, pattern: &str, reason: Option<String>) {
+        if !self.patterns.iter().any(|p| p == pattern) {
+            self.patterns.push(pattern.to_string());
+            self.always.push(pattern.to_string());
+        }
+        if let Some(reason) = reason
+            && !self.reasons.iter().any(|(_, r)| *r == reason)
+        {
+            self.reasons.push((pattern.to_string(), reason));
+        }
+    }
+
+    fn force(&mut self, pattern: &str, reason: String) {
+        if !self.forced.iter().any(|p| p == pattern) {
+            self.forced.push(pattern.to_string());
+        }
+        // The forced reason replaces the plain one for this pattern.
+        self.reasons.retain(|(p, _)| p != pattern);
+        self.push(pattern, Some(reason));
+        // An "always" answer cannot make an uninspectable command safe.
+        self.always.retain(|p| p != pattern);
+    }
+}
+
+fn add_command(cmd: &Command, cwd: &Path, root: &Path, bash: &mut Ask, external: &mut Ask) {
+    let mut text = joined(&cmd.words);
+    if !cmd.assignments.is_empty() {
+        text = format!("{} {text}", cmd.assignments.join(" "));
+    }
+    let reason = cmd
+        .context
+        .clone()
+        .unwrap_or_else(|| format!("`{}`", short(&text)));
+    bash.push(&text, Some(reason));
+    for spelling in spellings(&cmd.words) {
+        if spelling != text && !bash.spellings.contains(&spelling) {
+            bash.spellings.push(spelling);
+        }
+    }
+    if let Some(why) = opaque_reason(cmd) {
+        bash.force(&text, why);
+    }
+    for path in touched_paths(unwrap(&cmd.words)) {
+        add_external(&path, cwd, root, external);
+    }
+}
+
+/// `tee FILE...` writes its files like `>` does: they need `edit` whatever
+/// the rule for `tee` itself says.
+fn add_tee_writes(cmd: &Command, cwd: &Path, root: &Path, edit: &mut Ask, external: &mut Ask) {
+    let words = unwrap(&cmd.words);
+    if words.first().and_then(base_name) != Some("tee") {
+        return;
+    }
+    for target in words[1..].iter().filter(|w| !w.text().starts_with('-')) {
+        add_write("tee", target, cwd, root, edit, external);
+    }
+}
+
+fn add_write(
+    operator: &str,
+    target: &Word,
+    cwd: &Path,
+    root: &Path,
+    edit: &mut Ask,
+    external: &mut Ask,
+) {
+    let Some(path) = &target.literal else {
+        edit.force(
+            &target.raw,
+            format!(
+                "`{operator}` writes to `{}`, known only when it runs",
+                target.raw
+            ),
+        );
+        return;
+    };
+    if path == "/dev/null" {
+        return;
+    }
+    let resolved = resolve_path(cwd, Path::new(&expand_tilde(path)));
+    let root_resolved = resolve_path(Path::new("/"), root);
+    let shown = resolved.strip_prefix(&root_resolved).map_or_else(
+        |_| resolved.display().to_string(),
+        |rel| rel.display().to_string(),
+    );
+    edit.push(&shown, Some(format!("`{operator}` writes to {path}")));
+    add_external(path, cwd, root, external);
+}
+
+fn add_external(path: &str, cwd: &Path, root: &Path, external: &mut Ask) {
+    if path == "/dev/null" {
+        return;
+    }
+    let resolved = resolve_path(cwd, Path::new(&expand_tilde(path)));
+    if !is_external(root, &resolved) {
+        return;
+    }
+    let dir = if resolved.is_dir() {
+        resolved.as_path()
+    } else {
+        resolved.parent().unwrap_or(&resolved)
+    };
+    external.push(
+        &format!("{}/*", dir.display()),
+        Some(format!("{path} is outside the project")),
+    );
+}
+
+fn expand_tilde(path: &str) -> String {
+    let home = std::env::var("HOME").unwrap_or_default();
+    if path == "~" {
+        home
+    } else if let Some(rest) = path.strip_prefix("~/") {
+        format!("{home}/{rest}")
+    } else {
+        path.to_string()
+    }
+}
+
+fn joined(words: &[Word]) -> String {
+    words.iter().map(Word::text).collect::<Vec<_>>().join(" ")
+}
+
+fn short(text: &str) -> String {
+    const MAX: usize = 60;
+    let mut out: String = text.chars().take(MAX).collect();
+    if text.chars().count() > MAX {
+        out.push('…');
+    }
+    out
+}
+
+/// The executable's name without its directory (`/bin/rm` is `rm`).
+fn base_name(word: &Word) -> Option<&str> {
+    let name = word.literal.as_deref()?;
+    Some(name.rsplit('/').next().unwrap_or(name))
+}
+
+/// Why `cmd` must always ask, if it must: its effect is not in its text.
+fn opaque_reason(cmd: &Command) -> Option<String> {
+    let first = cmd.words.first()?;
+    let Some(name) = base_name(first) else {
+        return Some(format!(
+            "`{}` in the command position is known only when it runs",
+            short(&first.raw)
+        ));
+    };
+    let args: Vec<&str> = cmd.words[1..].iter().map(Word::text).collect();
+    let has = |flag: &str| args.contains(&flag);
+    let reason = |what: &str| Some(format!("`{name}` {what}"));
+    match name {
+        "eval" | "source" | "." | "alias" => reason("runs text cairn cannot inspect"),
+        "xargs" => reason("runs commands built from its input"),
+        "sudo" | "doas" | "su" => reason("runs a command with other privileges"),
+        "env" if args.iter().any(|a| !a.starts_with('-') && !a.contains('=')) => {
+            reason("runs a command cairn checks only loosely")
+        }
+        "find"
+            if args
+                .iter()
+                .any(|a| matches!(*a, "-exec" | "-execdir" | "-ok" | "-okdir" | "-delete")) =>
+        {
+            reason("with -exec/-delete runs or deletes what it finds")
+        }
+        "git" if has("-c") => reason("with -c can run configured commands"),
+        _ if INTERPRETERS.contains(&name) => {
+            let code_flag = args.iter().any(|a| {
+                a.starts_with('-') && !a.starts_with("--") && (a.contains('c') || a.contains('e'))
+            });
+            let reads_stdin = args.iter().all(|a| a.starts_with('-')) || cmd.stdin_is_heredoc;
+            (code_flag || reads_stdin).then(|| format!("`{name}` runs code cairn cannot inspect"))
+        }
+        _ if WRAPPERS.contains(&name) => {
+            let inner = unwrap(&cmd.words);
+            (inner.len() < cmd.words.len() && !inner.is_empty())
+                .then(|| Command {
+                    words: inner.to_vec(),
+                    context: None,
+                    stdin_is_heredoc: cmd.stdin_is_heredoc,
+                    assignments: Vec::new(),
+                })
+                .and_then(|inner| opaque_reason(&inner))
+        }
+        _ => None,
+    }
+}
+
+/// `words` with leading wrappers (and their options) removed.
+fn unwrap(words: &[Word]) -> &[Word] {
+    let mut rest = words;
+    while let Some(name) = rest.first().and_then(base_name) {
+        if !WRAPPERS.contains(&name) {
+            break;
+        }
+        let mut i = 1;
+        while let Some(word) = rest.get(i) {
+            let text = word.text();
+            let is_option = text.starts_with('-')
+                || (name == "env" && text.contains('='))
+                || (name == "timeout" && text.starts_with(|c: char| c.is_ascii_digit()));
+            if !is_option {
+                break;
+            }
+            // Options taking a separate value.
+            let takes_value = matches!(
+                (name, text),
+                ("env", "-u") | ("nice", "-n") | ("timeout", "-s" | "-k")
+            ) || (name == "stdbuf" && text.len() == 2);
+            i += if takes_value { 2 } else { 1 };
+        }
+        rest = rest.get(i..).unwrap_or(&[]);
+    }
+    rest
+}
+
+/// Like [`unwrap`], and also through commands that run their arguments as
+/// a command (`sudo`, `doas`, `xargs`): for deny rules only, since these
+/// still always ask.
+fn unwrap_for_deny(words: &[Word]) -> &[Word] {
+    let mut rest = unwrap(words);
+    while let Some(name) = rest.first().and_then(base_name) {
+        if !matches!(name, "sudo" | "doas" | "xargs") {
+            break;
+        }
+        let skip = rest[1..]
+            .iter()
+            .take_while(|w| w.text().starts_with('-'))
+            .count();
+        rest = unwrap(&rest[1 + skip..]);
+    }
+    rest
+}
+
+/// Deepest nesting of code given as text (`bash -c "eval 'rm …'"`) whose
+/// commands are read for deny rules.
+const MAX_CODE_DEPTH: usize = 4;
+
+/// The spellings of the commands inside code given as text: the argument of
+/// `sh -c`/`bash -c` and the words of `eval`, so a denied command cannot
+/// hide in a string.
+fn code_spellings(words: &[Word], depth: usize) -> Vec<String> {
+    let Some(name) = words.first().and_then(base_name) else {
+        return Vec::new();
+    };
+    let code = match name {
+        "eval" => Some(
+            words[1..]
+                .iter()
+                .map(Word::text)
+                .collect::<Vec<_>>()
+                .join(" "),
+        ),
+        "bash" | "sh" | "zsh" | "dash" | "ksh" => words
+            .iter()
+            .position(|w| w.text().starts_with('-') && w.text().contains('c'))
+            .and_then(|at| words.get(at + 1))
+            .map(|w| w.text().to_string()),
+        _ => None,
+    };
+    let Some(code) = code else {
+        return Vec::new();
+    };
+    if depth >= MAX_CODE_DEPTH {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    if let Ok(parts) = shell::parse(&code) {
+        for part in parts {
+            if let Part::Run(cmd) = part {
+                out.extend(spellings_at(&cmd.words, depth + 1));
+            }
+        }
+    }
+    out
+}
+
+/// Path arguments of a file-touching command (after unwrapping).
+fn touched_paths(words: &[Word]) -> Vec<String> {
+    let Some(name) = words.first().and_then(base_name) else {
+        return Vec::new();
+    };
+    let args = &words[1..];
+    let mut paths = Vec::new();
+    if FILE_COMMANDS.contains(&name) {
+        let mut options_done = false;
+        for word in args {
+            let text = word.text();
+            if text == "--" {
+                options_done = true;
+            } else if options_done || !text.starts_with('-') {
+                paths.push(text.to_string());
+            }
+        }
+        if name == "cd" && args.is_empty() {
+            paths.push("~".to_string());
+        }
+    }
+    // `tar -C dir`, `git -C dir`, `make -C dir`: work in another directory.
+    for pair in args.windows(2) {
+        if pair[0].text() == "-C" || pair[0].text() == "--directory" {
+            paths.push(pair[1].text().to_string());
+        }
+    }
+    paths
+}
+
+/// Every spelling a deny rule should see for the command: as written, with
+/// the executable's directory dropped, with wrappers removed, and with its
+/// short-flag clusters split, merged and reordered.
+pub fn spellings(words: &[Word]) -> Vec<String> {
+    spellings_at(words, 0)
+}
+
+fn spellings_at(words: &[Word], depth: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut variants = vec![words.to_vec()];
+    let inner = unwrap_for_deny(words);
+    if !inner.is_empty() && inner.len() < words.len() {
+        variants.push(inner.to_vec());
+    }
+    out.extend(code_spellings(inner, depth));
+    for variant in variants {
+        let mut variant = variant;
+        if let Some(name) = variant.first().and_then(base_name).map(str::to_string) {
+            variant[0] = Word {
+                raw: name.clone(),
+                literal: Some(name),
+            };
+        }
+        out.push(joined(&variant));
+        out.extend(flag_orders(&variant));
+    }
+    out.dedup();
+    out
+}
+
+/// Most letters of a flag cluster whose orderings are all generated; more
+/// are matched only in sorted order (5 letters is already 120 orders).
+const MAX_PERMUTED_FLAGS: usize = 4;
+
+fn flag_orders(words: &[Word]) -> Vec<String> {
+    let Some((name, args)) = words.split_first() else {
+        return Vec::new();
+    };
+    let mut letters: Vec<char> = Vec::new();
+    let mut operands: Vec<&str> = Vec::new();
+    let mut options_done = false;
+    for arg in args {
+        let text = arg.text();
+        let is_cluster = !options_done
+            && text.len() > 1
+            && text.starts_with('-')
+            && text[1..].chars().all(|c| c.is_ascii_alphabetic());
+        if text == "--" {
+            options_done = true;
+            operands.push(text);
+        } else if is_cluster {
+            for c in text[1..].chars() {
+                if !letters.contains(&c) {
+                    letters.push(c);
+                }
+            }
+        } else {
+            operands.push(text);
+        }
+    }
+    if letters.is_empty() {
+        return Vec::new();
+    }
+    letters.sort_unstable();
+    let orders = if letters.len() <= MAX_PERMUTED_FLAGS {
+        permutations(&letters)
+    } else {
+        vec![letters]
+    };
+    let tail = operands.join(" ");
+    let mut out = Vec::new();
+    for order in orders {
+        // Every split of the cluster: `-rfv`, `-rf -v`, `-r -f -v`, so a
+        // rule naming some of the flags together still matches.
+        for merged in 1..=order.len() {
+            let mut flags = vec![format!("-{}", order[..merged].iter().collect::<String>())];
+            flags.extend(order[merged..].iter().map(|c| format!("-{c}")));
+            let line = [name.text(), flags.join(" ").as_str(), tail.as_str()]
+                .iter()
+                .filter(|s| !s.is_empty())
+                .copied()
+                .collect::<Vec<_>>()
+                .join(" ");
+            out.push(line);
+        }
+    }
+    out
+}
+
+fn permutations(items: &[char]) -> Vec<Vec<char>> {
+    if items.len() <= 1 {
+        return vec![items.to_vec()];
+    }
+    let mut out = Vec::new();
+    for (i, first) in items.iter().enumerate() {
+        let mut rest = items.to_vec();
+        rest.remove(i);
+        for mut tail in permutations(&rest) {
+            tail.insert(0, *first);
+            out.push(tail);
+        }
+    }
+    out
+}
+
+/// `verb *` for each command when every command of the line is a read-only
+/// verb of [`BROAD_VERBS`] with no redirection; otherwise nothing.
+fn broad_offer(parts: &[Part]) -> Vec<String> {
+    let mut broad = Vec::new();
+    for part in parts {
+        let Part::Run(cmd) = part else {
+            return Vec::new();
+        };
+        let text = joined(&cmd.words);
+        let Some(verb) = BROAD_VERBS
+            .iter()
+            .filter(|verb| text == **verb || text.starts_with(&format!("{verb} ")))
+            .max_by_key(|verb| verb.len())
+        else {
+            return Vec::new();
+        };
+        let pattern = if *verb == "pwd" {
+            (*verb).to_string()
+        } else {
+            format!("{verb} *")
+        };
+        if !broad.contains(&pattern) {
+            broad.push(pattern);
+        }
+    }
+    broad
+}

@@ -1,0 +1,398 @@
+//! Attack table for bash permission decisions (issue #11): every command a
+//! line would run must pass its own rule, redirections are writes, deny rules
+//! hold however the command is spelled, with and without `--yolo`.
+//!
+//! Each row is driven through the same decision the bash tool makes:
+//! `bash_rules::plan` then `Permissions::check_planned` per ask.
+
+use std::collections::BTreeMap;
+
+use cairn::bus::Bus;
+use cairn::permission::bash_rules::plan;
+use cairn::permission::{Action, Mode, PermissionConfig, PermissionSetting, Permissions, ruleset};
+
+use Action::{Allow, Ask, Deny};
+
+fn permissions(bash: &[(&str, Action)], yolo: bool) -> Permissions {
+    let table: BTreeMap<String, Action> = bash.iter().map(|(p, a)| (p.to_string(), *a)).collect();
+    let mut config = PermissionConfig::new();
+    config.insert("bash".into(), PermissionSetting::Patterns(table));
+    Permissions::new(ruleset(&config, yolo), Bus::new(), Mode::Headless)
+}
+
+/// The tool's verdict for `command` run at the project root: deny if any
+/// ask is denied, ask if any asks, else allow.
+fn verdict(command: &str, permissions: &Permissions, root: &std::path::Path) -> Action {
+    let mut verdict = Allow;
+    for ask in plan(command, root, root).asks {
+        match permissions.check_planned(&ask).0 {
+            Deny => return Deny,
+            Ask => verdict = Ask,
+            Allow => {}
+        }
+    }
+    verdict
+}
+
+fn project() -> tempfile::TempDir {
+    let root = tempfile::tempdir().expect("project dir");
+    std::fs::create_dir(root.path().join("dir")).expect("create dir");
+    root
+}
+
+/// Allowed: `git status *`, `ls *`, `cargo test *`; everything else asks.
+const ALLOW_SET: &[(&str, Action)] = &[
+    ("*", Ask),
+    ("git status *", Allow),
+    ("ls *", Allow),
+    ("cargo test *", Allow),
+];
+
+const ALLOW_TABLE: &[(&str, Action)] = &[
+    // plain allowed commands and lists of them
+    ("git status", Allow),
+    ("git status -s", Allow),
+    ("git  status   -s", Allow),
+    ("ls -la", Allow),
+    ("cargo test --lib", Allow),
+    ("cargo test -- --nocapture", Allow),
+    ("git status && ls", Allow),
+    ("git status | ls", Allow),
+    ("git status; ls", Allow),
+    ("ls && ls || ls", Allow),
+    ("ls\nls", Allow),
+    ("(ls)", Allow),
+    ("{ ls; git status; }", Allow),
+    ("git status &", Allow),
+    // not writes: fd duplication and /dev/null
+    ("ls 2>&1", Allow),
+    ("ls 1>&2", Allow),
+    ("ls > /dev/null", Allow),
+    ("git status > /dev/null 2>&1", Allow),
+    ("ls 2>/dev/null | ls", Allow),
+    // quoting: single quotes keep `$(..)` and `;` literal
+    ("ls '$(touch x)'", Allow),
+    ("ls '`touch x`'", Allow),
+    ("ls \"a;b\"", Allow),
+    ("ls 'a && touch x'", Allow),
+    ("ls \\$\\(touch x\\)", Allow),
+    ("\"git\" status", Allow),
+    ("g\\it status", Allow),
+    // continuations, comments, unicode
+    ("git status \\\n  -s", Allow),
+    ("git status # ; touch x", Allow),
+    ("ls ünïcödé 日本", Allow),
+    ("ls ｜ touch ｘ", Allow),
+    ("ls *.rs", Allow),
+    // everything else a line runs must pass on its own
+    ("git status & touch x", Ask),
+    ("git status `touch x`", Ask),
+    ("git status $(touch x)", Ask),
+    ("git status > x", Ask),
+    ("git status >> x", Ask),
+    ("git status &> x", Ask),
+    ("git status >| x", Ask),
+    ("git status 2> x", Ask),
+    ("git status > dir/x", Ask),
+    ("ls > ../x", Ask),
+    ("ls > ~/x", Ask),
+    ("git status; touch x", Ask),
+    ("git status;touch x", Ask),
+    ("git status|touch x", Ask),
+    ("git status&&touch x", Ask),
+    ("git status | tee x", Ask),
+    ("git status && touch x", Ask),
+    ("git status || touch x", Ask),
+    ("git status\ntouch x", Ask),
+    ("git status # ok\ntouch x", Ask),
+    ("touch x", Ask),
+    ("rm -rf x", Ask),
+    ("ls \"$(touch x)\"", Ask),
+    ("ls \"a $(touch x) b\"", Ask),
+    ("ls <(touch x)", Ask),
+    ("ls >(touch x)", Ask),
+    ("git status <(touch x)", Ask),
+    ("ls $(ls $(touch x))", Ask),
+    ("ls \"$(ls \"$(touch x)\")\"", Ask),
+    ("ls ${X:-$(touch x)}", Ask),
+    ("X=$(touch x) ls", Ask),
+    ("LD_PRELOAD=./evil.so ls", Ask),
+    ("ls > \"$(touch x)\"", Ask),
+    ("ls > $OUT", Ask),
+    ("export A=$(touch x)", Ask),
+    ("f() { touch x; }; f", Ask),
+    ("(touch x)", Ask),
+    ("{ touch x; }", Ask),
+    ("ls & touch x &", Ask),
+    ("if true; then touch x; fi", Ask),
+    ("for i in 1; do touch x; done", Ask),
+    ("while false; do touch x; done", Ask),
+    ("case a in a) touch x;; esac", Ask),
+    ("[[ -n $(touch x) ]]", Ask),
+    ("echo $((1 + $(touch x)))", Ask),
+    ("ls <<EOF\n$(touch x)\nEOF", Ask),
+    ("ls; git status; touch x", Ask),
+    ("cargo test; cargo publish", Ask),
+    ("cd .. && ls", Ask),
+    ("nohup touch x", Ask),
+    ("exec touch x", Ask),
+    // uninspectable: ask whatever the rules say
+    ("eval ls", Ask),
+    ("eval \"git status\"", Ask),
+    ("source x.sh", Ask),
+    (". x.sh", Ask),
+    ("bash -c 'git status'", Ask),
+    ("sh -c ls", Ask),
+    ("zsh -c ls", Ask),
+    ("python3 -c 'print(1)'", Ask),
+    ("node -e 1", Ask),
+    ("bash <<EOF\nls\nEOF", Ask),
+    ("ls | bash", Ask),
+    ("xargs ls", Ask),
+    ("ls | xargs touch", Ask),
+    ("env ls", Ask),
+    ("sudo ls", Ask),
+    ("doas ls", Ask),
+    ("find . -exec touch {} \\;", Ask),
+    ("find . -delete", Ask),
+    ("git -c core.pager=touch status", Ask),
+    ("$CMD status", Ask),
+    ("$(echo git) status", Ask),
+    ("`echo ls`", Ask),
+    ("alias ls='touch x'", Ask),
+    // empty lines and comments run nothing, but nothing is assumed either
+    ("", Ask),
+    ("   ", Ask),
+    ("# only a comment", Ask),
+    // text the parser rejects asks
+    ("ls $(", Ask),
+    ("ls \"unterminated", Ask),
+    ("ls )", Ask),
+    ("if then fi", Ask),
+    ("ls |", Ask),
+    ("ls && && ls", Ask),
+];
+
+#[test]
+fn only_lines_whose_every_command_is_allowed_run_unasked() {
+    let root = project();
+    let permissions = permissions(ALLOW_SET, false);
+    let wrong: Vec<String> = ALLOW_TABLE
+        .iter()
+        .filter_map(|(command, expected)| {
+            let got = verdict(command, &permissions, root.path());
+            (got != *expected).then(|| format!("{command:?}: expected {expected:?}, got {got:?}"))
+        })
+        .collect();
+    assert!(ALLOW_TABLE.len() >= 80, "the table keeps at least 80 rows");
+    assert!(
+        wrong.is_empty(),
+        "{} wrong verdicts:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn very_long_lines_are_decided_whole() {
+    let root = project();
+    let permissions = permissions(ALLOW_SET, false);
+    let long = format!("ls {}", "a".repeat(100 * 1024));
+    assert_eq!(verdict(&long, &permissions, root.path()), Allow);
+    let hidden = format!("{long}; touch x");
+    assert_eq!(verdict(&hidden, &permissions, root.path()), Ask);
+}
+
+/// `rm -rf *` is denied; everything else asks (or runs, under `--yolo`).
+const DENY_SET: &[(&str, Action)] = &[("*", Ask), ("rm -rf *", Deny)];
+
+const DENY_SPELLINGS: &[&str] = &[
+    "rm -rf x",
+    "rm -fr x",
+    "rm -r -f x",
+    "rm -f -r x",
+    "rm -rfv x",
+    "rm -v -f -r x",
+    "rm x -rf",
+    "rm -rf -- x",
+    "rm -rf",
+    "/bin/rm -rf x",
+    "/usr/bin/rm -rf x",
+    "r\\m -rf x",
+    "\"rm\" -rf x",
+    "'rm' -fr x",
+    "X=1 rm -rf x",
+    "env rm -rf x",
+    "env -i PATH=/bin rm -rf x",
+    "command rm -rf x",
+    "nice rm -rf x",
+    "nice -n 5 rm -rf x",
+    "timeout 5 rm -rf x",
+    "nohup rm -rf x",
+    "time rm -rf x",
+    "exec rm -rf x",
+    "stdbuf -oL rm -rf x",
+    "sudo rm -rf x",
+    "ls | xargs rm -rf",
+    "true & rm -rf x",
+    "rm -rf x &",
+    "ls; rm -rf x",
+    "ls && rm -fr x",
+    "echo $(rm -rf x)",
+    "echo `rm -rf x`",
+    "echo \"$(rm -r -f x)\"",
+    "(rm -rf x)",
+    "{ rm -rf x; }",
+    "f() { rm -rf x; }",
+    "cat <(rm -rf x)",
+    "bash -c 'rm -rf x'",
+    "sh -c \"ls; rm -fr x\"",
+    "eval 'rm -rf x'",
+];
+
+const NOT_DENIED: &[&str] = &[
+    "rm x",
+    "rm -r x",
+    "echo rm -rf x",
+    "ls 'rm -rf x'",
+    "rmdir x",
+];
+
+#[test]
+fn deny_holds_however_the_command_is_spelled() {
+    let root = project();
+    for yolo in [false, true] {
+        let permissions = permissions(DENY_SET, yolo);
+        let missed: Vec<String> = DENY_SPELLINGS
+            .iter()
+            .filter(|command| verdict(command, &permissions, root.path()) != Deny)
+            .map(|command| format!("{command:?}"))
+            .collect();
+        assert!(
+            missed.is_empty(),
+            "yolo={yolo}: not denied:\n{}",
+            missed.join("\n")
+        );
+        let expected = if yolo { Allow } else { Ask };
+        for command in NOT_DENIED {
+            assert_eq!(
+                verdict(command, &permissions, root.path()),
+                expected,
+                "{command:?} yolo={yolo}"
+            );
+        }
+    }
+}
+
+#[test]
+fn uninspectable_commands_ask_even_when_allowed() {
+    let root = project();
+    let permissions = permissions(&[("*", Allow)], false);
+    for command in [
+        "eval ls",
+        "bash -c ls",
+        "xargs ls",
+        "sudo ls",
+        "$CMD",
+        "ls $(",
+    ] {
+        assert_eq!(
+            verdict(command, &permissions, root.path()),
+            Ask,
+            "{command:?}"
+        );
+    }
+    let yolo = permissions_yolo();
+    assert_eq!(verdict("eval ls", &yolo, root.path()), Allow);
+}
+
+fn permissions_yolo() -> Permissions {
+    permissions(&[], true)
+}
+
+#[test]
+fn paths_outside_the_project_ask_external_directory() {
+    let root = project();
+    let permissions = permissions(&[("*", Allow)], false);
+    for command in [
+        "rm /etc/x",
+        "touch ../x",
+        "cp x ~/y",
+        "mkdir -p /tmp/cairn-elsewhere",
+        "cd /",
+        "tar -C / -xf a.tar",
+        "git -C / status",
+    ] {
+        let plan = plan(command, root.path(), root.path());
+        assert!(
+            plan.asks
+                .iter()
+                .any(|a| a.permission == "external_directory"),
+            "{command:?}: {plan:?}"
+        );
+        assert_eq!(
+            verdict(command, &permissions, root.path()),
+            Ask,
+            "{command:?}"
+        );
+    }
+    assert_eq!(verdict("touch dir/x", &permissions, root.path()), Allow);
+}
+
+#[test]
+fn tee_targets_are_writes_even_when_tee_is_allowed() {
+    let root = project();
+    let permissions = permissions(&[("*", Ask), ("tee *", Allow), ("ls *", Allow)], false);
+    assert_eq!(verdict("ls | tee x", &permissions, root.path()), Ask);
+    assert_eq!(
+        verdict("ls | tee /dev/null", &permissions, root.path()),
+        Allow
+    );
+    let asks = plan("ls | tee -a x", root.path(), root.path()).asks;
+    assert!(
+        asks.iter()
+            .any(|a| a.permission == "edit" && a.patterns == ["x"]),
+        "{asks:?}"
+    );
+}
+
+#[test]
+fn always_offers_are_narrow_and_broad_only_for_read_only_verbs() {
+    let root = project();
+    let asks = plan("git status -s", root.path(), root.path()).asks;
+    assert_eq!(asks[0].always, ["git status -s"]);
+    assert_eq!(asks[0].always_broad, ["git status *"]);
+    for command in [
+        "rm -rf build",
+        "cat secrets",
+        "git push",
+        "git status; rm x",
+    ] {
+        let asks = plan(command, root.path(), root.path()).asks;
+        assert!(asks[0].always_broad.is_empty(), "{command:?}: {asks:?}");
+        assert!(
+            !asks[0].always.iter().any(|a| a.ends_with('*')),
+            "{command:?}"
+        );
+    }
+}
+
+#[test]
+fn reasons_name_the_part_that_needs_an_answer() {
+    let root = project();
+    let asks = plan("git status $(curl x) > out", root.path(), root.path()).asks;
+    let reasons: Vec<&str> = asks
+        .iter()
+        .flat_map(|a| a.reasons.iter().map(|(_, r)| r.as_str()))
+        .collect();
+    assert!(
+        reasons.contains(&"the `$(curl x)` substitution"),
+        "{reasons:?}"
+    );
+    assert!(reasons.contains(&"`>` writes to out"), "{reasons:?}");
+    let asks = plan("eval x", root.path(), root.path()).asks;
+    assert_eq!(
+        asks[0].reasons[0].1,
+        "`eval` runs text cairn cannot inspect"
+    );
+}

@@ -1,0 +1,182 @@
+//! Bash permissions through the real binary (issue #11): `cairn run` with no
+//! terminal, the model a scripted server asking for commands that hide a
+//! write or a second command behind an allowed one. Nothing may be written,
+//! and the model must read why in the tool result of its next request.
+
+mod scenario;
+mod support;
+
+use std::process::Output;
+use std::time::Duration;
+
+use scenario::{text, tool_call};
+use serde_json::json;
+use support::ScriptedServer;
+
+/// A temp project (git repository) with private config and data directories.
+struct Project {
+    root: tempfile::TempDir,
+    home: tempfile::TempDir,
+}
+
+impl Project {
+    fn new(server: &ScriptedServer, permission: &str) -> Self {
+        let root = tempfile::tempdir().expect("project dir");
+        let init = std::process::Command::new("git")
+            .args(["init", "-q"])
+            .current_dir(root.path())
+            .output()
+            .expect("run git init");
+        assert!(init.status.success(), "git init: {init:?}");
+        let config = format!(
+            "model = \"scripted/test-model\"\n\n\
+             [provider.scripted]\nwire = \"openai\"\nbase_url = \"{}/v1\"\n\n\
+             [provider.scripted.models.\"test-model\"]\ncontext = 200000\noutput = 32000\n\n\
+             {permission}",
+            server.url()
+        );
+        std::fs::write(root.path().join("cairn.toml"), config).expect("write cairn.toml");
+        Self {
+            root,
+            home: tempfile::tempdir().expect("home dir"),
+        }
+    }
+
+    async fn cairn(&self, args: &[&str]) -> Output {
+        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_cairn"));
+        command
+            .args(args)
+            .current_dir(self.root.path())
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", self.home.path())
+            .env("XDG_CONFIG_HOME", self.home.path().join("config"))
+            .env("CAIRN_DATA_DIR", self.home.path().join("data"))
+            .stdin(std::process::Stdio::null())
+            .kill_on_drop(true);
+        tokio::time::timeout(Duration::from_secs(60), command.output())
+            .await
+            .expect("cairn finishes within 60 s")
+            .expect("run cairn")
+    }
+}
+
+fn describe(output: &Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// The tool result the model received for `call_id`, from the last request.
+fn tool_result(server: &ScriptedServer, call_id: &str) -> String {
+    let requests = server.requests();
+    let last = requests.last().expect("at least one request").json();
+    let messages = last["messages"].as_array().expect("messages array");
+    messages
+        .iter()
+        .find(|m| m["role"] == "tool" && m["tool_call_id"] == call_id)
+        .and_then(|m| m["content"].as_str().map(str::to_string))
+        .or_else(|| {
+            messages
+                .iter()
+                .find(|m| m["role"] == "tool" && m["tool_call_id"] == call_id)
+                .map(|m| m["content"].to_string())
+        })
+        .unwrap_or_else(|| panic!("no tool result for {call_id} in {last}"))
+}
+
+const ALLOW_RULES: &str = "[permission.bash]\n\"*\" = \"ask\"\n\"git status *\" = \"allow\"\n\
+                           \"ls *\" = \"allow\"\n\"cargo test *\" = \"allow\"\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hidden_writes_behind_an_allowed_command_are_refused_and_explained() {
+    let attacks = [
+        ("git status & touch x", "`touch x`"),
+        ("git status `touch x`", "the `` `touch x` `` substitution"),
+        ("git status $(touch x)", "the `$(touch x)` substitution"),
+        ("git status > x", "`>` writes to x"),
+        ("git status; touch x", "`touch x`"),
+        ("git status | tee x", "`tee x`"),
+    ];
+    let mut script: Vec<_> = attacks
+        .iter()
+        .enumerate()
+        .map(|(i, (command, _))| {
+            tool_call(
+                &format!("call_{i}"),
+                "bash",
+                json!({ "command": command }),
+                1_000,
+            )
+        })
+        .collect();
+    script.push(tool_call(
+        "call_ok",
+        "bash",
+        json!({ "command": "git status -s" }),
+        1_000,
+    ));
+    script.push(text("Done.", 1_000));
+    let server = ScriptedServer::start(script).await;
+    let project = Project::new(&server, ALLOW_RULES);
+
+    let output = project.cairn(&["run", "check the tree"]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    assert!(
+        !project.root.path().join("x").exists(),
+        "a hidden write ran: {}",
+        describe(&output)
+    );
+    for (i, (command, reason)) in attacks.iter().enumerate() {
+        let result = tool_result(&server, &format!("call_{i}"));
+        assert!(result.contains("refused"), "{command}: {result}");
+        assert!(
+            result.contains(reason),
+            "{command}: expected {reason:?} in {result}"
+        );
+        assert!(
+            result.contains("[permission."),
+            "{command}: no config line in {result}"
+        );
+    }
+    // The allowed command itself still runs.
+    let allowed = tool_result(&server, "call_ok");
+    assert!(!allowed.contains("refused"), "{allowed}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deny_rule_holds_under_yolo_whatever_the_flag_order() {
+    let server = ScriptedServer::start([
+        tool_call("call_1", "bash", json!({ "command": "rm -fr dir" }), 1_000),
+        tool_call(
+            "call_2",
+            "bash",
+            json!({ "command": "true & /bin/rm -r -f dir" }),
+            1_000,
+        ),
+        text("Done.", 1_000),
+    ])
+    .await;
+    let project = Project::new(&server, "[permission.bash]\n\"rm -rf *\" = \"deny\"\n");
+    let dir = project.root.path().join("dir");
+    std::fs::create_dir(&dir).expect("create dir");
+    std::fs::write(dir.join("keep.txt"), "keep").expect("write keep.txt");
+
+    let output = project.cairn(&["run", "--yolo", "clean up"]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    assert!(
+        dir.join("keep.txt").exists(),
+        "the denied rm ran: {}",
+        describe(&output)
+    );
+    for call in ["call_1", "call_2"] {
+        let result = tool_result(&server, call);
+        assert!(
+            result.contains("[permission.bash] \"rm -rf *\" = \"deny\""),
+            "{call}: {result}"
+        );
+    }
+}
