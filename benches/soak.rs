@@ -6,7 +6,7 @@
 //!
 //! Run: `cargo bench --bench soak [-- TURNS]` (default 150 turns, ~650 steps).
 
-#[path = "../tests/soak/mod.rs"]
+#[path = "../tests/common/soak/mod.rs"]
 mod soak;
 
 const DEFAULT_TURNS: usize = 150;

@@ -254,7 +254,7 @@ mod tests {
         let openai = r#"{"error":{"message":"This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#;
         let llama = include_str!(concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/tests/support/fixtures/llama-server/smollm2-overflow-stream.sse.txt"
+            "/tests/common/support/fixtures/llama-server/smollm2-overflow-stream.sse.txt"
         ));
         for body in [anthropic, openai, llama] {
             let error = http(400, body);

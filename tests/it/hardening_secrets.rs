@@ -4,8 +4,8 @@
 //! data directory (database, WAL, log, tool output) nor on stdout/stderr,
 //! and the data directory and its files must be private (0700 / 0600).
 
-mod scenario;
-mod support;
+use crate::scenario;
+use crate::support;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

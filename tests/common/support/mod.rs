@@ -389,10 +389,10 @@ async fn write_response(socket: &mut TcpStream, response: ScriptedResponse) -> s
     }
 }
 
-/// A file of the recorded llama-server fixtures (tests/support/fixtures).
+/// A file of the recorded llama-server fixtures (tests/common/support/fixtures).
 pub fn fixture_path(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/support/fixtures/llama-server")
+        .join("tests/common/support/fixtures/llama-server")
         .join(name)
 }
 

@@ -1,7 +1,7 @@
 //! The bash tool against real processes: output, exit codes, timeouts and
 //! cancellation that kill the whole process group, bounded memory on huge output.
 
-mod tools_common;
+use crate::tools_common;
 
 use std::time::{Duration, Instant};
 

@@ -5,8 +5,8 @@
 //! Every bad input must end in a classified `provider::Error`, never a panic
 //! or a hang.
 
-mod scenario;
-mod support;
+use crate::scenario;
+use crate::support;
 
 use std::time::Duration;
 
@@ -198,7 +198,7 @@ fn assert_classified(error: &Error) {
 }
 
 /// The case count: `PROPTEST_CASES` when set (a long run on demand, e.g.
-/// `PROPTEST_CASES=20000 cargo test --release --test hardening_streams`),
+/// `PROPTEST_CASES=20000 cargo test --release --test it hardening_streams`),
 /// else the quick default CI can afford.
 fn cases(default: u32) -> u32 {
     std::env::var("PROPTEST_CASES")

@@ -4,7 +4,7 @@
 //! decoded rows when nothing changed. Each check compares against a freshly
 //! opened `Store`, whose cache is empty.
 
-mod store_support;
+use crate::store_support;
 
 use std::path::Path;
 

@@ -1,8 +1,8 @@
 //! The real binary in a pseudo-terminal, read through a terminal emulator,
 //! against the scripted server: what a user sees, keystroke by keystroke.
 
-mod scenario;
-mod support;
+use crate::scenario;
+use crate::support;
 
 use std::io::{Read, Write};
 use std::path::Path;

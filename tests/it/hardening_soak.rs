@@ -4,7 +4,7 @@
 //! turn fails, and memory and step time do not grow with the session's age.
 //! The long version with figures: `cargo bench --bench soak`.
 
-mod soak;
+use crate::soak;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_long_session_keeps_pairing_memory_and_speed() {

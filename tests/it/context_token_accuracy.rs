@@ -7,17 +7,17 @@ use cairn::token::{count, estimate};
 const CORPUS: &[(&str, &str)] = &[
     (
         "english prose",
-        include_str!("fixtures/token_corpus/english.md"),
+        include_str!("../fixtures/token_corpus/english.md"),
     ),
     (
         "chinese prose",
-        include_str!("fixtures/token_corpus/chinese.md"),
+        include_str!("../fixtures/token_corpus/chinese.md"),
     ),
     (
         "chinese with code",
-        include_str!("fixtures/token_corpus/chinese_with_code.md"),
+        include_str!("../fixtures/token_corpus/chinese_with_code.md"),
     ),
-    ("rust code", include_str!("../src/message.rs")),
+    ("rust code", include_str!("../../src/message.rs")),
 ];
 
 fn chars_over_four(text: &str) -> usize {

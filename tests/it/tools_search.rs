@@ -1,7 +1,7 @@
 //! glob, grep and list over real directory trees: .gitignore, hidden files,
 //! newest-first order and the 100-result cap.
 
-mod tools_common;
+use crate::tools_common;
 
 use std::time::{Duration, SystemTime};
 

@@ -4,8 +4,8 @@
 //! stays consistent and usable. The provider-level stall tests live in
 //! tests/provider_*.rs, the tool-level bash timeout in tests/tools_bash.rs.
 
-mod scenario;
-mod support;
+use crate::scenario;
+use crate::support;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;

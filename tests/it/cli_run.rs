@@ -2,8 +2,8 @@
 //! temp git repository, its config from a project `cairn.toml`, the model a
 //! scripted server inside this test process.
 
-mod scenario;
-mod support;
+use crate::scenario;
+use crate::support;
 
 use std::process::Output;
 use std::time::Duration;

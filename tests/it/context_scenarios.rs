@@ -3,8 +3,7 @@
 //! agent. Each test checks the stored parts, the requests the server received
 //! and what the bus said.
 
-mod scenario;
-mod support;
+use crate::scenario;
 
 use std::time::Duration;
 

@@ -1,6 +1,6 @@
 //! read, write and edit against real files in a temp project.
 
-mod tools_common;
+use crate::tools_common;
 
 use cairn::tool::{Registry, ToolError};
 use serde_json::json;

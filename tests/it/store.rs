@@ -2,7 +2,7 @@
 //! every message and part shape, sessions, totals, paging, and the errors a
 //! user sees for damaged, foreign or newer database files.
 
-mod store_support;
+use crate::store_support;
 
 use std::os::unix::fs::PermissionsExt;
 

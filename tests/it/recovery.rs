@@ -1,8 +1,7 @@
 //! A session reopened after a crash: the unfinished turn is closed like an
 //! interrupt, and the session goes on.
 
-mod scenario;
-mod support;
+use crate::scenario;
 
 use cairn::app::SessionChoice;
 use cairn::message::{

@@ -5,10 +5,10 @@
 //! stays bounded and the model gets a truncated result that says so.
 //! Full-size figures (2 GB, 1 GB, 200,000 files): `benches/bounds.sh`.
 
-mod scenario;
-mod support;
+use crate::scenario;
+use crate::support;
 
-#[path = "../benches/history/mod.rs"]
+#[path = "../../benches/history/mod.rs"]
 mod history;
 
 use std::path::{Path, PathBuf};

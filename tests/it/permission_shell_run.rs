@@ -3,8 +3,8 @@
 //! write or a second command behind an allowed one. Nothing may be written,
 //! and the model must read why in the tool result of its next request.
 
-mod scenario;
-mod support;
+use crate::scenario;
+use crate::support;
 
 use std::process::Output;
 use std::time::Duration;

@@ -1,8 +1,8 @@
 //! The agent loop end to end: real SQLite, real tools and processes, the
 //! scripted server as the model.
 
-mod scenario;
-mod support;
+use crate::scenario;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

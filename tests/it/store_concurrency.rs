@@ -2,7 +2,7 @@
 //! handles on one file), and after the writing process is killed with
 //! SIGKILL mid-write: nothing committed is lost and the file stays intact.
 
-mod store_support;
+use crate::store_support;
 
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader, Write};
@@ -161,7 +161,12 @@ async fn killed_mid_write_loses_nothing_committed() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("cairn.db");
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["crash_child_writer", "--exact", "--ignored", "--nocapture"])
+        .args([
+            "store_concurrency::crash_child_writer",
+            "--exact",
+            "--ignored",
+            "--nocapture",
+        ])
         .args(["--test-threads", "1"])
         .env(CHILD_DB, &path)
         .stdout(Stdio::piped())

@@ -2,7 +2,7 @@
 //! llama-server streams byte for byte, split chunks, parallel tool calls,
 //! usage, errors, retries, drops and stalls, and the exact request sent.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

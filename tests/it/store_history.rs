@@ -4,7 +4,7 @@
 //! that cannot even be fetched as text, older rows inside the stop point's
 //! page become JSON garbage that cannot be decoded.
 
-mod store_support;
+use crate::store_support;
 
 use cairn::message::*;
 use cairn::store::{CONTEXT_PAGE, Error, Store};

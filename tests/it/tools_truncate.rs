@@ -1,7 +1,7 @@
 //! Central truncation through the registry (head, exact texts, spill file)
 //! and the registry's own contract.
 
-mod tools_common;
+use crate::tools_common;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! with cache tokens, error events, retries, drops, stalls, overflow, and the
 //! exact request with its cache breakpoints.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -4,8 +4,7 @@
 //! are abbreviated to their start and length; the temp project path, session
 //! ids and the agent's system prompt (owned elsewhere) are filtered.
 
-mod scenario;
-mod support;
+use crate::scenario;
 
 use cairn::bus::Event;
 use cairn::permission::Mode;

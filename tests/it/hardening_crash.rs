@@ -3,7 +3,7 @@
 //! ~300 ms before the kill, and a `run --continue` must send a well-paired
 //! request. The model is a tiny local server that timestamps every text piece
 //! it sends, so the loss is measured against what really left the socket.
-//! `CAIRN_CRASH_RUNS=N cargo test --test hardening_crash -- --ignored --nocapture`
+//! `CAIRN_CRASH_RUNS=N cargo test --test it hardening_crash -- --ignored --nocapture`
 //! runs N kills at random points and prints the figures.
 
 use std::collections::{HashSet, VecDeque};

@@ -1,0 +1,45 @@
+//! All integration tests in one binary (one link of the crate instead of one
+//! per file). Harnesses shared by several suites live in `tests/common/`;
+//! each module here is one feature's suite.
+
+#[path = "../common/scenario/mod.rs"]
+mod scenario;
+#[path = "../common/soak/mod.rs"]
+mod soak;
+#[path = "../common/store_support/mod.rs"]
+mod store_support;
+#[path = "../common/support/mod.rs"]
+mod support;
+#[path = "../common/tools_common/mod.rs"]
+mod tools_common;
+
+mod cli;
+mod cli_run;
+mod config;
+mod context_compaction_flow;
+mod context_pairing;
+mod context_scenarios;
+mod context_shapes;
+mod context_token_accuracy;
+mod hardening_bounds;
+mod hardening_crash;
+mod hardening_hangs;
+mod hardening_secrets;
+mod hardening_soak;
+mod hardening_streams;
+mod loop_scenarios;
+mod permission;
+mod permission_shell;
+mod permission_shell_run;
+mod provider_anthropic;
+mod provider_openai;
+mod recovery;
+mod store;
+mod store_cache;
+mod store_concurrency;
+mod store_history;
+mod tools_bash;
+mod tools_files;
+mod tools_search;
+mod tools_truncate;
+mod tui_pty;
