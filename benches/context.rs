@@ -6,13 +6,13 @@
 
 use std::hint::black_box;
 
+use cairn::context::view::{
+    ModelViewOptions, ensure_tool_pairing, fill_part_tokens, order_for_model, part_tokens,
+    to_model_messages,
+};
 use cairn::message::{
     AssistantMessage, FinishReason, Message, MessageWithParts, ModelRef, Part, PartKind, Role,
     StepFinishPart, StepStartPart, TextPart, Tokens, ToolPart, ToolState, ToolTime, UserMessage,
-};
-use cairn::session::context::{
-    ModelViewOptions, ensure_tool_pairing, fill_part_tokens, order_for_model, part_tokens,
-    to_model_messages,
 };
 use cairn::token::{count, estimate};
 use criterion::{Criterion, criterion_group, criterion_main};

@@ -11,10 +11,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cairn::app::{App, SessionChoice};
+use cairn::context::view::{model_view, order_for_model};
 use cairn::message::MessageWithParts;
 use cairn::permission::{Mode, Permissions};
 use cairn::session::agent::Agents;
-use cairn::session::context::{model_view, order_for_model};
 use cairn::session::prompt::Environment;
 use cairn::session::runtime::{CompactionSettings, ResolvedModel, SessionCtx, Settings};
 use cairn::session::writer::Writer;

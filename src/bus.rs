@@ -10,6 +10,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use tokio::sync::broadcast;
 
+use crate::context::ContextGauge;
 use crate::message::{Message, Millis, Part, Session};
 
 /// How many events a subscriber may fall behind before it lags.
@@ -91,39 +92,6 @@ pub enum Event {
         session_id: String,
         gauge: ContextGauge,
     },
-}
-
-/// What the token gauge shows: the next request's size against the usable
-/// window, from the same function the overflow check uses.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct ContextGauge {
-    /// Tokens the next request will carry.
-    pub used: u64,
-    /// The usable window: context minus reserved output space.
-    pub usable: u64,
-    /// Where automatic compaction fires (`usable * threshold`); `None` when
-    /// automatic compaction is off.
-    pub compact_at: Option<u64>,
-    /// Output space kept free.
-    pub reserved: u64,
-    /// The model's whole context window.
-    pub context: u64,
-    /// True while `used` is a cheap estimate rather than an exact count.
-    pub estimated: bool,
-}
-
-/// `/context`: the next request broken down by category. The categories add
-/// up exactly to the gauge's `used`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ContextBreakdown {
-    /// (category, tokens), in display order: system prompt, instruction files,
-    /// tool definitions, summary, messages, tool outputs.
-    pub categories: Vec<(String, u64)>,
-    /// Tool-output tokens that `/prune` could clear now.
-    pub prunable: u64,
-    pub gauge: ContextGauge,
-    /// Tokens before -> after the last compaction, if any.
-    pub last_compaction: Option<(u64, u64)>,
 }
 
 impl Event {

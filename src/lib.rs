@@ -1,32 +1,33 @@
 //! cairn: a terminal coding agent that never loses the thread when the context
 //! window fills up.
 //!
-//! # Layout
+//! # Layers, top to bottom
 //!
-//! - `message`    the data model: Session -> Message -> Part (pure data)
-//! - `id`         time-sortable identifiers
-//! - `bus`        broadcast of every change, to the TUI, the headless printer, tests
-//! - `cli`        the command line (clap) and exit codes
-//! - `config`     TOML configuration: load, merge, validate, say where each value came from
-//! - `paths`      where data, config and logs live (XDG-aware)
-//! - `store`      SQLite persistence of sessions, messages and parts (the source of truth)
-//! - `provider`   LLM backends: one request type, one stream of events, two wire formats
-//! - `token`      token counting and context-window arithmetic (pure)
-//! - `permission` allow / ask / deny rules and the waiting for answers
-//! - `tool`       the tools the model calls, and truncation of their output
-//! - `session`    the agent: the loop, the stream processor, context building,
-//!   prune and compaction
-//! - `headless`   `cairn run`: the loop without a terminal UI
+//! - `tui`, `headless`  front ends: the terminal UI and `cairn run`; they talk to
+//!   a session only through commands and bus events
 //! - `app`        assembly: config -> a running session, for every front end
-//! - `tui`        the terminal UI; talks to `session` only through commands and bus events
+//! - `session`    the agent loop with I/O: runtime, loop, stream processor, tool
+//!   runner, and the tasks that apply prune and compaction
+//! - `context`    the pure rules of what the model sees and how the window is
+//!   managed: model view, counting, gauge and overflow, prune, compaction
+//! - `provider`, `tool`, `store`, `permission`   LLM backends (one request type,
+//!   one event stream, two wires); the tools and truncation of their output;
+//!   SQLite persistence (the source of truth); allow / ask / deny rules
+//! - `token`      tokenizer counts and estimates (pure)
+//! - `message`, `bus`, `id`, `config`, `paths`, `cli`, `shared`   the data
+//!   model, the change broadcast, ids, configuration, file locations, the
+//!   command line, small helpers with no layer of their own
 //!
-//! Dependencies point down this list's layers: `tui`/`headless` -> `session` ->
-//! `provider`/`tool`/`store` -> `message`, never the reverse.
+//! Dependencies point down this list, never up. New code goes in the lowest
+//! layer that can hold it: a rule that needs no I/O goes in `context` (or
+//! `permission`, `token`), not in `session`; a new tool is one file in `tool/`;
+//! a new front-end feature talks to the session through `session::command`.
 
 pub mod app;
 pub mod bus;
 pub mod cli;
 pub mod config;
+pub mod context;
 pub mod headless;
 pub mod id;
 pub mod message;
@@ -34,6 +35,7 @@ pub mod paths;
 pub mod permission;
 pub mod provider;
 pub mod session;
+pub mod shared;
 pub mod store;
 pub mod token;
 pub mod tool;

@@ -4,7 +4,7 @@
 
 use tokio::sync::oneshot;
 
-use crate::bus::ContextBreakdown;
+use crate::context::ContextBreakdown;
 use crate::message::ModelRef;
 use crate::permission::PermissionAnswer;
 

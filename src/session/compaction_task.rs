@@ -12,17 +12,17 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use crate::bus::SessionStatus;
+use crate::context::compaction::{self, AUTO_CONTINUE, AUTO_CONTINUE_METADATA, TailSettings};
 use crate::message::{
     FinishReason, Message, MessageError, MessageErrorKind, MessageWithParts, Part, PartKind, Role,
     TextPart, UserMessage, now_millis,
 };
 use crate::provider::ChatRequest;
 use crate::session::agent::{COMPACTION, ToolAccess};
-use crate::session::compaction::{self, AUTO_CONTINUE, AUTO_CONTINUE_METADATA, TailSettings};
 use crate::session::processor::{self, Step, StepOutcome};
 use crate::session::runtime::SessionCtx;
 use crate::session::tool_runner::ToolRunner;
-use crate::session::{Error, gauge, prune, run};
+use crate::session::{Error, gauge, run};
 
 pub async fn run(
     ctx: &Arc<SessionCtx>,
@@ -165,8 +165,8 @@ pub async fn run(
         &ctx.session_id,
         format!(
             "compacted the conversation ({kind}): {} -> {} tokens",
-            prune::thousands(before_count),
-            prune::thousands(after.used),
+            crate::shared::thousands(before_count),
+            crate::shared::thousands(after.used),
         ),
     );
     if let Some(advice) = gauge::after_compaction(ctx, &model, before_count, after.used) {

@@ -9,13 +9,15 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use crate::bus::{ContextBreakdown, ContextGauge, Event};
+use crate::bus::Event;
+use crate::context::compaction::{CompactionGuard, GuardVerdict};
+use crate::context::view::{self, BreakdownInput};
+use crate::context::{self, ContextBreakdown, ContextGauge, prune};
 use crate::message::{MessageWithParts, ModelRef};
 use crate::provider::{ChatRequest, Usage};
-use crate::session::compaction::{CompactionGuard, GuardVerdict};
-use crate::session::context::{self, BreakdownInput};
+use crate::session::Error;
 use crate::session::runtime::{ResolvedModel, SessionCtx};
-use crate::session::{Error, prune};
+use crate::shared::lock;
 use crate::token::{self, Calibration};
 
 /// Per-session accounting state: calibrations per model, the last
@@ -27,14 +29,6 @@ pub struct Accounting {
     guard: Mutex<CompactionGuard>,
     /// Our count of the last request sent to each model, to learn from its usage.
     last_sent: Mutex<HashMap<ModelRef, u64>>,
-}
-
-/// Locks a mutex whose data stays usable after a panic elsewhere (plain
-/// maps, counters, lists): a poisoned lock is taken as is.
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl Accounting {
@@ -67,9 +61,9 @@ impl Accounting {
     }
 }
 
-fn settings(ctx: &SessionCtx) -> token::CompactionSettings {
+fn settings(ctx: &SessionCtx) -> context::CompactionSettings {
     let compaction = &ctx.settings.compaction;
-    token::CompactionSettings {
+    context::CompactionSettings {
         auto: compaction.auto,
         reserved: compaction.reserved,
         threshold: compaction.threshold,
@@ -77,7 +71,7 @@ fn settings(ctx: &SessionCtx) -> token::CompactionSettings {
 }
 
 pub fn usable(ctx: &SessionCtx, model: &ResolvedModel) -> u64 {
-    token::usable(&model.limits, &settings(ctx))
+    context::usable(&model.limits, &settings(ctx))
 }
 
 /// The gauge for a request of `used` tokens.
@@ -87,12 +81,12 @@ pub fn gauge_for(
     used: u64,
     estimated: bool,
 ) -> ContextGauge {
-    token::gauge(used, estimated, &model.limits, &settings(ctx))
+    context::gauge(used, estimated, &model.limits, &settings(ctx))
 }
 
 /// Whether a request of `count` tokens reaches the automatic-compaction point.
 pub fn is_overflow(ctx: &SessionCtx, model: &ResolvedModel, count: u64) -> bool {
-    token::is_overflow(&gauge_for(ctx, model, count, false))
+    context::is_overflow(&gauge_for(ctx, model, count, false))
 }
 
 /// The next request's size: `history` is the model's view (ordered), `request`
@@ -127,7 +121,7 @@ pub fn measure_request(
     history: &[MessageWithParts],
     request: &ChatRequest,
 ) -> Measured {
-    let anchor = token::added_since_last_request(history, &model.model);
+    let anchor = context::added_since_last_request(history, &model.model);
     if anchor.usage.is_some() {
         // A session that got an answer is worth exact counts: build the
         // encoder now, on its own thread; until it is ready counts are
@@ -140,7 +134,7 @@ pub fn measure_request(
         // per-message framing is in the figure too.
         None => {
             let (tokens, estimated) = request_tokens(request);
-            let next = token::NextRequest {
+            let next = context::NextRequest {
                 tokens: calibration.scale(tokens),
                 estimated,
             };
@@ -150,14 +144,14 @@ pub fn measure_request(
             let added: Vec<(u64, bool)> = anchor
                 .added
                 .iter()
-                .map(|part| context::part_tokens(part))
+                .map(|part| view::part_tokens(part))
                 .collect();
             let removed: Vec<(u64, bool)> = anchor
                 .pruned
                 .iter()
-                .map(|part| context::pruned_savings(part))
+                .map(|part| view::pruned_savings(part))
                 .collect();
-            let next = token::next_request_tokens(
+            let next = context::next_request_tokens(
                 Some(&usage),
                 (0, false),
                 added.iter().copied(),
@@ -258,7 +252,7 @@ async fn with_next_request<R>(
             .find_map(|m| m.message.as_user().map(|u| u.agent.clone()))
             .unwrap_or_else(|| ctx.settings.default_agent.clone());
         let agent = ctx.agents.get(&agent_name).clone();
-        let view = context::model_view(read);
+        let view = view::model_view(read);
         let request = crate::session::run::build_request(ctx, &agent, model, &view, false);
         f(read, &view, &request)
     };
@@ -272,10 +266,10 @@ pub async fn breakdown(ctx: &SessionCtx, model: &ResolvedModel) -> Result<Contex
     with_next_request(ctx, model, |read, history, request| {
         // Prune walks back from the newest message to the latest summary,
         // all inside the context read (in time order, not the model's).
-        let prunable = prune::plan_prune(read, |part| context::part_tokens(part).0).freed_tokens;
+        let prunable = prune::plan_prune(read, |part| view::part_tokens(part).0).freed_tokens;
         let gauge = measure(ctx, model, history, request);
         let (base, instructions) = request.system.split_at(1.min(request.system.len()));
-        context::build_breakdown(&BreakdownInput {
+        view::build_breakdown(&BreakdownInput {
             base_prompt: base,
             instruction_files: instructions,
             tools: &request.tools,

@@ -7,11 +7,10 @@
 //! - `doom`            doom-loop detection (pure)
 //! - `agent`           build / plan / compaction
 //! - `prompt`          the system prompt and instruction files
-//! - `context`         history -> the messages the model sees
 //! - `models`          provider/model -> client, limits, prices
 //! - `gauge`           token accounting glue: the gauge, overflow, `/context`
-//! - `prune`, `prune_task`             clearing old tool outputs (rule, then act)
-//! - `compaction`, `compaction_task`   summarizing history (rules, then act)
+//! - `prune_task`      clearing old tool outputs (the rule is `context::prune`)
+//! - `compaction_task` summarizing history (the rules are `context::compaction`)
 //! - `recovery`        closing turns a crash left unfinished
 //! - `shell`           `!cmd` typed by the user
 //! - `writer`          persist-then-publish of every change
@@ -21,15 +20,12 @@
 
 pub mod agent;
 pub mod command;
-pub mod compaction;
 pub mod compaction_task;
-pub mod context;
 pub mod doom;
 pub mod gauge;
 pub mod models;
 pub mod processor;
 pub mod prompt;
-pub mod prune;
 pub mod prune_task;
 pub mod recovery;
 pub mod run;

@@ -2,16 +2,17 @@
 //! tells the user what it freed. After the loop exits (config
 //! `compaction.prune`) quietly, and on `/prune` with a report either way.
 
+use crate::context::{prune, view};
 use crate::message::now_millis;
 use crate::session::runtime::SessionCtx;
-use crate::session::{Error, context, gauge, prune};
+use crate::session::{Error, gauge};
 
 /// Prunes the session now. `report` says so even when nothing was pruned.
 pub async fn run(ctx: &SessionCtx, report: bool) -> Result<(), Error> {
     // The context read is enough: the plan walks back from the newest
     // message and stops at the latest summary, which the read includes.
     let read = ctx.read_context().await?;
-    let plan = prune::plan_prune(read.messages(), |part| context::part_tokens(part).0);
+    let plan = prune::plan_prune(read.messages(), |part| view::part_tokens(part).0);
     let parts = plan.acts().then(|| {
         let parts = read.messages().iter().flat_map(|m| m.parts.iter());
         prune::apply(&plan, parts, now_millis())
@@ -37,7 +38,7 @@ pub async fn run(ctx: &SessionCtx, report: bool) -> Result<(), Error> {
         format!(
             "pruned {} tool outputs, freed {} tokens",
             plan.outputs,
-            prune::thousands(plan.freed_tokens)
+            crate::shared::thousands(plan.freed_tokens)
         ),
     );
     gauge::refresh_session(ctx).await;

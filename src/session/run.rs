@@ -13,6 +13,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::bus::SessionStatus;
+use crate::context::view;
 use crate::message::{
     AssistantMessage, CompactionPart, FinishReason, Message, MessagePath, MessageWithParts, Part,
     PartKind, Role, Tokens, UserMessage, now_millis,
@@ -23,7 +24,7 @@ use crate::session::doom::CallSignature;
 use crate::session::processor::{self, Step, StepOutcome};
 use crate::session::runtime::{ResolvedModel, SessionCtx};
 use crate::session::tool_runner::ToolRunner;
-use crate::session::{Error, compaction_task, context, gauge, prompt, prune_task};
+use crate::session::{Error, compaction_task, gauge, prompt, prune_task};
 
 const MAX_STEPS_PROMPT: &str = include_str!("../../assets/prompts/max-steps.txt");
 const PLAN_REMINDER: &str = include_str!("../../assets/prompts/plan.txt");
@@ -176,7 +177,7 @@ async fn decide_and_act(
     }
     let agent = ctx.agents.get(&user.agent).clone();
     let is_last_step = agent.steps.is_some_and(|max| *step >= max);
-    let view = context::model_view(history);
+    let view = view::model_view(history);
     let request = build_request(ctx, &agent, &model, &view, is_last_step);
     // The gauge and the trigger are the same number: the next request's size.
     let measured = gauge::measure_request(ctx, &model, &view, &request);
@@ -186,7 +187,7 @@ async fn decide_and_act(
         .finished
         .and_then(|m| m.message.as_assistant())
         .is_none_or(|a| a.summary);
-    if !after_summary && crate::token::is_overflow(&gauge) {
+    if !after_summary && crate::context::is_overflow(&gauge) {
         create_compaction(
             ctx,
             &user,
@@ -277,12 +278,12 @@ pub fn build_request(
     is_last_step: bool,
 ) -> crate::provider::ChatRequest {
     let system = prompt::build(agent, &model.model, &ctx.env).blocks();
-    let options = context::ModelViewOptions {
+    let options = view::ModelViewOptions {
         media_in_tool_results: model.media_in_tool_results(),
         ..Default::default()
     };
-    let mut messages = context::to_model_messages(view, &model.model, options);
-    let repairs = context::ensure_tool_pairing(&mut messages);
+    let mut messages = view::to_model_messages(view, &model.model, options);
+    let repairs = view::ensure_tool_pairing(&mut messages);
     if !repairs.is_empty() {
         tracing::warn!(session = %ctx.session_id, ?repairs, "repaired tool call pairing before sending");
     }

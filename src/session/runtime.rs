@@ -31,7 +31,7 @@ use crate::tool::{Limits, Registry};
 pub struct ResolvedModel {
     pub model: ModelRef,
     pub provider: Arc<Provider>,
-    pub limits: crate::token::Limits,
+    pub limits: crate::context::Limits,
     pub prices: Option<crate::provider::catalog::Prices>,
     /// Why the limits are a fallback, shown to the user once.
     pub warning: Option<String>,
@@ -46,7 +46,7 @@ impl ResolvedModel {
     }
 
     pub fn max_output_tokens(&self) -> u32 {
-        crate::token::max_output_tokens(&self.limits) as u32
+        crate::context::max_output_tokens(&self.limits) as u32
     }
 
     /// Whether images may sit inside tool results: Anthropic's tool_result
@@ -125,7 +125,7 @@ impl SessionCtx {
     /// date from the read kept by [`Self::keep_context`] when there is one.
     /// Two readers at once are safe: the second one reads afresh.
     pub async fn read_context(&self) -> Result<LiveContext, store::Error> {
-        let kept = gauge::lock(&self.kept_context)
+        let kept = crate::shared::lock(&self.kept_context)
             .take()
             .filter(|kept| kept.session_id() == self.session_id);
         let previous = kept.unwrap_or_else(|| LiveContext::new(&self.session_id));
@@ -134,7 +134,7 @@ impl SessionCtx {
 
     /// Keeps a context read for the next [`Self::read_context`].
     pub fn keep_context(&self, context: LiveContext) {
-        *gauge::lock(&self.kept_context) = Some(context);
+        *crate::shared::lock(&self.kept_context) = Some(context);
     }
 
     pub fn set_status(&self, status: SessionStatus) {

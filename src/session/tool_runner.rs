@@ -20,9 +20,9 @@ use crate::permission::{PermissionError, PermissionRequest};
 use crate::session::Error;
 use crate::session::agent::ToolAccess;
 use crate::session::doom::{self, CallSignature, Verdict};
-use crate::session::gauge::lock;
 use crate::session::processor::{ToolFailure, finished_state};
 use crate::session::runtime::SessionCtx;
+use crate::shared::lock;
 use crate::tool::{ToolContext, ToolError, ToolProgress};
 
 /// How long interrupted tools get to wind down before they are abandoned.

@@ -6,8 +6,8 @@
 use std::sync::Arc;
 
 use crate::bus::{Bus, DeltaField, Event};
+use crate::context::view;
 use crate::message::{Message, Part, PartKind, Session};
-use crate::session::context;
 use crate::store::{self, Store};
 
 #[derive(Clone)]
@@ -35,7 +35,7 @@ impl Writer {
     pub async fn part(&self, part: &Part) -> Result<(), store::Error> {
         let mut part = part.clone();
         if part.tokens.is_none() && is_settled(&part) {
-            context::fill_part_tokens(std::iter::once(&mut part));
+            view::fill_part_tokens(std::iter::once(&mut part));
         }
         self.store.upsert_part(&part).await?;
         self.bus.publish(Event::PartUpdated {

@@ -7,8 +7,6 @@
 //! the overflow decision, `calibration` scales our counts to other tokenizers,
 //! `accounting` anchors the next request's size on provider-reported usage.
 
-mod accounting;
-mod budget;
 mod calibration;
 mod estimate;
 pub mod o200k;
@@ -18,11 +16,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use o200k::O200k;
 
-pub use accounting::{NextRequest, RequestAnchor, added_since_last_request, next_request_tokens};
-pub use budget::{
-    COMPACTION_BUFFER, CompactionSettings, Limits, OUTPUT_TOKEN_MAX, gauge, is_overflow,
-    max_output_tokens, reserved, usable,
-};
 pub use calibration::Calibration;
 pub use estimate::estimate;
 

@@ -8,7 +8,8 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use crate::bus::{ContextBreakdown, ContextGauge, Event, SessionStatus};
+use crate::bus::{Event, SessionStatus};
+use crate::context::{ContextBreakdown, ContextGauge};
 use crate::message::{MessageWithParts, Millis, ModelRef, PartKind, Session};
 use crate::permission::PermissionRequest;
 use crate::session::command::Command;

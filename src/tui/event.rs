@@ -4,7 +4,7 @@
 //! Background tasks never touch `App`; they send an [`Internal`] that the
 //! loop applies between frames.
 
-use crate::bus::ContextBreakdown;
+use crate::context::ContextBreakdown;
 use crate::message::MessageWithParts;
 
 #[derive(Debug)]

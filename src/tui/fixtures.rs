@@ -7,7 +7,8 @@ use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use serde_json::json;
 
-use crate::bus::{ContextGauge, Event};
+use crate::bus::Event;
+use crate::context::ContextGauge;
 use crate::message::*;
 
 use super::app::{App, AppInit};

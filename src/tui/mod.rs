@@ -38,7 +38,8 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use tokio::sync::{broadcast, mpsc};
 
-use crate::bus::{ContextGauge, Event};
+use crate::bus::Event;
+use crate::context::ContextGauge;
 use crate::message::{MessageWithParts, Session, now_millis};
 use crate::session::command::Command;
 

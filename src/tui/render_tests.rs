@@ -6,7 +6,8 @@ use std::sync::Arc;
 use insta::assert_snapshot;
 use serde_json::json;
 
-use crate::bus::{ContextBreakdown, DeltaField, Event, SessionStatus};
+use crate::bus::{DeltaField, Event, SessionStatus};
+use crate::context::ContextBreakdown;
 use crate::message::*;
 use crate::permission::PermissionRequest;
 

@@ -237,7 +237,7 @@ fn spawn_file_index(directory: String, internal: mpsc::UnboundedSender<Internal>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bus::ContextBreakdown;
+    use crate::context::ContextBreakdown;
     use crate::tui::app::Overlay;
     use crate::tui::fixtures::{app, gauge};
 

@@ -2,17 +2,15 @@
 //! what the loop would write (tail start, summary, auto-continue), read the
 //! context back as the store does, and check what the model sees next.
 
+use cairn::context::compaction::{
+    AUTO_CONTINUE, SummaryPlan, TailSettings, plan_summary, shrink_step, summary_messages,
+};
+use cairn::context::view::{ModelViewOptions, is_well_paired, order_for_model, to_model_messages};
 use cairn::message::{
     AssistantMessage, CompactionPart, FinishReason, HistoryScan, Message, MessageWithParts,
     ModelRef, Part, PartKind, Role, ScanStep, TextPart, Tokens, UserMessage,
 };
 use cairn::provider::{ChatMessage, Content};
-use cairn::session::compaction::{
-    AUTO_CONTINUE, SummaryPlan, TailSettings, plan_summary, shrink_step, summary_messages,
-};
-use cairn::session::context::{
-    ModelViewOptions, is_well_paired, order_for_model, to_model_messages,
-};
 
 fn model() -> ModelRef {
     ModelRef::new("anthropic", "claude-test")

@@ -2,6 +2,10 @@
 //! model switches), the request built from it pairs every tool call with
 //! exactly one result in the next user message, and no result is orphaned.
 
+use cairn::context::compaction::{hide_completed_compactions, messages_tokens, select_tail};
+use cairn::context::view::{
+    ModelViewOptions, ensure_tool_pairing, order_for_model, to_model_messages,
+};
 use cairn::message::{
     AssistantMessage, CompactionPart, FinishReason, Message, MessageError, MessageErrorKind,
     MessageWithParts, ModelRef, Part, PartKind, Role, StepFinishPart, StepStartPart, TextPart,
@@ -9,10 +13,6 @@ use cairn::message::{
 };
 use cairn::message::{HistoryScan, ScanStep};
 use cairn::provider::{ChatMessage, ChatRole, Content};
-use cairn::session::compaction::{hide_completed_compactions, messages_tokens, select_tail};
-use cairn::session::context::{
-    ModelViewOptions, ensure_tool_pairing, order_for_model, to_model_messages,
-};
 use proptest::prelude::*;
 use serde_json::json;
 

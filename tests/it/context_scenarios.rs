@@ -9,11 +9,11 @@ use std::time::Duration;
 
 use cairn::bus::{Event, SessionStatus};
 use cairn::config::Config;
+use cairn::context::compaction::{AUTO_CONTINUE, SYSTEM_PROMPT};
+use cairn::context::view::{CLEARED_TOOL_RESULT, COMPACTION_QUESTION};
 use cairn::message::{FinishReason, MessageErrorKind, MessageWithParts, PartKind, ToolState};
 use cairn::permission::Mode;
 use cairn::session::command::Command;
-use cairn::session::compaction::{AUTO_CONTINUE, SYSTEM_PROMPT};
-use cairn::session::context::{CLEARED_TOOL_RESULT, COMPACTION_QUESTION};
 use scenario::{
     Scenario, assistant_text, command_and_settle, delayed_text, dense_text, message_text,
     messages_of, openai_overflow, prompt_and_settle, text, tool_call, watch,
@@ -616,7 +616,7 @@ struct GaugeRun {
     /// The gauge published by `/prune`, and its notice.
     after_prune: u64,
     /// `/context` after turn 3, when nothing was added since the last request.
-    breakdown: cairn::bus::ContextBreakdown,
+    breakdown: cairn::context::ContextBreakdown,
 }
 
 /// Our count of a request as the server received it: the JSON of its
@@ -786,7 +786,7 @@ async fn a_summary_that_overflows_twice_drops_the_oldest_turns() {
     );
     assert!(attempts[2].contains("SECOND question") && attempts[2].contains("THIRD question"));
     assert!(
-        attempts[2].contains(&cairn::session::compaction::omitted_turns_note(1)),
+        attempts[2].contains(&cairn::context::compaction::omitted_turns_note(1)),
         "the summarizer is told a turn is missing: {}",
         attempts[2]
     );

@@ -22,7 +22,7 @@ fn shape(body: &Value, project: &str) -> String {
     if let Some(messages) = body["messages"].as_array_mut() {
         for message in messages.iter_mut().filter(|m| m["role"] == "system") {
             let system = message["content"].as_str().unwrap_or_default();
-            message["content"] = if system == cairn::session::compaction::SYSTEM_PROMPT {
+            message["content"] = if system == cairn::context::compaction::SYSTEM_PROMPT {
                 json!("<compaction agent system prompt>")
             } else {
                 // Its instruction files depend on the machine (~/.claude).

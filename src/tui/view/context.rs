@@ -7,7 +7,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 
-use crate::bus::ContextBreakdown;
+use crate::context::ContextBreakdown;
 
 use super::popup_area;
 use super::status::{gauge_color, gauge_percent};

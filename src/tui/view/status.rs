@@ -10,7 +10,8 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use crate::bus::{ContextGauge, SessionStatus};
+use crate::bus::SessionStatus;
+use crate::context::ContextGauge;
 use crate::tui::app::App;
 use crate::tui::wrap::str_width;
 

@@ -481,7 +481,7 @@ impl Watch {
     /// The gauges measured before requests: those published between the
     /// first step-start and the last step-finish seen. The gauge shown when a
     /// session opens and the one refreshed after a run ends are left out.
-    pub fn request_gauges(&self) -> Vec<cairn::bus::ContextGauge> {
+    pub fn request_gauges(&self) -> Vec<cairn::context::ContextGauge> {
         use cairn::message::PartKind;
         let is_step = |e: &cairn::bus::Event, finish: bool| match e {
             cairn::bus::Event::PartUpdated { part } => {
@@ -513,7 +513,7 @@ impl Watch {
             .collect()
     }
 
-    pub fn gauges(&self) -> Vec<cairn::bus::ContextGauge> {
+    pub fn gauges(&self) -> Vec<cairn::context::ContextGauge> {
         self.seen
             .iter()
             .filter_map(|e| match e {

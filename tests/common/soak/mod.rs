@@ -86,13 +86,13 @@ async fn serve(mut socket: TcpStream, seen: &Seen) {
     }
     if messages
         .iter()
-        .any(|m| m["role"] == "tool" && text_of(m) == cairn::session::context::CLEARED_TOOL_RESULT)
+        .any(|m| m["role"] == "tool" && text_of(m) == cairn::context::view::CLEARED_TOOL_RESULT)
     {
         seen.pruned_requests.fetch_add(1, Ordering::Relaxed);
     }
     let prompt_tokens = (body.len() / 4) as u64;
     let is_summary = messages.first().is_some_and(|m| {
-        m["role"] == "system" && text_of(m) == cairn::session::compaction::SYSTEM_PROMPT
+        m["role"] == "system" && text_of(m) == cairn::context::compaction::SYSTEM_PROMPT
     });
     let sse = if is_summary {
         seen.summaries.fetch_add(1, Ordering::Relaxed);

@@ -138,7 +138,7 @@ pub fn fill_part_tokens<'a>(parts: impl IntoIterator<Item = &'a mut Part>) -> Fi
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::session::context::test_history::{HistoryBuilder, completed};
+    use crate::context::view::test_history::{HistoryBuilder, completed};
 
     #[test]
     fn a_pruned_output_costs_its_placeholder_and_stored_counts_are_reused() {

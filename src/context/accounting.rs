@@ -9,7 +9,7 @@
 
 use crate::message::{MessageWithParts, ModelRef, Part, PartKind, Tokens, ToolState};
 
-use super::Calibration;
+use crate::token::Calibration;
 
 /// The next request's size and whether any of it is a cheap estimate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -161,7 +161,7 @@ pub fn next_request_tokens(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::session::context::test_history::{HistoryBuilder, model};
+    use crate::context::view::test_history::{HistoryBuilder, model};
 
     #[test]
     fn anchors_on_the_last_step_and_adds_its_tool_results_and_later_parts() {
@@ -239,7 +239,7 @@ mod tests {
         let tail_start = h.build()[0].message.id.clone();
         h.compaction_request(true, Some(tail_start));
         h.summary("summary");
-        let view = crate::session::context::order_for_model(h.build());
+        let view = crate::context::view::order_for_model(h.build());
         assert!(view[1].is_completed_summary() && !view[3].is_completed_summary());
         let anchor = added_since_last_request(&view, &model());
         assert_eq!(

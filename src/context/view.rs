@@ -7,7 +7,7 @@
 //! (what one part costs), `pairing` (the tool-result invariant), `breakdown`
 //! (`/context`).
 
-mod breakdown;
+pub mod breakdown;
 mod counting;
 mod pairing;
 #[cfg(test)]

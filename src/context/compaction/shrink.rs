@@ -4,8 +4,8 @@
 //! characters and strips media; each later step also drops the oldest half of
 //! the turns still kept, until one turn is left.
 
+use crate::context::view::{attachment_marker, truncate_for_compaction};
 use crate::message::{MessageWithParts, Part, PartKind, TextPart, ToolState};
-use crate::session::context::{attachment_marker, truncate_for_compaction};
 
 use super::tail::turn_starts;
 
@@ -98,8 +98,8 @@ fn shrink_message(message: &MessageWithParts) -> MessageWithParts {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::context::view::test_history::HistoryBuilder;
     use crate::message::FilePart;
-    use crate::session::context::test_history::HistoryBuilder;
 
     fn five_turns() -> Vec<MessageWithParts> {
         let mut h = HistoryBuilder::new();

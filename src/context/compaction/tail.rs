@@ -1,8 +1,8 @@
 //! Tail selection (spec 7.3 step 4): the newest turns kept verbatim after the
 //! summary, within a token budget; everything before them is summarized.
 
+use crate::context::view::part_tokens;
 use crate::message::MessageWithParts;
-use crate::session::context::part_tokens;
 
 /// Turns kept verbatim by default (`compaction.tail_turns`).
 pub const DEFAULT_TAIL_TURNS: usize = 2;
@@ -96,7 +96,7 @@ pub fn select_tail(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::session::context::test_history::HistoryBuilder;
+    use crate::context::view::test_history::HistoryBuilder;
 
     /// One token per message, so sizes are easy to reason about.
     fn count(messages: &[MessageWithParts]) -> u64 {

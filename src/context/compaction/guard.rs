@@ -3,7 +3,7 @@
 //! such as instruction files and tool schemas fill the window), or two
 //! compactions in a row freed almost nothing, compacting again cannot help.
 
-use crate::session::prune::thousands;
+use crate::shared::thousands;
 
 /// A compaction that frees less than this fraction of the context made no progress.
 pub const MIN_FREED_FRACTION: f64 = 0.10;

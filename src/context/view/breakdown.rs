@@ -8,12 +8,28 @@
 //! tokens (fewer than the number of categories) go one each to the categories
 //! with the largest dropped fractions, so the sum is exact and no row is invented.
 
-use crate::bus::{ContextBreakdown, ContextGauge};
+use serde::Serialize;
+
+use crate::context::ContextGauge;
 use crate::message::{MessageWithParts, PartKind};
 use crate::provider::ToolSpec;
 use crate::token;
 
 use super::part_tokens;
+
+/// `/context`: the next request broken down by category. The categories add
+/// up exactly to the gauge's `used`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ContextBreakdown {
+    /// (category, tokens), in display order: system prompt, instruction files,
+    /// tool definitions, summary, messages, tool outputs.
+    pub categories: Vec<(String, u64)>,
+    /// Tool-output tokens that `/prune` could clear now.
+    pub prunable: u64,
+    pub gauge: ContextGauge,
+    /// Tokens before -> after the last compaction, if any.
+    pub last_compaction: Option<(u64, u64)>,
+}
 
 /// What the next request is made of.
 #[derive(Debug, Clone, Copy)]
@@ -122,8 +138,8 @@ fn scale_exactly(counts: &[u64; 6], target: u64) -> [u64; 6] {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::session::context::test_history::HistoryBuilder;
-    use crate::token::{CompactionSettings, Limits, gauge};
+    use crate::context::view::test_history::HistoryBuilder;
+    use crate::context::{CompactionSettings, Limits, gauge};
 
     #[test]
     fn scaling_is_exact_for_awkward_ratios() {

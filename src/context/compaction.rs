@@ -12,8 +12,8 @@ mod request;
 mod shrink;
 mod tail;
 
+use crate::context::view::completed_compaction_pairs;
 use crate::message::{MessageWithParts, PartKind};
-use crate::session::context::completed_compaction_pairs;
 
 pub use guard::{CompactionGuard, GuardVerdict, MIN_FREED_FRACTION};
 pub use prompt::{SYSTEM_PROMPT, build_prompt};

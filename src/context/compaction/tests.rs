@@ -1,5 +1,5 @@
 use super::*;
-use crate::session::context::test_history::HistoryBuilder;
+use crate::context::view::test_history::HistoryBuilder;
 
 #[test]
 fn previous_summary_is_the_latest_completed_one() {
@@ -34,7 +34,7 @@ fn a_failed_summary_is_not_a_previous_summary() {
     let mut h = HistoryBuilder::new();
     h.user("a");
     h.compaction_request(true, None);
-    h.assistant_with(crate::session::context::test_history::model(), true)
+    h.assistant_with(crate::context::view::test_history::model(), true)
         .text("half");
     let history = h.build();
     assert_eq!(find_previous_summary(&history), None);

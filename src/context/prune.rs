@@ -6,6 +6,7 @@
 //! Pure: never touches the store.
 
 use crate::message::{MessageWithParts, Millis, Part, PartKind, ToolState};
+use crate::shared::thousands;
 
 /// Prune acts only when it would free more than this many tokens.
 pub const PRUNE_MINIMUM: u64 = 20_000;
@@ -118,23 +119,10 @@ pub fn apply<'a>(
         .collect()
 }
 
-/// `12345` -> `12,345`, for messages to the user.
-pub fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, ch) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::session::context::test_history::HistoryBuilder;
+    use crate::context::view::test_history::HistoryBuilder;
 
     /// Each tool output's token count is its length in characters.
     fn by_len(part: &Part) -> u64 {
@@ -278,13 +266,5 @@ mod tests {
         combined.extend(pruned_history);
         let plan = plan_prune(&combined, by_len);
         assert!(!plan.acts());
-    }
-
-    #[test]
-    fn thousands_separators() {
-        assert_eq!(thousands(0), "0");
-        assert_eq!(thousands(999), "999");
-        assert_eq!(thousands(12_345), "12,345");
-        assert_eq!(thousands(1_234_567), "1,234,567");
     }
 }

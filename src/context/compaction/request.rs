@@ -2,9 +2,9 @@
 //! message is replayed after an overflow, where the verbatim tail starts, the
 //! prompt, and the first rung of the shrink ladder worth trying.
 
+use crate::context::view::{ModelViewOptions, ensure_tool_pairing, to_model_messages};
 use crate::message::{MessageWithParts, ModelRef};
 use crate::provider::{ChatMessage, ChatRole, Content};
-use crate::session::context::{ModelViewOptions, ensure_tool_pairing, to_model_messages};
 use crate::token;
 
 use super::{
@@ -48,7 +48,7 @@ pub struct SummaryPlan {
 /// Plans the summary for the compaction request `compaction_message_id`.
 ///
 /// `context` is the store's context read (oldest first, not reordered);
-/// `usable` is the window from `token::usable`. Returns `None` when the
+/// `usable` is the window from `context::usable`. Returns `None` when the
 /// compaction request is not in `context`.
 pub fn plan_summary(
     context: &[MessageWithParts],
@@ -122,8 +122,8 @@ pub fn summary_messages(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::context::view::test_history::{HistoryBuilder, model};
     use crate::message::PartKind;
-    use crate::session::context::test_history::{HistoryBuilder, model};
 
     #[test]
     fn plans_head_tail_and_anchored_prompt() {
