@@ -9,21 +9,28 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
 
 use super::bash_output::OutputSink;
-use super::{Tool, ToolContext, ToolError, ToolOutput, ToolProgress, parse_args};
+use super::{Tool, ToolContext, ToolError, ToolOutput, ToolProgress, parse_args, schema_for};
+
+/// The name the model calls it by, which is also its permission.
+const NAME: &str = "bash";
 
 pub struct Bash;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 struct Args {
+    /// The command to run
     command: String,
-    /// Milliseconds.
+    /// Optional timeout in milliseconds (default 120000)
     timeout: Option<u64>,
+    /// Directory to run in (default: the session's working directory)
     workdir: Option<String>,
+    /// What the command does, in 5-10 words
     description: Option<String>,
 }
 
@@ -38,29 +45,20 @@ const DESCRIPTION: &str = include_str!("../../assets/prompts/tools/bash.txt");
 #[async_trait::async_trait]
 impl Tool for Bash {
     fn name(&self) -> &'static str {
-        "bash"
+        NAME
     }
     fn description(&self) -> &'static str {
         DESCRIPTION
     }
     fn parameters(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "command": { "type": "string", "description": "The command to run" },
-                "timeout": { "type": "integer", "description": "Optional timeout in milliseconds (default 120000)" },
-                "workdir": { "type": "string", "description": "Directory to run in (default: the session's working directory)" },
-                "description": { "type": "string", "description": "What the command does, in 5-10 words" }
-            },
-            "required": ["command"]
-        })
+        schema_for::<Args>()
     }
     fn is_read_only(&self) -> bool {
         false
     }
 
     async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let args: Args = parse_args("bash", input)?;
+        let args: Args = parse_args(NAME, input)?;
         let cwd = args
             .workdir
             .as_deref()

@@ -5,21 +5,29 @@
 //! count, never guessed. Asks the `edit` permission with the diff, and
 //! returns it (unified, from `similar`) in `metadata.diff`.
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Tool, ToolContext, ToolError, ToolOutput, parse_args};
+use super::{Tool, ToolContext, ToolError, ToolOutput, parse_args, schema_for};
+
+/// The name the model calls it by, which is also its permission.
+const NAME: &str = "edit";
 
 pub struct Edit;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 struct Args {
+    /// The file to edit
     #[serde(alias = "filePath", alias = "file_path")]
     path: String,
+    /// The exact text to replace
     #[serde(alias = "oldString")]
     old_string: String,
+    /// The text to replace it with
     #[serde(alias = "newString")]
     new_string: String,
+    /// Replace every occurrence (default false)
     #[serde(default, alias = "replaceAll")]
     replace_all: bool,
 }
@@ -29,29 +37,20 @@ const DESCRIPTION: &str = include_str!("../../assets/prompts/tools/edit.txt");
 #[async_trait::async_trait]
 impl Tool for Edit {
     fn name(&self) -> &'static str {
-        "edit"
+        NAME
     }
     fn description(&self) -> &'static str {
         DESCRIPTION
     }
     fn parameters(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "path": { "type": "string", "description": "The file to edit" },
-                "old_string": { "type": "string", "description": "The exact text to replace" },
-                "new_string": { "type": "string", "description": "The text to replace it with" },
-                "replace_all": { "type": "boolean", "description": "Replace every occurrence (default false)" }
-            },
-            "required": ["path", "old_string", "new_string"]
-        })
+        schema_for::<Args>()
     }
     fn is_read_only(&self) -> bool {
         false
     }
 
     async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let args: Args = parse_args("edit", input)?;
+        let args: Args = parse_args(NAME, input)?;
         if args.old_string == args.new_string {
             return Err(ToolError::Failed(
                 "old_string and new_string are the same; there is nothing to change.".into(),
@@ -88,7 +87,7 @@ impl Tool for Edit {
         };
         let diff = unified_diff(&shown, &old, &new);
         ctx.ask(
-            "edit",
+            NAME,
             vec![shown.clone()],
             vec![shown.clone()],
             format!("Edit {shown}"),

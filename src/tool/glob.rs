@@ -4,17 +4,23 @@
 
 use std::path::PathBuf;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::lines::NewestFiles;
-use super::{Tool, ToolContext, ToolError, ToolOutput, parse_args, walk};
+use super::{Tool, ToolContext, ToolError, ToolOutput, parse_args, schema_for, walk};
+
+/// The name the model calls it by, which is also its permission.
+const NAME: &str = "glob";
 
 pub struct Glob;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 struct Args {
+    /// The glob, such as **/*.rs
     pattern: String,
+    /// The directory to search (default: the working directory)
     path: Option<String>,
 }
 
@@ -23,31 +29,24 @@ const DESCRIPTION: &str = include_str!("../../assets/prompts/tools/glob.txt");
 #[async_trait::async_trait]
 impl Tool for Glob {
     fn name(&self) -> &'static str {
-        "glob"
+        NAME
     }
     fn description(&self) -> &'static str {
         DESCRIPTION
     }
     fn parameters(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "pattern": { "type": "string", "description": "The glob, such as **/*.rs" },
-                "path": { "type": "string", "description": "The directory to search (default: the working directory)" }
-            },
-            "required": ["pattern"]
-        })
+        schema_for::<Args>()
     }
     fn is_read_only(&self) -> bool {
         true
     }
 
     async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let args: Args = parse_args("glob", input)?;
+        let args: Args = parse_args(NAME, input)?;
         let root = ctx.resolve(args.path.as_deref().unwrap_or("."));
         ctx.check_external(&root, true).await?;
         ctx.ask(
-            "glob",
+            NAME,
             vec![args.pattern.clone()],
             vec!["*".into()],
             format!("Glob {}", args.pattern),
@@ -129,7 +128,7 @@ impl FileMatcher {
             .literal_separator(true)
             .build()
             .map_err(|error| ToolError::InvalidArguments {
-                tool: "glob".into(),
+                tool: NAME.into(),
                 detail: format!("bad pattern `{pattern}`: {error}"),
             })?;
         Ok(Self {

@@ -3,19 +3,26 @@
 //! skips binary files, clips long lines. Holds only the matches it can show,
 //! whatever the size of the tree or of a line.
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::glob::FileMatcher;
 use super::lines::{NewestFiles, read_capped_line};
-use super::{Tool, ToolContext, ToolError, ToolOutput, parse_args, walk};
+use super::{Tool, ToolContext, ToolError, ToolOutput, parse_args, schema_for, walk};
+
+/// The name the model calls it by, which is also its permission.
+const NAME: &str = "grep";
 
 pub struct Grep;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 struct Args {
+    /// The regular expression to search for
     pattern: String,
+    /// The directory or file to search (default: the working directory)
     path: Option<String>,
+    /// Only search files matching this glob, such as *.rs
     include: Option<String>,
 }
 
@@ -36,32 +43,24 @@ struct FileMatches {
 #[async_trait::async_trait]
 impl Tool for Grep {
     fn name(&self) -> &'static str {
-        "grep"
+        NAME
     }
     fn description(&self) -> &'static str {
         DESCRIPTION
     }
     fn parameters(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "pattern": { "type": "string", "description": "The regular expression to search for" },
-                "path": { "type": "string", "description": "The directory or file to search (default: the working directory)" },
-                "include": { "type": "string", "description": "Only search files matching this glob, such as *.rs" }
-            },
-            "required": ["pattern"]
-        })
+        schema_for::<Args>()
     }
     fn is_read_only(&self) -> bool {
         true
     }
 
     async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let args: Args = parse_args("grep", input)?;
+        let args: Args = parse_args(NAME, input)?;
         let root = ctx.resolve(args.path.as_deref().unwrap_or("."));
         ctx.check_external(&root, root.is_dir()).await?;
         ctx.ask(
-            "grep",
+            NAME,
             vec![args.pattern.clone()],
             vec!["*".into()],
             format!("Grep {}", args.pattern),
@@ -70,7 +69,7 @@ impl Tool for Grep {
         .await?;
         let regex =
             regex::Regex::new(&args.pattern).map_err(|error| ToolError::InvalidArguments {
-                tool: "grep".into(),
+                tool: NAME.into(),
                 detail: format!("bad regular expression `{}`: {error}", args.pattern),
             })?;
         let include = args.include.as_deref().map(FileMatcher::new).transpose()?;

@@ -4,15 +4,20 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Tool, ToolContext, ToolError, ToolOutput, parse_args, walk};
+use super::{Tool, ToolContext, ToolError, ToolOutput, parse_args, schema_for, walk};
+
+/// The name the model calls it by, which is also its permission.
+const NAME: &str = "list";
 
 pub struct List;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 struct Args {
+    /// The directory to list (default: the working directory)
     path: Option<String>,
 }
 
@@ -65,25 +70,20 @@ impl Node {
 #[async_trait::async_trait]
 impl Tool for List {
     fn name(&self) -> &'static str {
-        "list"
+        NAME
     }
     fn description(&self) -> &'static str {
         DESCRIPTION
     }
     fn parameters(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "path": { "type": "string", "description": "The directory to list (default: the working directory)" }
-            }
-        })
+        schema_for::<Args>()
     }
     fn is_read_only(&self) -> bool {
         true
     }
 
     async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let args: Args = parse_args("list", input)?;
+        let args: Args = parse_args(NAME, input)?;
         let root = ctx.resolve(args.path.as_deref().unwrap_or("."));
         if !root.is_dir() {
             return Err(ToolError::Failed(format!(
@@ -94,7 +94,7 @@ impl Tool for List {
         ctx.check_external(&root, true).await?;
         let shown = ctx.display_path(&root);
         ctx.ask(
-            "list",
+            NAME,
             vec![shown.clone()],
             vec!["*".into()],
             format!("List {shown}"),

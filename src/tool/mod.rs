@@ -319,6 +319,55 @@ pub(crate) fn parse_args<T: DeserializeOwned>(tool: &str, input: Value) -> Resul
     })
 }
 
+/// The JSON schema the model is shown for a tool's arguments, derived from the
+/// type they parse into (field doc comments become descriptions), so the two
+/// cannot drift apart. Inline, with optional fields as plain types and without
+/// schemars' `$schema`, `title`, `format` and `null` types, which some OpenAI-compatible
+/// servers reject and every request would pay for.
+pub(crate) fn schema_for<T: schemars::JsonSchema>() -> Value {
+    let generator = schemars::generate::SchemaSettings::draft07()
+        .with(|settings| {
+            settings.inline_subschemas = true;
+            settings.meta_schema = None;
+        })
+        .into_generator();
+    let mut schema = generator.into_root_schema_for::<T>().to_value();
+    strip_schema_noise(&mut schema);
+    schema
+}
+
+/// Removes the keys a schema object does not need; a `properties` map is
+/// descended into by value, so a field named `title` or `format` stays.
+fn strip_schema_noise(schema: &mut Value) {
+    let Value::Object(map) = schema else {
+        return;
+    };
+    for key in ["title", "format", "$schema"] {
+        map.remove(key);
+    }
+    if map.get("minimum") == Some(&json!(0)) {
+        map.remove("minimum");
+    }
+    // An optional field is one left out of `required`; `null` is not a value
+    // the tools accept in its place.
+    if let Some(Value::Array(types)) = map.get("type") {
+        let types: Vec<&Value> = types.iter().filter(|t| *t != "null").collect();
+        if let [only] = types[..] {
+            let only = only.clone();
+            map.insert("type".to_string(), only);
+        }
+    }
+    for (key, value) in map.iter_mut() {
+        match (key.as_str(), value) {
+            ("properties", Value::Object(fields)) => {
+                fields.values_mut().for_each(strip_schema_noise)
+            }
+            (_, Value::Array(items)) => items.iter_mut().for_each(strip_schema_noise),
+            (_, value) => strip_schema_noise(value),
+        }
+    }
+}
+
 /// A tool the model can call.
 #[async_trait::async_trait]
 pub trait Tool: Send + Sync {
@@ -421,5 +470,23 @@ impl Registry {
             output.output = result.text;
         }
         Ok(output)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The schemas the model is shown, pinned: a change to an `Args` type or
+    /// its doc comments shows up here for review.
+    #[test]
+    fn tool_schemas_derived_from_their_args() {
+        let schemas: BTreeMap<&str, Value> = Registry::builtin()
+            .tools
+            .iter()
+            .map(|(name, tool)| (*name, tool.parameters()))
+            .collect();
+        let pretty = serde_json::to_string_pretty(&schemas).expect("a JSON value serializes");
+        insta::assert_snapshot!(pretty);
     }
 }

@@ -9,20 +9,26 @@
 use std::path::Path;
 
 use base64::Engine as _;
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Tool, ToolContext, ToolError, ToolOutput, lines, parse_args, walk};
+use super::{Tool, ToolContext, ToolError, ToolOutput, lines, parse_args, schema_for, walk};
 use crate::message::FilePart;
+
+/// The name the model calls it by, which is also its permission.
+const NAME: &str = "read";
 
 pub struct Read;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 struct Args {
+    /// The file or directory to read
     #[serde(alias = "filePath", alias = "file_path")]
     path: String,
-    /// First line to show, 1-based.
+    /// The line number to start from (1-based)
     offset: Option<usize>,
+    /// How many lines to read (default 2000)
     limit: Option<usize>,
 }
 
@@ -48,33 +54,25 @@ const DESCRIPTION: &str = include_str!("../../assets/prompts/tools/read.txt");
 #[async_trait::async_trait]
 impl Tool for Read {
     fn name(&self) -> &'static str {
-        "read"
+        NAME
     }
     fn description(&self) -> &'static str {
         DESCRIPTION
     }
     fn parameters(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "path": { "type": "string", "description": "The file or directory to read" },
-                "offset": { "type": "integer", "description": "The line number to start from (1-based)" },
-                "limit": { "type": "integer", "description": "How many lines to read (default 2000)" }
-            },
-            "required": ["path"]
-        })
+        schema_for::<Args>()
     }
     fn is_read_only(&self) -> bool {
         true
     }
 
     async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let args: Args = parse_args("read", input)?;
+        let args: Args = parse_args(NAME, input)?;
         let path = ctx.resolve(&args.path);
         let shown = ctx.display_path(&path);
         ctx.check_external(&path, path.is_dir()).await?;
         ctx.ask(
-            "read",
+            NAME,
             vec![shown.clone()],
             vec![shown.clone()],
             format!("Read {shown}"),
@@ -83,7 +81,7 @@ impl Tool for Read {
         .await?;
         let meta = std::fs::metadata(&path).map_err(|error| match error.kind() {
             std::io::ErrorKind::NotFound => ToolError::Failed(not_found(&path)),
-            _ => ToolError::io("read", &path, error),
+            _ => ToolError::io(NAME, &path, error),
         })?;
         if meta.is_dir() {
             return read_dir(&path, &shown);
@@ -96,7 +94,7 @@ impl Tool for Read {
                     meta.len()
                 )));
             }
-            let bytes = std::fs::read(&path).map_err(|e| ToolError::io("read", &path, e))?;
+            let bytes = std::fs::read(&path).map_err(|e| ToolError::io(NAME, &path, e))?;
             let url = format!(
                 "data:{mime};base64,{}",
                 base64::engine::general_purpose::STANDARD.encode(&bytes)
@@ -166,7 +164,7 @@ impl Page {
 }
 
 fn read_lines(path: &Path, offset: usize, limit: usize) -> Result<Page, ToolError> {
-    let file = std::fs::File::open(path).map_err(|e| ToolError::io("read", path, e))?;
+    let file = std::fs::File::open(path).map_err(|e| ToolError::io(NAME, path, e))?;
     let mut reader = std::io::BufReader::new(file);
     let mut page = Page {
         numbered: Vec::new(),
@@ -178,7 +176,7 @@ fn read_lines(path: &Path, offset: usize, limit: usize) -> Result<Page, ToolErro
     let mut raw = Vec::new();
     loop {
         if lines::read_capped_line(&mut reader, &mut raw, MAX_LINE_BYTES)
-            .map_err(|e| ToolError::io("read", path, e))?
+            .map_err(|e| ToolError::io(NAME, path, e))?
             == 0
         {
             break;

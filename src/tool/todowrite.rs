@@ -2,24 +2,28 @@
 //! list lives in the call's metadata (the store keeps it with the part) and
 //! is echoed back as output; this file keeps no state.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::{Tool, ToolContext, ToolError, ToolOutput, parse_args};
+use super::{Tool, ToolContext, ToolError, ToolOutput, parse_args, schema_for};
+
+/// The name the model calls it by, which is also its permission.
+const NAME: &str = "todowrite";
 
 pub struct TodoWrite;
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TodoStatus {
     Pending,
     InProgress,
     Completed,
-    /// Accepted because models send it; shown like completed.
+    // Accepted because models send it; shown like completed.
     Cancelled,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Priority {
     High,
@@ -27,8 +31,9 @@ pub enum Priority {
     Low,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Todo {
+    /// What to do
     pub content: String,
     pub status: TodoStatus,
     #[serde(default = "medium")]
@@ -41,8 +46,9 @@ fn medium() -> Priority {
     Priority::Medium
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 struct Args {
+    /// The whole updated todo list
     todos: Vec<Todo>,
 }
 
@@ -51,32 +57,13 @@ const DESCRIPTION: &str = include_str!("../../assets/prompts/tools/todowrite.txt
 #[async_trait::async_trait]
 impl Tool for TodoWrite {
     fn name(&self) -> &'static str {
-        "todowrite"
+        NAME
     }
     fn description(&self) -> &'static str {
         DESCRIPTION
     }
     fn parameters(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "todos": {
-                    "type": "array",
-                    "description": "The whole updated todo list",
-                    "items": {
-                        "type": "object",
-                        "properties": {
-                            "content": { "type": "string", "description": "What to do" },
-                            "status": { "type": "string", "enum": ["pending", "in_progress", "completed", "cancelled"] },
-                            "priority": { "type": "string", "enum": ["high", "medium", "low"] },
-                            "id": { "type": "string" }
-                        },
-                        "required": ["content", "status", "priority"]
-                    }
-                }
-            },
-            "required": ["todos"]
-        })
+        schema_for::<Args>()
     }
     fn is_read_only(&self) -> bool {
         // Touches no file: the plan agent may keep its own list.
@@ -84,7 +71,7 @@ impl Tool for TodoWrite {
     }
 
     async fn execute(&self, input: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let args: Args = parse_args("todowrite", input)?;
+        let args: Args = parse_args(NAME, input)?;
         let open = args
             .todos
             .iter()

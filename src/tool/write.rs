@@ -1,18 +1,24 @@
 //! The `write` tool: writes a whole file, creating parent directories.
 //! Asks the `edit` permission with the diff against the old content.
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::edit::unified_diff;
-use super::{Tool, ToolContext, ToolError, ToolOutput, parse_args};
+use super::{Tool, ToolContext, ToolError, ToolOutput, parse_args, schema_for};
+
+/// The name the model calls it by, which is also its permission.
+const NAME: &str = "write";
 
 pub struct Write;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 struct Args {
+    /// The file to write
     #[serde(alias = "filePath", alias = "file_path")]
     path: String,
+    /// The whole content of the file
     content: String,
 }
 
@@ -21,27 +27,20 @@ const DESCRIPTION: &str = include_str!("../../assets/prompts/tools/write.txt");
 #[async_trait::async_trait]
 impl Tool for Write {
     fn name(&self) -> &'static str {
-        "write"
+        NAME
     }
     fn description(&self) -> &'static str {
         DESCRIPTION
     }
     fn parameters(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "path": { "type": "string", "description": "The file to write" },
-                "content": { "type": "string", "description": "The whole content of the file" }
-            },
-            "required": ["path", "content"]
-        })
+        schema_for::<Args>()
     }
     fn is_read_only(&self) -> bool {
         false
     }
 
     async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let args: Args = parse_args("write", input)?;
+        let args: Args = parse_args(NAME, input)?;
         let path = ctx.resolve(&args.path);
         let shown = ctx.display_path(&path);
         if path.is_dir() {
@@ -65,7 +64,7 @@ impl Tool for Write {
             std::fs::create_dir_all(parent)
                 .map_err(|e| ToolError::io("create directory", parent, e))?;
         }
-        std::fs::write(&path, &args.content).map_err(|e| ToolError::io("write", &path, e))?;
+        std::fs::write(&path, &args.content).map_err(|e| ToolError::io(NAME, &path, e))?;
         let verb = if old.is_some() {
             "Overwrote"
         } else {
