@@ -16,10 +16,10 @@ use cairn::message::MessageWithParts;
 use cairn::permission::{Mode, Permissions};
 use cairn::session::agent::Agents;
 use cairn::session::prompt::Environment;
-use cairn::session::runtime::{CompactionSettings, ResolvedModel, SessionCtx, Settings};
+use cairn::session::runtime::{ResolvedModel, SessionCtx, Settings};
 use cairn::session::writer::Writer;
 use cairn::session::{gauge, run};
-use cairn::tool::Limits;
+use cairn::tool::OutputLimits;
 use criterion::{Criterion, criterion_group, criterion_main};
 
 mod history;
@@ -46,10 +46,10 @@ fn session_ctx(app: &App, session_id: &str) -> SessionCtx {
         agents: Agents::new([]),
         models: app.models.clone(),
         settings: Settings {
-            compaction: CompactionSettings::default(),
+            compaction: Default::default(),
             doom_threshold: 3,
             doom_hard_stop: 6,
-            tool_limits: Limits {
+            tool_limits: OutputLimits {
                 max_lines: config.tool_output.max_lines,
                 max_bytes: config.tool_output.max_bytes,
                 bash_timeout: Duration::from_millis(config.bash.timeout_ms),

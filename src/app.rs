@@ -16,12 +16,10 @@ use crate::permission::{Mode, Permissions};
 use crate::session::agent::{AgentOverride, Agents};
 use crate::session::models::{ConfiguredModels, default_model_from_env};
 use crate::session::prompt::Environment;
-use crate::session::runtime::{
-    CompactionSettings, ModelSource, SessionCtx, SessionHandle, Settings, spawn,
-};
+use crate::session::runtime::{ModelSource, SessionCtx, SessionHandle, Settings, spawn};
 use crate::session::writer::Writer;
 use crate::store::Store;
-use crate::tool::{Limits, Registry};
+use crate::tool::{OutputLimits, Registry};
 
 const NO_MODEL: &str = "no model configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY, pass --model provider/model, or set `model` in ~/.config/cairn/config.toml";
 
@@ -153,18 +151,10 @@ impl App {
         env.config_dir = crate::paths::config_dir();
         env.extra_instructions = config.instructions.clone();
         let settings = Settings {
-            compaction: CompactionSettings {
-                auto: config.compaction.auto,
-                prune: config.compaction.prune,
-                reserved: config.compaction.reserved,
-                threshold: config.compaction.threshold.get(),
-                tail_turns: config.compaction.tail_turns as usize,
-                preserve_recent_tokens: config.compaction.preserve_recent_tokens,
-                model: config.compaction.model.clone(),
-            },
+            compaction: config.compaction.clone(),
             doom_threshold: config.doom_loop.threshold as usize,
             doom_hard_stop: config.doom_loop.hard_stop as usize,
-            tool_limits: Limits {
+            tool_limits: OutputLimits {
                 max_lines: config.tool_output.max_lines,
                 max_bytes: config.tool_output.max_bytes,
                 bash_timeout: std::time::Duration::from_millis(config.bash.timeout_ms),

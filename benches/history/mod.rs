@@ -40,7 +40,7 @@ pub fn config(base_url: &str) -> Config {
         ..Default::default()
     };
     let mut provider = ProviderConfig {
-        wire: Some(Wire::Openai),
+        wire: Some(Wire::OpenAi),
         base_url: Some(NonEmpty::new(base_url.to_string()).expect("a non-empty literal URL")),
         ..Default::default()
     };

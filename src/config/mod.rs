@@ -186,8 +186,11 @@ pub struct AgentConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Wire {
+    /// Anthropic Messages (`/v1/messages`).
     Anthropic,
-    Openai,
+    /// OpenAI Chat Completions (`/chat/completions`) and compatible servers.
+    #[serde(alias = "openai-compatible")]
+    OpenAi,
 }
 
 /// `[provider.NAME]`: how to reach one provider.
@@ -357,7 +360,7 @@ mod tests {
         assert_eq!(parsed.compaction.reserved, Some(20_000));
         assert_eq!(parsed.agent["build"].steps, Some(50));
         let local = &parsed.provider["local"];
-        assert_eq!(local.wire, Some(Wire::Openai));
+        assert_eq!(local.wire, Some(Wire::OpenAi));
         assert_eq!(local.models["qwen3-coder"].context, Some(32_768));
         assert_eq!(local.models["qwen3-coder"].price_cache_write, Some(0.0));
         assert!(matches!(

@@ -21,6 +21,6 @@ pub mod window;
 pub use accounting::{NextRequest, RequestAnchor, added_since_last_request, next_request_tokens};
 pub use view::breakdown::ContextBreakdown;
 pub use window::{
-    COMPACTION_BUFFER, CompactionSettings, ContextGauge, Limits, OUTPUT_TOKEN_MAX, gauge,
-    is_overflow, max_output_tokens, reserved, usable,
+    COMPACTION_BUFFER, ContextGauge, Limits, OUTPUT_TOKEN_MAX, gauge, is_overflow,
+    max_output_tokens, reserved, usable,
 };

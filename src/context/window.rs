@@ -7,6 +7,8 @@
 
 use serde::Serialize;
 
+use crate::config::CompactionConfig;
+
 /// What the token gauge shows: the next request's size against the usable
 /// window, from the same function the overflow check uses.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -34,27 +36,6 @@ pub const COMPACTION_BUFFER: u64 = 20_000;
 /// A model's limits (the catalog's type); `context == 0` means unknown or unlimited.
 pub use crate::provider::catalog::Limits;
 
-/// The `[compaction]` settings that take part in the arithmetic.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct CompactionSettings {
-    pub auto: bool,
-    /// Tokens kept free below an input limit (`compaction.reserved`).
-    pub reserved: Option<u64>,
-    /// Fraction of the usable window at which automatic compaction fires; our
-    /// addition (users asked for an earlier trigger), 1.0 is OpenCode's rule.
-    pub threshold: f64,
-}
-
-impl Default for CompactionSettings {
-    fn default() -> Self {
-        Self {
-            auto: true,
-            reserved: None,
-            threshold: 1.0,
-        }
-    }
-}
-
 /// `min(output, 32_000) || 32_000`.
 pub fn max_output_tokens(limits: &Limits) -> u64 {
     match limits.output.min(OUTPUT_TOKEN_MAX) {
@@ -64,7 +45,7 @@ pub fn max_output_tokens(limits: &Limits) -> u64 {
 }
 
 /// `compaction.reserved ?? min(20_000, max_output)`.
-pub fn reserved(limits: &Limits, settings: &CompactionSettings) -> u64 {
+pub fn reserved(limits: &Limits, settings: &CompactionConfig) -> u64 {
     settings
         .reserved
         .unwrap_or_else(|| COMPACTION_BUFFER.min(max_output_tokens(limits)))
@@ -72,7 +53,7 @@ pub fn reserved(limits: &Limits, settings: &CompactionSettings) -> u64 {
 
 /// The window a request may fill. With an input limit, `input - reserved`;
 /// without, `context - max_output` (upstream ignores `reserved` there too).
-pub fn usable(limits: &Limits, settings: &CompactionSettings) -> u64 {
+pub fn usable(limits: &Limits, settings: &CompactionConfig) -> u64 {
     if limits.context == 0 {
         return 0;
     }
@@ -88,7 +69,7 @@ pub fn gauge(
     used: u64,
     estimated: bool,
     limits: &Limits,
-    settings: &CompactionSettings,
+    settings: &CompactionConfig,
 ) -> ContextGauge {
     let usable = usable(limits, settings);
     // What is really kept free: `reserved` below an input limit, the whole
@@ -97,14 +78,8 @@ pub fn gauge(
         Some(input) if input > 0 => reserved(limits, settings),
         _ => max_output_tokens(limits),
     };
-    let compact_at = (settings.auto && limits.context != 0).then(|| {
-        let threshold = if settings.threshold > 0.0 && settings.threshold <= 1.0 {
-            settings.threshold
-        } else {
-            1.0
-        };
-        (usable as f64 * threshold).floor() as u64
-    });
+    let compact_at = (settings.auto && limits.context != 0)
+        .then(|| (usable as f64 * settings.threshold.get()).floor() as u64);
     ContextGauge {
         used,
         usable,
@@ -123,6 +98,7 @@ pub fn is_overflow(gauge: &ContextGauge) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Fraction;
 
     const CLAUDE: Limits = Limits {
         context: 200_000,
@@ -147,7 +123,7 @@ mod tests {
 
     #[test]
     fn usable_without_input_limit_is_context_minus_max_output() {
-        let settings = CompactionSettings::default();
+        let settings = CompactionConfig::default();
         assert_eq!(usable(&CLAUDE, &settings), 168_000);
         let g = gauge(167_999, false, &CLAUDE, &settings);
         assert!(!is_overflow(&g));
@@ -162,12 +138,12 @@ mod tests {
             input: Some(272_000),
             output: 128_000,
         };
-        let settings = CompactionSettings::default();
+        let settings = CompactionConfig::default();
         assert_eq!(reserved(&limits, &settings), 20_000);
         assert_eq!(usable(&limits, &settings), 252_000);
-        let custom = CompactionSettings {
+        let custom = CompactionConfig {
             reserved: Some(50_000),
-            ..settings
+            ..settings.clone()
         };
         assert_eq!(usable(&limits, &custom), 222_000);
         let small_output = Limits {
@@ -184,17 +160,12 @@ mod tests {
             input: None,
             output: 0,
         };
-        let g = gauge(
-            10_000_000,
-            false,
-            &unlimited,
-            &CompactionSettings::default(),
-        );
+        let g = gauge(10_000_000, false, &unlimited, &CompactionConfig::default());
         assert_eq!((g.usable, g.compact_at), (0, None));
         assert!(!is_overflow(&g));
-        let off = CompactionSettings {
+        let off = CompactionConfig {
             auto: false,
-            ..CompactionSettings::default()
+            ..CompactionConfig::default()
         };
         let g = gauge(10_000_000, false, &CLAUDE, &off);
         assert_eq!(g.compact_at, None);
@@ -203,22 +174,14 @@ mod tests {
 
     #[test]
     fn threshold_moves_the_trigger_and_the_gauge_shows_it() {
-        let settings = CompactionSettings {
-            threshold: 0.8,
-            ..CompactionSettings::default()
+        let settings = CompactionConfig {
+            threshold: Fraction::new(0.8).expect("0.8 is a fraction"),
+            ..CompactionConfig::default()
         };
         let g = gauge(134_400, true, &CLAUDE, &settings);
         assert_eq!(g.compact_at, Some(134_400));
         assert!(is_overflow(&g));
         assert!(!is_overflow(&ContextGauge { used: 134_399, ..g }));
-        let nonsense = CompactionSettings {
-            threshold: 7.0,
-            ..settings
-        };
-        assert_eq!(
-            gauge(0, false, &CLAUDE, &nonsense).compact_at,
-            Some(168_000)
-        );
     }
 
     #[test]
@@ -228,7 +191,7 @@ mod tests {
             input: None,
             output: 4_096,
         };
-        let g = gauge(1, false, &tiny, &CompactionSettings::default());
+        let g = gauge(1, false, &tiny, &CompactionConfig::default());
         assert_eq!(g.usable, 0);
         assert!(is_overflow(&g));
     }

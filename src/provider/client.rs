@@ -13,7 +13,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
-use serde::Deserialize;
+
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -23,6 +23,7 @@ use super::openai::{self, OpenAiDecoder, OpenAiOptions};
 use super::retry::{RetryNotice, RetryPolicy};
 use super::sse::{SseDecoder, SseEvent};
 use super::{ChatRequest, StreamEvent, WireDecoder};
+pub use crate::config::Wire;
 
 /// How long a stream may send no event before it is abandoned. Reasoning
 /// models can think silently for a while, but providers send pings.
@@ -40,20 +41,9 @@ pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 256 * 1024 * 1024;
 /// The longest error body we read: enough for any real message.
 const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
 
-/// Which wire format a provider speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Wire {
-    /// Anthropic Messages (`/v1/messages`).
-    Anthropic,
-    /// OpenAI Chat Completions (`/chat/completions`) and compatible servers.
-    #[serde(alias = "openai-compatible")]
-    OpenAi,
-}
-
 /// Everything needed to reach one provider.
 #[derive(Clone)]
-pub struct ProviderConfig {
+pub struct Endpoint {
     /// Shown in messages: `anthropic`, `llamacpp`, a user's own name.
     pub name: String,
     pub wire: Wire,
@@ -70,10 +60,10 @@ pub struct ProviderConfig {
     pub max_response_bytes: usize,
 }
 
-impl fmt::Debug for ProviderConfig {
+impl fmt::Debug for Endpoint {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         formatter
-            .debug_struct("ProviderConfig")
+            .debug_struct("Endpoint")
             .field("name", &self.name)
             .field("wire", &self.wire)
             .field("base_url", &self.base_url)
@@ -98,7 +88,7 @@ impl fmt::Debug for ProviderConfig {
     }
 }
 
-impl ProviderConfig {
+impl Endpoint {
     /// A config with defaults for everything but the address and format.
     pub fn new(name: impl Into<String>, wire: Wire, base_url: impl Into<String>) -> Self {
         Self {
@@ -122,7 +112,7 @@ pub type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, Error>> + S
 /// A ready-to-use backend. Cheap to clone (the HTTP pool is shared).
 #[derive(Clone, Debug)]
 pub struct Provider {
-    config: ProviderConfig,
+    config: Endpoint,
     http: reqwest::Client,
     headers: HeaderMap,
 }
@@ -130,7 +120,7 @@ pub struct Provider {
 impl Provider {
     /// # Errors
     /// `Config` when a header name or value (including the key) is not valid HTTP.
-    pub fn new(config: ProviderConfig) -> Result<Self, Error> {
+    pub fn new(config: Endpoint) -> Result<Self, Error> {
         let http = reqwest::Client::builder()
             .connect_timeout(CONNECT_TIMEOUT)
             .build()
@@ -143,7 +133,7 @@ impl Provider {
         })
     }
 
-    pub fn config(&self) -> &ProviderConfig {
+    pub fn config(&self) -> &Endpoint {
         &self.config
     }
 
@@ -279,7 +269,7 @@ impl Provider {
     }
 }
 
-fn build_headers(config: &ProviderConfig) -> Result<HeaderMap, Error> {
+fn build_headers(config: &Endpoint) -> Result<HeaderMap, Error> {
     let mut headers = HeaderMap::new();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     headers.insert(

@@ -30,7 +30,7 @@ pub mod presets;
 pub mod retry;
 pub mod sse;
 
-pub use client::{DEFAULT_STALL_TIMEOUT, EventStream, Provider, ProviderConfig, Wire};
+pub use client::{DEFAULT_STALL_TIMEOUT, Endpoint, EventStream, Provider, Wire};
 pub use error::{Error, ErrorKind};
 pub use presets::{ProviderOverrides, resolve_provider};
 pub use retry::{RetryNotice, RetryPolicy};

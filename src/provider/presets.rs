@@ -5,7 +5,7 @@
 //! Keys are read from environment variables at resolve time; errors name the
 //! variable, never its value.
 
-use super::client::{Provider, ProviderConfig, Wire};
+use super::client::{Endpoint, Provider, Wire};
 use super::error::Error;
 
 /// A provider cairn knows without configuration.
@@ -172,7 +172,7 @@ pub fn resolve_provider_with_env(
             "provider {name} needs an API key: set the environment variable {variable}"
         )));
     }
-    let mut config = ProviderConfig::new(name, overrides.wire.unwrap_or(preset.wire), base_url);
+    let mut config = Endpoint::new(name, overrides.wire.unwrap_or(preset.wire), base_url);
     config.api_key = api_key;
     config.headers = overrides.headers.clone();
     config.sends_prompt_cache_key = preset.sends_prompt_cache_key;

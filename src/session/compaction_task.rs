@@ -52,7 +52,7 @@ pub async fn run(
     };
     let before_count = tokens_before(history);
     let tail = TailSettings {
-        tail_turns: ctx.settings.compaction.tail_turns,
+        tail_turns: ctx.settings.compaction.tail_turns as usize,
         preserve_recent_tokens: ctx.settings.compaction.preserve_recent_tokens,
     };
     let Some(plan) = compaction::plan_summary(

@@ -61,17 +61,8 @@ impl Accounting {
     }
 }
 
-fn settings(ctx: &SessionCtx) -> context::CompactionSettings {
-    let compaction = &ctx.settings.compaction;
-    context::CompactionSettings {
-        auto: compaction.auto,
-        reserved: compaction.reserved,
-        threshold: compaction.threshold,
-    }
-}
-
 pub fn usable(ctx: &SessionCtx, model: &ResolvedModel) -> u64 {
-    context::usable(&model.limits, &settings(ctx))
+    context::usable(&model.limits, &ctx.settings.compaction)
 }
 
 /// The gauge for a request of `used` tokens.
@@ -81,7 +72,7 @@ pub fn gauge_for(
     used: u64,
     estimated: bool,
 ) -> ContextGauge {
-    context::gauge(used, estimated, &model.limits, &settings(ctx))
+    context::gauge(used, estimated, &model.limits, &ctx.settings.compaction)
 }
 
 /// Whether a request of `count` tokens reaches the automatic-compaction point.

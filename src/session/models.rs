@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use crate::config::{self, ProviderConfig};
 use crate::message::ModelRef;
 use crate::provider::catalog::{self, Limits, Prices};
-use crate::provider::{ProviderOverrides, Wire, presets};
+use crate::provider::{ProviderOverrides, presets};
 use crate::session::runtime::{ModelSource, ResolvedModel};
 
 /// The window assumed for a local model whose server did not say.
@@ -67,10 +67,7 @@ impl ConfiguredModels {
                 .iter()
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
-            wire: custom.wire.map(|wire| match wire {
-                config::Wire::Anthropic => Wire::Anthropic,
-                config::Wire::Openai => Wire::OpenAi,
-            }),
+            wire: custom.wire,
         };
         let inline_key = custom.api_key.clone();
         let provider =

@@ -14,6 +14,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::bus::{Event, SessionStatus};
+use crate::config::CompactionConfig;
 use crate::message::{
     CompactionPart, Message, ModelRef, Part, PartKind, Role, TextPart, UserMessage, now_millis,
 };
@@ -25,7 +26,7 @@ use crate::session::prompt::Environment;
 use crate::session::writer::Writer;
 use crate::session::{Error, gauge, prune_task, run, shell};
 use crate::store::{self, LiveContext};
-use crate::tool::{Limits, Registry};
+use crate::tool::{OutputLimits, Registry};
 
 /// A model ready to call: its client, limits and prices.
 pub struct ResolvedModel {
@@ -65,38 +66,12 @@ pub trait ModelSource: Send + Sync {
     async fn resolve(&self, model: &ModelRef) -> Result<Arc<ResolvedModel>, String>;
 }
 
-/// The `[compaction]` settings as the loop uses them.
-#[derive(Debug, Clone)]
-pub struct CompactionSettings {
-    pub auto: bool,
-    pub prune: bool,
-    pub reserved: Option<u64>,
-    pub threshold: f64,
-    pub tail_turns: usize,
-    pub preserve_recent_tokens: Option<u64>,
-    pub model: Option<ModelRef>,
-}
-
-impl Default for CompactionSettings {
-    fn default() -> Self {
-        Self {
-            auto: true,
-            prune: true,
-            reserved: None,
-            threshold: 1.0,
-            tail_turns: 2,
-            preserve_recent_tokens: None,
-            model: None,
-        }
-    }
-}
-
 #[derive(Debug, Clone)]
 pub struct Settings {
-    pub compaction: CompactionSettings,
+    pub compaction: CompactionConfig,
     pub doom_threshold: usize,
     pub doom_hard_stop: usize,
-    pub tool_limits: Limits,
+    pub tool_limits: OutputLimits,
     pub tool_output_dir: PathBuf,
     pub default_agent: String,
     pub retry: RetryPolicy,

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::truncate::{self, Direction};
-use super::{Limits, ToolContext, ToolProgress};
+use super::{OutputLimits, ToolContext, ToolProgress};
 
 /// Live output is sent at most this often: a command printing gigabytes
 /// must not queue them all for the UI faster than it can take them.
@@ -150,7 +150,10 @@ impl<'a> OutputSink<'a> {
     }
 
     /// The text for the model, and the spill file if the output overflowed.
-    pub(super) fn finish(mut self, limits: &Limits) -> std::io::Result<(String, Option<PathBuf>)> {
+    pub(super) fn finish(
+        mut self,
+        limits: &OutputLimits,
+    ) -> std::io::Result<(String, Option<PathBuf>)> {
         let keep = 2 * limits.max_bytes;
         if self.window.len() > keep {
             self.window.drain(..self.window.len() - keep);

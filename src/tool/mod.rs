@@ -126,7 +126,7 @@ impl From<PermissionError> for ToolError {
 
 /// Output caps; defaults are OpenCode's (spec 8).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
+pub struct OutputLimits {
     pub max_lines: usize,
     pub max_bytes: usize,
     pub bash_timeout: Duration,
@@ -139,7 +139,7 @@ pub const MAX_BYTES: usize = 50 * 1024;
 /// Default bash timeout when the call gives none.
 pub const BASH_TIMEOUT: Duration = Duration::from_secs(120);
 
-impl Default for Limits {
+impl Default for OutputLimits {
     fn default() -> Self {
         Self {
             max_lines: MAX_LINES,
@@ -172,7 +172,7 @@ pub struct ToolContext {
     pub cancel: CancellationToken,
     pub permissions: Arc<Permissions>,
     pub progress: Option<tokio::sync::mpsc::UnboundedSender<ToolProgress>>,
-    pub limits: Limits,
+    pub limits: OutputLimits,
 }
 
 impl ToolContext {

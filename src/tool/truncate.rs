@@ -9,7 +9,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use super::Limits;
+use super::OutputLimits;
 
 /// Spill files older than this are deleted by [`sweep`].
 pub const RETENTION: Duration = Duration::from_secs(7 * 24 * 60 * 60);
@@ -50,7 +50,7 @@ pub struct Preview {
 /// does not count as an extra (empty) line. Counting follows OpenCode: the
 /// newline between kept lines counts as a byte; when the byte cap is hit,
 /// `removed` is in bytes, else in lines.
-pub fn preview(text: &str, limits: &Limits, direction: Direction) -> Option<Preview> {
+pub fn preview(text: &str, limits: &OutputLimits, direction: Direction) -> Option<Preview> {
     let body = text.strip_suffix('\n').unwrap_or(text);
     let lines: Vec<&str> = body.split('\n').collect();
     if lines.len() <= limits.max_lines && text.len() <= limits.max_bytes {
@@ -119,7 +119,7 @@ fn clip(line: &str, max: usize, direction: Direction) -> &str {
 /// When the spill directory or file cannot be written.
 pub fn truncate(
     text: &str,
-    limits: &Limits,
+    limits: &OutputLimits,
     direction: Direction,
     dir: &Path,
 ) -> std::io::Result<Truncated> {
@@ -198,11 +198,11 @@ pub fn sweep(dir: &Path, older_than: Duration) -> std::io::Result<usize> {
 mod tests {
     use super::*;
 
-    fn limits(max_lines: usize, max_bytes: usize) -> Limits {
-        Limits {
+    fn limits(max_lines: usize, max_bytes: usize) -> OutputLimits {
+        OutputLimits {
             max_lines,
             max_bytes,
-            ..Limits::default()
+            ..OutputLimits::default()
         }
     }
 
@@ -270,7 +270,7 @@ mod properties {
             max_bytes in 4usize..200,
             tail in any::<bool>(),
         ) {
-            let limits = Limits { max_lines, max_bytes, ..Limits::default() };
+            let limits = OutputLimits { max_lines, max_bytes, ..OutputLimits::default() };
             let direction = if tail { Direction::Tail } else { Direction::Head };
             match preview(&text, &limits, direction) {
                 None => {

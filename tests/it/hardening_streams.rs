@@ -14,8 +14,8 @@ use cairn::message::{PartKind, ToolState};
 use cairn::permission::Mode;
 use cairn::provider::sse::{SseDecoder, SseError, SseEvent};
 use cairn::provider::{
-    ChatMessage, ChatRequest, ChatRole, Content, Error, ErrorKind, Provider, ProviderConfig,
-    StreamEvent, Wire,
+    ChatMessage, ChatRequest, ChatRole, Content, Endpoint, Error, ErrorKind, Provider, StreamEvent,
+    Wire,
 };
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -44,7 +44,7 @@ fn provider(server: &ScriptedServer, wire: Wire) -> Provider {
         Wire::OpenAi => format!("{}/v1", server.url()),
         Wire::Anthropic => server.url(),
     };
-    let mut config = ProviderConfig::new("hostile", wire, base);
+    let mut config = Endpoint::new("hostile", wire, base);
     config.stall_timeout = Duration::from_millis(400);
     Provider::new(config).expect("provider")
 }
@@ -345,7 +345,7 @@ async fn an_endless_valid_stream_hits_the_response_cap() {
         ))
         .then_stall();
     server.push(response);
-    let mut config = ProviderConfig::new("hostile", Wire::OpenAi, format!("{}/v1", server.url()));
+    let mut config = Endpoint::new("hostile", Wire::OpenAi, format!("{}/v1", server.url()));
     config.max_response_bytes = 1024 * 1024;
     let provider = Provider::new(config).expect("provider");
     let (events, error) = within(LIMIT, async {

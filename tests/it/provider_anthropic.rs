@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use cairn::message::FinishReason;
 use cairn::provider::{
-    ChatMessage, ChatRequest, ChatRole, Content, ErrorKind, Provider, ProviderConfig, RetryPolicy,
+    ChatMessage, ChatRequest, ChatRole, Content, Endpoint, ErrorKind, Provider, RetryPolicy,
     StreamEvent, ToolSpec, Usage, Wire,
 };
 use serde_json::{Value, json};
@@ -20,7 +20,7 @@ const LIMIT: Duration = Duration::from_secs(20);
 const KEY: &str = "sk-ant-test-key-42";
 
 fn provider(server: &ScriptedServer) -> Provider {
-    let mut config = ProviderConfig::new("anthropic", Wire::Anthropic, server.url());
+    let mut config = Endpoint::new("anthropic", Wire::Anthropic, server.url());
     config.api_key = Some(KEY.into());
     config.stall_timeout = Duration::from_millis(500);
     Provider::new(config).unwrap()
@@ -587,7 +587,7 @@ async fn the_request_sent_has_the_exact_anthropic_shape_and_four_breakpoints() {
 
 #[test]
 fn thinking_budget_replaces_temperature() {
-    let mut config = ProviderConfig::new("anthropic", Wire::Anthropic, "http://127.0.0.1:1/v1");
+    let mut config = Endpoint::new("anthropic", Wire::Anthropic, "http://127.0.0.1:1/v1");
     config.thinking_budget = Some(4000);
     let provider = Provider::new(config).unwrap();
     assert_eq!(provider.endpoint(), "http://127.0.0.1:1/v1/messages");

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use cairn::message::FinishReason;
 use cairn::provider::{
-    ChatMessage, ChatRequest, ChatRole, Content, ErrorKind, Provider, ProviderConfig, RetryPolicy,
+    ChatMessage, ChatRequest, ChatRole, Content, Endpoint, ErrorKind, Provider, RetryPolicy,
     StreamEvent, ToolSpec, Usage, Wire,
 };
 use serde_json::json;
@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 const LIMIT: Duration = Duration::from_secs(20);
 
 fn provider(server: &ScriptedServer) -> Provider {
-    let mut config = ProviderConfig::new("llamacpp", Wire::OpenAi, format!("{}/v1", server.url()));
+    let mut config = Endpoint::new("llamacpp", Wire::OpenAi, format!("{}/v1", server.url()));
     config.stall_timeout = Duration::from_millis(500);
     Provider::new(config).unwrap()
 }
@@ -503,7 +503,7 @@ async fn the_api_key_never_appears_in_errors() {
         &format!(r#"{{"error":{{"message":"Incorrect API key provided: {key}","type":"invalid_request_error","code":"invalid_api_key"}}}}"#),
     )])
     .await;
-    let mut config = ProviderConfig::new("openai", Wire::OpenAi, format!("{}/v1", server.url()));
+    let mut config = Endpoint::new("openai", Wire::OpenAi, format!("{}/v1", server.url()));
     config.api_key = Some(key.into());
     let provider = Provider::new(config).unwrap();
     let error = within(LIMIT, provider.stream(&hello(), CancellationToken::new()))
@@ -599,7 +599,7 @@ async fn the_request_sent_has_the_exact_openai_shape() {
         .chunk(finish_chunk("stop"))
         .chunk("data: [DONE]\n\n");
     let server = ScriptedServer::start([success]).await;
-    let mut config = ProviderConfig::new("openai", Wire::OpenAi, format!("{}/v1/", server.url()));
+    let mut config = Endpoint::new("openai", Wire::OpenAi, format!("{}/v1/", server.url()));
     config.api_key = Some("sk-shape".into());
     config.sends_prompt_cache_key = true;
     config.uses_max_completion_tokens = true;
@@ -651,7 +651,7 @@ async fn the_request_sent_has_the_exact_openai_shape() {
 
 #[test]
 fn local_servers_get_max_tokens_and_no_cache_key() {
-    let provider = Provider::new(ProviderConfig::new(
+    let provider = Provider::new(Endpoint::new(
         "llamacpp",
         Wire::OpenAi,
         "http://127.0.0.1:8080/v1",

@@ -6,7 +6,7 @@ use crate::tools_common;
 use std::time::Duration;
 
 use cairn::tool::truncate::{self, Direction};
-use cairn::tool::{Limits, Registry, ToolError};
+use cairn::tool::{OutputLimits, Registry, ToolError};
 use serde_json::json;
 use tools_common::{Project, spill_files};
 
@@ -28,7 +28,7 @@ async fn exactly_2000_lines_pass_and_2001_are_cut_with_the_hint() {
     assert_eq!(out.output, lines(2000));
     let cut = truncate::truncate(
         &lines(2001),
-        &Limits::default(),
+        &OutputLimits::default(),
         Direction::Head,
         &ctx.tool_output_dir,
     )
@@ -48,7 +48,7 @@ async fn exactly_2000_lines_pass_and_2001_are_cut_with_the_hint() {
 #[test]
 fn the_byte_cap_is_exact_at_50_kib() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let limits = Limits::default();
+    let limits = OutputLimits::default();
     let fits = "a".repeat(50 * 1024);
     let cut = truncate::truncate(&fits, &limits, Direction::Head, dir.path()).expect("no spill");
     assert_eq!((cut.text.as_str(), cut.output_path), (fits.as_str(), None));

@@ -138,8 +138,9 @@ fn scale_exactly(counts: &[u64; 6], target: u64) -> [u64; 6] {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::CompactionConfig;
     use crate::context::view::test_history::HistoryBuilder;
-    use crate::context::{CompactionSettings, Limits, gauge};
+    use crate::context::{Limits, gauge};
 
     #[test]
     fn scaling_is_exact_for_awkward_ratios() {
@@ -165,7 +166,7 @@ mod tests {
             input: None,
             output: 32_000,
         };
-        let g = gauge(7_777, false, &limits, &CompactionSettings::default());
+        let g = gauge(7_777, false, &limits, &CompactionConfig::default());
         let tools = vec![ToolSpec {
             name: "bash".into(),
             description: "Run a shell command".into(),

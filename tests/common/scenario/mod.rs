@@ -35,7 +35,7 @@ pub fn config(server_url: &str, context: u64, output: u64) -> Config {
         ..Default::default()
     };
     let mut provider = ProviderConfig {
-        wire: Some(Wire::Openai),
+        wire: Some(Wire::OpenAi),
         base_url: Some(cairn::config::NonEmpty::new(format!("{server_url}/v1")).expect("url")),
         ..Default::default()
     };

@@ -376,7 +376,7 @@ pub async fn run(turns: usize, context: u64, output: u64, enough: Option<Enough>
         ..Default::default()
     };
     let mut provider = cairn::config::ProviderConfig {
-        wire: Some(cairn::config::Wire::Openai),
+        wire: Some(cairn::config::Wire::OpenAi),
         base_url: Some(cairn::config::NonEmpty::new(format!("{}/v1", server.url)).expect("url")),
         ..Default::default()
     };

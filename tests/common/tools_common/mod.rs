@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use cairn::bus::Bus;
 use cairn::permission::{Mode, Permissions, Rule, ruleset};
-use cairn::tool::{Limits, ToolContext, ToolProgress};
+use cairn::tool::{OutputLimits, ToolContext, ToolProgress};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -51,7 +51,7 @@ impl Project {
             cancel: CancellationToken::new(),
             permissions: Arc::new(Permissions::new(rules, Bus::new(), mode)),
             progress: None,
-            limits: Limits::default(),
+            limits: OutputLimits::default(),
         }
     }
 }
