@@ -8,7 +8,8 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use cairn::message::{Session, Tokens, now_millis};
+use cairn::clock::now_millis;
+use cairn::message::{Session, Tokens};
 use cairn::store::Store;
 
 mod history;

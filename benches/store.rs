@@ -9,6 +9,7 @@
 
 use std::time::{Duration, Instant};
 
+use cairn::clock::now_millis;
 use cairn::id;
 use cairn::message::*;
 use cairn::store::{LiveContext, Store};

@@ -8,6 +8,7 @@
 use std::hint::black_box;
 
 use cairn::bus::DeltaField;
+use cairn::clock::Millis;
 use cairn::message::*;
 use cairn::tui::app::{App, AppInit};
 use cairn::tui::view;

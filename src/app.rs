@@ -10,8 +10,9 @@ use std::sync::Arc;
 use anyhow::Context;
 
 use crate::bus::Bus;
+use crate::clock::now_millis;
 use crate::config::Config;
-use crate::message::{ModelRef, Session, now_millis};
+use crate::message::{ModelRef, Session};
 use crate::permission::{Mode, Permissions};
 use crate::session::agent::{AgentOverride, Agents};
 use crate::session::models::{ConfiguredModels, default_model_from_env};

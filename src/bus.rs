@@ -10,8 +10,9 @@ use std::sync::Arc;
 use serde::Serialize;
 use tokio::sync::broadcast;
 
+use crate::clock::Millis;
 use crate::context::ContextGauge;
-use crate::message::{Message, Millis, Part, Session};
+use crate::message::{Message, Part, Session};
 
 /// How many events a subscriber may fall behind before it lags.
 pub const BUS_CAPACITY: usize = 4096;

@@ -13,7 +13,7 @@ static LAST: AtomicU64 = AtomicU64::new(0);
 const BASE62: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
 fn ascending(prefix: &str) -> String {
-    let now = (crate::message::now_millis().max(0) as u64) << 16;
+    let now = (crate::clock::now_millis().max(0) as u64) << 16;
     let mut previous = LAST.load(Ordering::Relaxed);
     let value = loop {
         let next = now.max(previous + 1);

@@ -14,9 +14,9 @@
 //!   one event stream, two wires); the tools and truncation of their output;
 //!   SQLite persistence (the source of truth); allow / ask / deny rules
 //! - `token`      tokenizer counts and estimates (pure)
-//! - `message`, `bus`, `id`, `config`, `paths`, `cli`, `shared`   the data
-//!   model, the change broadcast, ids, configuration, file locations, the
-//!   command line, small helpers with no layer of their own
+//! - `message`, `bus`, `id`, `clock`, `config`, `paths`, `cli`, `shared`   the
+//!   data model, the change broadcast, ids, time, configuration, file
+//!   locations, the command line, small helpers with no layer of their own
 //!
 //! Dependencies point down this list, never up. New code goes in the lowest
 //! layer that can hold it: a rule that needs no I/O goes in `context` (or
@@ -26,6 +26,7 @@
 pub mod app;
 pub mod bus;
 pub mod cli;
+pub mod clock;
 pub mod config;
 pub mod context;
 pub mod headless;

@@ -173,7 +173,7 @@ async fn tui_input(app: &App, choice: SessionChoice) -> anyhow::Result<TuiInput>
 
 /// No provider is usable: show how to set one up instead of failing.
 async fn first_run_input(app: &App) -> anyhow::Result<TuiInput> {
-    let now = cairn::message::now_millis();
+    let now = cairn::clock::now_millis();
     let session = cairn::message::Session {
         id: String::new(),
         title: String::new(),
@@ -229,7 +229,7 @@ fn list_sessions(loaded: Loaded) -> anyhow::Result<u8> {
             stdout,
             "{}  {}  {:>8} tok  ${:.4}  {}  {}",
             session.id,
-            cairn::message::format_time(session.time_updated),
+            cairn::clock::format_time(session.time_updated),
             tokens,
             session.cost,
             title,

@@ -6,11 +6,12 @@
 //! only and never touches a store or a server itself.
 #![allow(dead_code)] // each bench uses a different subset
 
+use cairn::clock::now_millis;
 use cairn::config::{Config, ModelConfig, NonEmpty, ProviderConfig, Wire};
 use cairn::message::{
     AssistantMessage, CacheTokens, FinishReason, Message, MessagePath, MessageWithParts, ModelRef,
     Part, PartKind, ReasoningPart, Role, StepFinishPart, StepStartPart, TextPart, Tokens, ToolPart,
-    ToolState, ToolTime, UserMessage, now_millis,
+    ToolState, ToolTime, UserMessage,
 };
 use serde_json::json;
 

@@ -91,7 +91,7 @@ pub fn added_since_last_request<'a>(
 
 /// A tool output cleared at or after `sent_at`: the request sent then still
 /// carried all of it.
-fn pruned_after(part: &Part, sent_at: crate::message::Millis) -> bool {
+fn pruned_after(part: &Part, sent_at: crate::clock::Millis) -> bool {
     matches!(
         &part.kind,
         PartKind::Tool(tool) if matches!(

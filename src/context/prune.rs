@@ -5,7 +5,8 @@
 //! TUI still shows it); the model sees `[Old tool result content cleared]`.
 //! Pure: never touches the store.
 
-use crate::message::{MessageWithParts, Millis, Part, PartKind, ToolState};
+use crate::clock::Millis;
+use crate::message::{MessageWithParts, Part, PartKind, ToolState};
 use crate::shared::thousands;
 
 /// Prune acts only when it would free more than this many tokens.

@@ -12,10 +12,11 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use crate::bus::SessionStatus;
+use crate::clock::now_millis;
 use crate::context::compaction::{self, AUTO_CONTINUE, AUTO_CONTINUE_METADATA, TailSettings};
 use crate::message::{
     FinishReason, Message, MessageError, MessageErrorKind, MessageWithParts, Part, PartKind, Role,
-    TextPart, UserMessage, now_millis,
+    TextPart, UserMessage,
 };
 use crate::provider::ChatRequest;
 use crate::session::agent::{COMPACTION, ToolAccess};

@@ -14,9 +14,10 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::bus::{DeltaField, SessionStatus};
+use crate::clock::now_millis;
 use crate::message::{
     FinishReason, Message, MessageError, MessageErrorKind, Part, PartKind, ReasoningPart,
-    StepFinishPart, StepStartPart, TextPart, TimeSpan, ToolPart, ToolState, ToolTime, now_millis,
+    StepFinishPart, StepStartPart, TextPart, TimeSpan, ToolPart, ToolState, ToolTime,
 };
 use crate::provider::{self, ChatRequest, StreamEvent};
 use crate::session::runtime::{ResolvedModel, SessionCtx};

@@ -173,8 +173,8 @@ fn expand_home(path: &str, home: Option<&Path>) -> PathBuf {
 
 /// Today's date as `YYYY-MM-DD` (UTC), without pulling in a date crate.
 fn today() -> String {
-    let days = crate::message::now_millis().div_euclid(86_400_000);
-    let (year, month, day) = crate::message::civil_from_days(days);
+    let days = crate::clock::now_millis().div_euclid(86_400_000);
+    let (year, month, day) = crate::clock::civil_from_days(days);
     format!("{year:04}-{month:02}-{day:02}")
 }
 
@@ -241,7 +241,7 @@ mod tests {
 
     #[test]
     fn civil_dates() {
-        use crate::message::civil_from_days;
+        use crate::clock::civil_from_days;
         assert_eq!(civil_from_days(0), (1970, 1, 1));
         assert_eq!(civil_from_days(20_414), (2025, 11, 22));
         assert_eq!(civil_from_days(11_016), (2000, 2, 29));

@@ -2,8 +2,8 @@
 //! tells the user what it freed. After the loop exits (config
 //! `compaction.prune`) quietly, and on `/prune` with a report either way.
 
+use crate::clock::now_millis;
 use crate::context::{prune, view};
-use crate::message::now_millis;
 use crate::session::runtime::SessionCtx;
 use crate::session::{Error, gauge};
 

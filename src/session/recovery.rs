@@ -9,7 +9,8 @@
 
 use serde_json::json;
 
-use crate::message::{MessageError, MessageErrorKind, PartKind, ToolState, ToolTime, now_millis};
+use crate::clock::now_millis;
+use crate::message::{MessageError, MessageErrorKind, PartKind, ToolState, ToolTime};
 use crate::session::Error;
 use crate::session::runtime::SessionCtx;
 

@@ -13,10 +13,11 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::bus::SessionStatus;
+use crate::clock::now_millis;
 use crate::context::view;
 use crate::message::{
     AssistantMessage, CompactionPart, FinishReason, Message, MessagePath, MessageWithParts, Part,
-    PartKind, Role, Tokens, UserMessage, now_millis,
+    PartKind, Role, Tokens, UserMessage,
 };
 use crate::provider::{ChatMessage, ChatRole, Content};
 use crate::session::agent::{Agent, ToolAccess};

@@ -14,9 +14,10 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::bus::{Event, SessionStatus};
+use crate::clock::now_millis;
 use crate::config::CompactionConfig;
 use crate::message::{
-    CompactionPart, Message, ModelRef, Part, PartKind, Role, TextPart, UserMessage, now_millis,
+    CompactionPart, Message, ModelRef, Part, PartKind, Role, TextPart, UserMessage,
 };
 use crate::permission::Permissions;
 use crate::provider::{Provider, RetryPolicy, Usage};

@@ -8,9 +8,10 @@
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
+use crate::clock::{Millis, now_millis};
 use crate::message::{
-    FinishReason, Message, MessageError, MessageErrorKind, Millis, Part, PartKind, Role, TextPart,
-    ToolPart, ToolState, ToolTime, UserMessage, now_millis,
+    FinishReason, Message, MessageError, MessageErrorKind, Part, PartKind, Role, TextPart,
+    ToolPart, ToolState, ToolTime, UserMessage,
 };
 use crate::session::Error;
 use crate::session::processor::{ToolFailure, finished_state};

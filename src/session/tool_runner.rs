@@ -15,7 +15,8 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::bus::DeltaField;
-use crate::message::{Part, PartKind, ToolPart, ToolState, ToolTime, now_millis};
+use crate::clock::now_millis;
+use crate::message::{Part, PartKind, ToolPart, ToolState, ToolTime};
 use crate::permission::{PermissionError, PermissionRequest};
 use crate::session::Error;
 use crate::session::agent::ToolAccess;

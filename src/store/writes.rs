@@ -12,7 +12,8 @@ use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
 use super::error::{During, Error};
 use super::part_json;
 use super::sessions;
-use crate::message::{Message, Part, PartKind, Role, StepFinishPart, now_millis};
+use crate::clock::now_millis;
+use crate::message::{Message, Part, PartKind, Role, StepFinishPart};
 
 /// A message ready to be written.
 pub(crate) struct EncodedMessage {

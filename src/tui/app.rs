@@ -9,8 +9,9 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use crate::bus::{Event, SessionStatus};
+use crate::clock::Millis;
 use crate::context::{ContextBreakdown, ContextGauge};
-use crate::message::{MessageWithParts, Millis, ModelRef, PartKind, Session};
+use crate::message::{MessageWithParts, ModelRef, PartKind, Session};
 use crate::permission::PermissionRequest;
 use crate::session::command::Command;
 

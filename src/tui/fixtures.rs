@@ -8,6 +8,7 @@ use ratatui::backend::TestBackend;
 use serde_json::json;
 
 use crate::bus::Event;
+use crate::clock::Millis;
 use crate::context::ContextGauge;
 use crate::message::*;
 

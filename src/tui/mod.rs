@@ -39,8 +39,9 @@ use futures::future::BoxFuture;
 use tokio::sync::{broadcast, mpsc};
 
 use crate::bus::Event;
+use crate::clock::now_millis;
 use crate::context::ContextGauge;
-use crate::message::{MessageWithParts, Session, now_millis};
+use crate::message::{MessageWithParts, Session};
 use crate::session::command::Command;
 
 /// Rereads the session's history from the store. Called after the bus

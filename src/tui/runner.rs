@@ -13,7 +13,7 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio::time::{Instant, MissedTickBehavior};
 
 use crate::bus::Event;
-use crate::message::now_millis;
+use crate::clock::now_millis;
 use crate::session::command::Command;
 
 use super::app::{App, Effect};

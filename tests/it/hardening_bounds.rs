@@ -330,7 +330,7 @@ async fn seed_session(project: &Project, messages: usize) -> String {
     std::fs::create_dir_all(project.data_dir()).expect("data dir");
     let store =
         cairn::store::Store::open(&project.data_dir().join("cairn.db")).expect("open store");
-    let now = cairn::message::now_millis();
+    let now = cairn::clock::now_millis();
     let session = cairn::message::Session {
         id: cairn::id::session_id(),
         title: format!("seeded, {messages} messages"),

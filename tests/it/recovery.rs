@@ -4,9 +4,10 @@
 use crate::scenario;
 
 use cairn::app::SessionChoice;
+use cairn::clock::now_millis;
 use cairn::message::{
     AssistantMessage, Message, MessagePath, ModelRef, Part, PartKind, Role, TextPart, ToolPart,
-    ToolState, ToolTime, UserMessage, now_millis,
+    ToolState, ToolTime, UserMessage,
 };
 use cairn::permission::Mode;
 use scenario::{Scenario, text};

@@ -7,7 +7,8 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use serde_json::Value;
 
-use crate::message::{Millis, ToolPart, ToolState};
+use crate::clock::Millis;
+use crate::message::{ToolPart, ToolState};
 
 use crate::tui::wrap::wrap_into;
 

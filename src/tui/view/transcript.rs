@@ -9,7 +9,8 @@ use std::collections::HashSet;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
-use crate::message::{Message, MessageErrorKind, Millis, Part, PartKind, Role, ToolState};
+use crate::clock::Millis;
+use crate::message::{Message, MessageErrorKind, Part, PartKind, Role, ToolState};
 use crate::tui::markdown::{WrapMemo, render_markdown, render_markdown_reusing};
 use crate::tui::timeline::{Block, Timeline};
 use crate::tui::wrap::wrap_into;

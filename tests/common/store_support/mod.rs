@@ -3,6 +3,7 @@
 #![allow(dead_code)] // each test binary uses a different subset
 
 use cairn::id;
+use cairn::clock::now_millis;
 use cairn::message::*;
 use cairn::store::Store;
 use serde_json::json;
