@@ -1,7 +1,7 @@
 //! Loop overhead per step on a 1,000-message session (issue 4, target < 5 ms):
 //! what one iteration of `session::run` does besides calling the model, i.e.
 //! the kept context read (`SessionCtx::read_context`), `context::model_view`,
-//! `run::build_request` and `gauge::measure_request`, as a whole and one by
+//! `request::build_request` and `gauge::measure_request`, as a whole and one by
 //! one. Real SQLite file, real tools,
 //! real system prompt (with an AGENTS.md); no network is touched.
 //!
@@ -15,10 +15,11 @@ use cairn::context::view::{model_view, order_for_model};
 use cairn::message::MessageWithParts;
 use cairn::permission::{Mode, Permissions};
 use cairn::session::agent::Agents;
+use cairn::session::ctx::{ResolvedModel, SessionCtx, Settings};
+use cairn::session::gauge;
 use cairn::session::prompt::Environment;
-use cairn::session::runtime::{ResolvedModel, SessionCtx, Settings};
+use cairn::session::request::build_request;
 use cairn::session::writer::Writer;
-use cairn::session::{gauge, run};
 use cairn::tool::OutputLimits;
 use criterion::{Criterion, criterion_group, criterion_main};
 
@@ -117,7 +118,7 @@ async fn step(ctx: &SessionCtx, model: &ResolvedModel) -> u64 {
     let used = {
         let view = model_view(context.messages());
         let agent = ctx.agents.get("build");
-        let request = run::build_request(ctx, agent, model, &view, false);
+        let request = build_request(ctx, agent, model, &view, false);
         gauge::measure_request(ctx, model, &view, &request)
             .gauge
             .used
@@ -147,7 +148,7 @@ fn benches(c: &mut Criterion) {
     assert_eq!(read.len(), MESSAGES, "the whole session is in context");
     let view = order_for_model(read.clone());
     let agent = ctx.agents.get("build");
-    let request = run::build_request(ctx, agent, model, &view, false);
+    let request = build_request(ctx, agent, model, &view, false);
     describe(&view, &request);
     let gauge = gauge::measure(ctx, model, &view, &request);
     eprintln!(
@@ -178,8 +179,8 @@ fn benches(c: &mut Criterion) {
             criterion::BatchSize::LargeInput,
         )
     });
-    group.bench_function("run::build_request", |b| {
-        b.iter(|| run::build_request(ctx, agent, model, &view, false))
+    group.bench_function("request::build_request", |b| {
+        b.iter(|| build_request(ctx, agent, model, &view, false))
     });
     group.bench_function("gauge::measure", |b| {
         b.iter(|| gauge::measure(ctx, model, &view, &request))

@@ -20,10 +20,10 @@ use crate::message::{
 };
 use crate::provider::ChatRequest;
 use crate::session::agent::{COMPACTION, ToolAccess};
+use crate::session::ctx::SessionCtx;
 use crate::session::processor::{self, Step, StepOutcome};
-use crate::session::runtime::SessionCtx;
 use crate::session::tool_runner::ToolRunner;
-use crate::session::{Error, gauge, run};
+use crate::session::{Error, gauge, request};
 
 pub async fn run(
     ctx: &Arc<SessionCtx>,
@@ -90,7 +90,7 @@ pub async fn run(
         if gauge::request_exceeds(ctx, &model, counted) {
             continue; // certain to overflow: shrink before paying for a round trip
         }
-        let assistant = run::new_assistant(ctx, &request.message.id, &user, COMPACTION, true);
+        let assistant = request::new_assistant(ctx, &request.message.id, &user, COMPACTION, true);
         let assistant_id = assistant.id.clone();
         let mut runner = ToolRunner::new(ctx.clone(), ToolAccess::None, Vec::new(), cancel.clone());
         let step_input = Step {

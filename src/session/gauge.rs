@@ -6,60 +6,16 @@
 //! automatic-compaction trigger both come from its result, so what the user
 //! sees is what the agent does. The arithmetic itself lives in `token`.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-
 use crate::bus::Event;
-use crate::context::compaction::{CompactionGuard, GuardVerdict};
+use crate::context::compaction::GuardVerdict;
 use crate::context::view::{self, BreakdownInput};
 use crate::context::{self, ContextBreakdown, ContextGauge, prune};
-use crate::message::{MessageWithParts, ModelRef};
-use crate::provider::{ChatRequest, Usage};
+use crate::message::MessageWithParts;
+use crate::provider::ChatRequest;
 use crate::session::Error;
-use crate::session::runtime::{ResolvedModel, SessionCtx};
+use crate::session::ctx::{ResolvedModel, SessionCtx};
 use crate::shared::lock;
-use crate::token::{self, Calibration};
-
-/// Per-session accounting state: calibrations per model, the last
-/// compaction's before -> after, and the no-progress guard.
-#[derive(Default)]
-pub struct Accounting {
-    calibrations: Mutex<HashMap<ModelRef, Calibration>>,
-    last_compaction: Mutex<Option<(u64, u64)>>,
-    guard: Mutex<CompactionGuard>,
-    /// Our count of the last request sent to each model, to learn from its usage.
-    last_sent: Mutex<HashMap<ModelRef, u64>>,
-}
-
-impl Accounting {
-    pub fn calibration(&self, model: &ModelRef) -> Calibration {
-        *lock(&self.calibrations)
-            .entry(model.clone())
-            .or_insert_with(|| Calibration::for_model(model))
-    }
-
-    /// Remembers our count of a request about to be sent; `None` when its
-    /// usage must teach nothing (an older count must not pair with it either).
-    pub fn sent(&self, model: &ModelRef, counted: Option<u64>) {
-        let mut last_sent = lock(&self.last_sent);
-        match counted {
-            Some(counted) => last_sent.insert(model.clone(), counted),
-            None => last_sent.remove(model),
-        };
-    }
-
-    /// Learns the tokenizer ratio from the provider's usage of that request.
-    pub fn learn(&self, model: &ModelRef, usage: &Usage) {
-        let Some(counted) = lock(&self.last_sent).remove(model) else {
-            return;
-        };
-        let reported = usage.input + usage.cache_read + usage.cache_write;
-        lock(&self.calibrations)
-            .entry(model.clone())
-            .or_insert_with(|| Calibration::for_model(model))
-            .observe(counted, reported);
-    }
-}
+use crate::token::{self};
 
 pub fn usable(ctx: &SessionCtx, model: &ResolvedModel) -> u64 {
     context::usable(&model.limits, &ctx.settings.compaction)
@@ -217,7 +173,7 @@ pub async fn refresh(ctx: &SessionCtx, model: &ResolvedModel) -> Result<ContextG
 /// (on opening, after a run, after a prune). Failures are logged: a gauge
 /// that cannot be measured must not fail what triggered it.
 pub async fn refresh_session(ctx: &SessionCtx) {
-    let Ok(user) = crate::session::runtime::last_user_or_default(ctx).await else {
+    let Ok(user) = crate::session::ctx::last_user_or_default(ctx).await else {
         return;
     };
     if let Ok(model) = ctx.models.resolve(&user.model).await
@@ -244,7 +200,7 @@ async fn with_next_request<R>(
             .unwrap_or_else(|| ctx.settings.default_agent.clone());
         let agent = ctx.agents.get(&agent_name).clone();
         let view = view::model_view(read);
-        let request = crate::session::run::build_request(ctx, &agent, model, &view, false);
+        let request = crate::session::request::build_request(ctx, &agent, model, &view, false);
         f(read, &view, &request)
     };
     ctx.keep_context(context);

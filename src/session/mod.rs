@@ -1,14 +1,17 @@
 //! The agent: turns user messages into model calls and tool runs.
 //!
 //! - `runtime`         serves a session's commands; starts the loop
+//! - `ctx`             what every part of the loop needs (`SessionCtx`)
 //! - `run`             the loop (`loop` is a keyword)
+//! - `request`         a step's request, assistant message, compaction request
 //! - `processor`       one model call's stream -> parts
 //! - `tool_runner`     runs a step's tool calls, with the doom-loop guard
 //! - `doom`            doom-loop detection (pure)
 //! - `agent`           build / plan / compaction
 //! - `prompt`          the system prompt and instruction files
 //! - `models`          provider/model -> client, limits, prices
-//! - `gauge`           token accounting glue: the gauge, overflow, `/context`
+//! - `gauge`           the gauge, overflow and `/context` for this session
+//! - `accounting`      what the gauge learns from each answer
 //! - `prune_task`      clearing old tool outputs (the rule is `context::prune`)
 //! - `compaction_task` summarizing history (the rules are `context::compaction`)
 //! - `recovery`        closing turns a crash left unfinished
@@ -18,9 +21,11 @@
 //!
 //! Reports to front ends only through the bus; never draws or prints.
 
+pub mod accounting;
 pub mod agent;
 pub mod command;
 pub mod compaction_task;
+pub mod ctx;
 pub mod doom;
 pub mod gauge;
 pub mod models;
@@ -28,6 +33,7 @@ pub mod processor;
 pub mod prompt;
 pub mod prune_task;
 pub mod recovery;
+pub mod request;
 pub mod run;
 pub mod runtime;
 pub mod shell;

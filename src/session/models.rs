@@ -14,7 +14,7 @@ use crate::config::{self, ProviderConfig};
 use crate::message::ModelRef;
 use crate::provider::catalog::{self, Limits, Prices};
 use crate::provider::{ProviderOverrides, presets};
-use crate::session::runtime::{ModelSource, ResolvedModel};
+use crate::session::ctx::{ModelSource, ResolvedModel};
 
 /// The window assumed for a local model whose server did not say.
 const LOCAL_FALLBACK_CONTEXT: u64 = 32_768;

@@ -17,10 +17,10 @@ use crate::bus::{DeltaField, SessionStatus};
 use crate::clock::now_millis;
 use crate::message::{
     FinishReason, Message, MessageError, MessageErrorKind, Part, PartKind, ReasoningPart,
-    StepFinishPart, StepStartPart, TextPart, TimeSpan, ToolPart, ToolState, ToolTime,
+    StepFinishPart, StepStartPart, TextPart, TimeSpan, ToolPart, ToolState,
 };
 use crate::provider::{self, ChatRequest, StreamEvent};
-use crate::session::runtime::{ResolvedModel, SessionCtx};
+use crate::session::ctx::{ResolvedModel, SessionCtx};
 use crate::session::tool_runner::{ToolCall, ToolRunner};
 use crate::session::{Error, gauge};
 
@@ -507,59 +507,4 @@ async fn set_error(
     }
     ctx.writer.message(&building.assistant).await?;
     Ok(())
-}
-
-/// Why a tool call did not complete: the error the model sees, and what the
-/// tool left behind (an interrupted command's output so far, `interrupted`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolFailure {
-    pub error: String,
-    pub metadata: Option<Value>,
-}
-
-impl From<String> for ToolFailure {
-    fn from(error: String) -> Self {
-        Self {
-            error,
-            metadata: None,
-        }
-    }
-}
-
-impl From<crate::tool::ToolError> for ToolFailure {
-    fn from(error: crate::tool::ToolError) -> Self {
-        Self {
-            metadata: error.metadata(),
-            error: error.to_string(),
-        }
-    }
-}
-
-/// A tool part's state once its call is resolved, for the runner.
-pub fn finished_state(
-    input: Value,
-    start: i64,
-    result: Result<crate::tool::ToolOutput, ToolFailure>,
-) -> ToolState {
-    let time = ToolTime {
-        start,
-        end: Some(now_millis()),
-        compacted: None,
-    };
-    match result {
-        Ok(output) => ToolState::Completed {
-            input,
-            output: output.output,
-            title: output.title,
-            metadata: output.metadata,
-            time,
-            attachments: output.attachments,
-        },
-        Err(failure) => ToolState::Error {
-            input,
-            error: failure.error,
-            metadata: failure.metadata,
-            time,
-        },
-    }
 }

@@ -4,7 +4,7 @@
 
 use crate::clock::now_millis;
 use crate::context::{prune, view};
-use crate::session::runtime::SessionCtx;
+use crate::session::ctx::SessionCtx;
 use crate::session::{Error, gauge};
 
 /// Prunes the session now. `report` says so even when nothing was pruned.

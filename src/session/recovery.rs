@@ -12,7 +12,7 @@ use serde_json::json;
 use crate::clock::now_millis;
 use crate::message::{MessageError, MessageErrorKind, PartKind, ToolState, ToolTime};
 use crate::session::Error;
-use crate::session::runtime::SessionCtx;
+use crate::session::ctx::SessionCtx;
 
 /// How many of the newest messages are looked at: a crash only leaves the
 /// last turn unfinished.

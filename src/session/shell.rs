@@ -14,8 +14,8 @@ use crate::message::{
     ToolPart, ToolState, ToolTime, UserMessage,
 };
 use crate::session::Error;
-use crate::session::processor::{ToolFailure, finished_state};
-use crate::session::runtime::SessionCtx;
+use crate::session::ctx::SessionCtx;
+use crate::session::tool_runner::{ToolFailure, finished_state};
 use crate::tool::ToolContext;
 
 /// A recorded `!cmd` whose command has not run yet.
@@ -31,7 +31,7 @@ pub struct ShellCall {
 /// command, so a prompt sent meanwhile is newer and gets answered after it.
 pub async fn record(ctx: &SessionCtx, command: &str) -> Result<ShellCall, Error> {
     // The session's current agent and model, so the next prompt keeps them.
-    let current = crate::session::runtime::last_user_or_default(ctx).await?;
+    let current = crate::session::ctx::last_user_or_default(ctx).await?;
     let user_info = UserMessage {
         agent: current.agent,
         model: current.model,
@@ -54,7 +54,7 @@ pub async fn record(ctx: &SessionCtx, command: &str) -> Result<ShellCall, Error>
         .await?;
 
     let assistant =
-        crate::session::run::new_assistant(ctx, &user.id, &user_info, &user_info.agent, false);
+        crate::session::request::new_assistant(ctx, &user.id, &user_info, &user_info.agent, false);
     ctx.writer.message(&assistant).await?;
     let input = json!({ "command": command, "description": "Run the user's command" });
     let start = now_millis();

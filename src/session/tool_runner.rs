@@ -20,9 +20,8 @@ use crate::message::{Part, PartKind, ToolPart, ToolState, ToolTime};
 use crate::permission::{PermissionError, PermissionRequest};
 use crate::session::Error;
 use crate::session::agent::ToolAccess;
+use crate::session::ctx::SessionCtx;
 use crate::session::doom::{self, CallSignature, Verdict};
-use crate::session::processor::{ToolFailure, finished_state};
-use crate::session::runtime::SessionCtx;
 use crate::shared::lock;
 use crate::tool::{ToolContext, ToolError, ToolProgress};
 
@@ -396,5 +395,60 @@ impl LiveOutput {
 fn set_state(part: &mut Part, state: ToolState) {
     if let PartKind::Tool(tool) = &mut part.kind {
         tool.state = state;
+    }
+}
+
+/// Why a tool call did not complete: the error the model sees, and what the
+/// tool left behind (an interrupted command's output so far, `interrupted`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolFailure {
+    pub error: String,
+    pub metadata: Option<Value>,
+}
+
+impl From<String> for ToolFailure {
+    fn from(error: String) -> Self {
+        Self {
+            error,
+            metadata: None,
+        }
+    }
+}
+
+impl From<crate::tool::ToolError> for ToolFailure {
+    fn from(error: crate::tool::ToolError) -> Self {
+        Self {
+            metadata: error.metadata(),
+            error: error.to_string(),
+        }
+    }
+}
+
+/// A tool part's state once its call is resolved, for the runner.
+pub fn finished_state(
+    input: Value,
+    start: i64,
+    result: Result<crate::tool::ToolOutput, ToolFailure>,
+) -> ToolState {
+    let time = ToolTime {
+        start,
+        end: Some(now_millis()),
+        compacted: None,
+    };
+    match result {
+        Ok(output) => ToolState::Completed {
+            input,
+            output: output.output,
+            title: output.title,
+            metadata: output.metadata,
+            time,
+            attachments: output.attachments,
+        },
+        Err(failure) => ToolState::Error {
+            input,
+            error: failure.error,
+            metadata: failure.metadata,
+            time,
+        },
     }
 }

@@ -15,7 +15,7 @@ use cairn::bus::SessionStatus;
 use cairn::message::{ModelRef, PartKind, ToolState};
 use cairn::permission::Mode;
 use cairn::provider::Provider;
-use cairn::session::runtime::{ModelSource, ResolvedModel};
+use cairn::session::ctx::{ModelSource, ResolvedModel};
 use scenario::{Scenario, text, text_then_stall, tool_call};
 use serde_json::json;
 use support::ScriptedResponse;

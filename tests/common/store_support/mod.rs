@@ -2,8 +2,8 @@
 //! optional field set, so that a round trip that drops a field fails.
 #![allow(dead_code)] // each test binary uses a different subset
 
-use cairn::id;
 use cairn::clock::now_millis;
+use cairn::id;
 use cairn::message::*;
 use cairn::store::Store;
 use serde_json::json;

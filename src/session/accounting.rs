@@ -1,0 +1,53 @@
+//! Per-session token accounting state: what the gauge learns from each
+//! answer (tokenizer calibration per model, the last request's count), the
+//! last compaction's figures and the no-progress guard.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use crate::context::compaction::CompactionGuard;
+use crate::message::ModelRef;
+use crate::provider::Usage;
+use crate::shared::lock;
+use crate::token::Calibration;
+
+/// Per-session accounting state: calibrations per model, the last
+/// compaction's before -> after, and the no-progress guard.
+#[derive(Default)]
+pub struct Accounting {
+    calibrations: Mutex<HashMap<ModelRef, Calibration>>,
+    pub(super) last_compaction: Mutex<Option<(u64, u64)>>,
+    pub(super) guard: Mutex<CompactionGuard>,
+    /// Our count of the last request sent to each model, to learn from its usage.
+    last_sent: Mutex<HashMap<ModelRef, u64>>,
+}
+
+impl Accounting {
+    pub fn calibration(&self, model: &ModelRef) -> Calibration {
+        *lock(&self.calibrations)
+            .entry(model.clone())
+            .or_insert_with(|| Calibration::for_model(model))
+    }
+
+    /// Remembers our count of a request about to be sent; `None` when its
+    /// usage must teach nothing (an older count must not pair with it either).
+    pub fn sent(&self, model: &ModelRef, counted: Option<u64>) {
+        let mut last_sent = lock(&self.last_sent);
+        match counted {
+            Some(counted) => last_sent.insert(model.clone(), counted),
+            None => last_sent.remove(model),
+        };
+    }
+
+    /// Learns the tokenizer ratio from the provider's usage of that request.
+    pub fn learn(&self, model: &ModelRef, usage: &Usage) {
+        let Some(counted) = lock(&self.last_sent).remove(model) else {
+            return;
+        };
+        let reported = usage.input + usage.cache_read + usage.cache_write;
+        lock(&self.calibrations)
+            .entry(model.clone())
+            .or_insert_with(|| Calibration::for_model(model))
+            .observe(counted, reported);
+    }
+}

@@ -1,0 +1,128 @@
+//! What every part of one session's loop needs, in one place: the store
+//! writer, tools, permissions, models, settings, accounting. Built by `app`,
+//! read by the loop's modules; it imports none of them.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use crate::bus::{Event, SessionStatus};
+use crate::config::CompactionConfig;
+use crate::message::{ModelRef, UserMessage};
+use crate::permission::Permissions;
+use crate::provider::{Provider, RetryPolicy, Usage};
+use crate::session::Error;
+use crate::session::accounting::Accounting;
+use crate::session::agent::Agents;
+use crate::session::prompt::Environment;
+use crate::session::writer::Writer;
+use crate::store::{self, LiveContext};
+use crate::tool::{OutputLimits, Registry};
+
+/// A model ready to call: its client, limits and prices.
+pub struct ResolvedModel {
+    pub model: ModelRef,
+    pub provider: Arc<Provider>,
+    pub limits: crate::context::Limits,
+    pub prices: Option<crate::provider::catalog::Prices>,
+    /// Why the limits are a fallback, shown to the user once.
+    pub warning: Option<String>,
+    pub warned: std::sync::atomic::AtomicBool,
+}
+
+impl ResolvedModel {
+    pub fn cost(&self, usage: &Usage) -> f64 {
+        self.prices
+            .as_ref()
+            .map_or(0.0, |p| crate::provider::catalog::cost(usage, p))
+    }
+
+    pub fn max_output_tokens(&self) -> u32 {
+        crate::context::max_output_tokens(&self.limits) as u32
+    }
+
+    /// Whether images may sit inside tool results: Anthropic's tool_result
+    /// blocks take them; Chat Completions `tool` messages take text only.
+    pub fn media_in_tool_results(&self) -> bool {
+        self.provider.config().wire == crate::provider::Wire::Anthropic
+    }
+}
+
+/// Turns a `provider/model` into a callable model.
+#[async_trait::async_trait]
+pub trait ModelSource: Send + Sync {
+    /// # Errors
+    /// A message for the user saying what is missing (unknown provider, unset
+    /// key variable) and how to fix it.
+    async fn resolve(&self, model: &ModelRef) -> Result<Arc<ResolvedModel>, String>;
+}
+
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub compaction: CompactionConfig,
+    pub doom_threshold: usize,
+    pub doom_hard_stop: usize,
+    pub tool_limits: OutputLimits,
+    pub tool_output_dir: PathBuf,
+    pub default_agent: String,
+    pub retry: RetryPolicy,
+}
+
+/// Everything the loop of one session needs.
+pub struct SessionCtx {
+    pub session_id: String,
+    pub writer: Writer,
+    pub tools: Arc<Registry>,
+    pub permissions: Arc<Permissions>,
+    pub agents: Agents,
+    pub models: Arc<dyn ModelSource>,
+    pub settings: Settings,
+    pub env: Environment,
+    /// The model new prompts use unless they name one.
+    pub default_model: ModelRef,
+    pub accounting: Accounting,
+    /// The context read of the last loop step, kept so that the next one
+    /// decodes only what changed (see [`Self::read_context`]).
+    pub kept_context: Mutex<Option<LiveContext>>,
+}
+
+impl SessionCtx {
+    /// The session's context read (`Store::read_context`), brought up to
+    /// date from the read kept by [`Self::keep_context`] when there is one.
+    /// Two readers at once are safe: the second one reads afresh.
+    pub async fn read_context(&self) -> Result<LiveContext, store::Error> {
+        let kept = crate::shared::lock(&self.kept_context)
+            .take()
+            .filter(|kept| kept.session_id() == self.session_id);
+        let previous = kept.unwrap_or_else(|| LiveContext::new(&self.session_id));
+        self.writer.store.refresh_context(previous).await
+    }
+
+    /// Keeps a context read for the next [`Self::read_context`].
+    pub fn keep_context(&self, context: LiveContext) {
+        *crate::shared::lock(&self.kept_context) = Some(context);
+    }
+
+    pub fn set_status(&self, status: SessionStatus) {
+        self.writer.bus.publish(Event::Status {
+            session_id: self.session_id.clone(),
+            status,
+        });
+    }
+}
+
+/// The agent and model of the newest user message, else the defaults.
+pub async fn last_user_or_default(ctx: &SessionCtx) -> Result<UserMessage, Error> {
+    let recent = ctx
+        .writer
+        .store
+        .messages_before(&ctx.session_id, None, 20)
+        .await?;
+    Ok(recent
+        .iter()
+        .find_map(|m| m.message.as_user().cloned())
+        .unwrap_or_else(|| UserMessage {
+            agent: ctx.settings.default_agent.clone(),
+            model: ctx.default_model.clone(),
+            system: None,
+        }))
+}
