@@ -2,6 +2,9 @@
 //! per file). Harnesses shared by several suites live in `tests/common/`;
 //! each module here is one feature's suite.
 
+// Test code: a panic with the value is the failure report.
+#![allow(clippy::unwrap_used)]
+
 #[path = "../common/scenario/mod.rs"]
 mod scenario;
 #[path = "../common/soak/mod.rs"]

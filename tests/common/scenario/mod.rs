@@ -1,7 +1,6 @@
 //! Scenario helpers: a real `App` (SQLite, tools, permissions) in a temp
 //! project, pointed at the scripted server, plus builders for OpenAI-format
 //! streamed answers. Shared by the loop and context scenario tests.
-#![allow(dead_code)]
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -565,15 +564,6 @@ pub fn delayed_text(delay: Duration, answer: &str, prompt_tokens: u64) -> Script
         .chunk(chunk(json!({"role": "assistant", "content": answer}), None))
         .chunk(chunk(json!({}), Some("stop")))
         .chunk(usage(prompt_tokens, 20))
-        .chunk("data: [DONE]\n\n")
-}
-
-/// A text answer whose usage reports `prompt` and `completion` tokens.
-pub fn text_with_usage(answer: &str, prompt: u64, completion: u64) -> ScriptedResponse {
-    ScriptedResponse::sse()
-        .chunk(chunk(json!({"role": "assistant", "content": answer}), None))
-        .chunk(chunk(json!({}), Some("stop")))
-        .chunk(usage(prompt, completion))
         .chunk("data: [DONE]\n\n")
 }
 

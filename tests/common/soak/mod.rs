@@ -7,7 +7,6 @@
 //! memory is the App's. Each user turn is read -> bash -> grep -> a long
 //! Markdown answer; usage is a quarter of the request's size, so the context
 //! grows as it would and the loop prunes and compacts on its own.
-#![allow(dead_code)]
 
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -312,6 +311,7 @@ pub struct Report {
 
 impl Report {
     /// Mean time per step over a range of turns.
+    #[allow(dead_code)] // the soak bench reports it; the soak test checks cycles instead
     pub fn step_time(&self, turns: std::ops::Range<usize>) -> Duration {
         let picked = &self.turns[turns];
         let steps: usize = picked.iter().map(|t| t.steps.max(1)).sum();

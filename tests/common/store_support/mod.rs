@@ -1,6 +1,5 @@
 //! Builders for the store tests: sessions, messages and parts with every
 //! optional field set, so that a round trip that drops a field fails.
-#![allow(dead_code)] // each test binary uses a different subset
 
 use cairn::clock::now_millis;
 use cairn::id;

@@ -5,7 +5,6 @@
 //! Responses can stream body chunks with delays, drop the connection after a
 //! chunk, or stall forever, so tests exercise real sockets and real framing.
 //! Shared by every integration test; each test crate uses part of it.
-#![allow(dead_code)]
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -268,10 +267,6 @@ impl ScriptedServer {
 
     pub fn requests(&self) -> Vec<RecordedRequest> {
         self.requests.lock().expect("requests lock").clone()
-    }
-
-    pub fn remaining(&self) -> usize {
-        self.queue.lock().expect("queue lock").len()
     }
 }
 
