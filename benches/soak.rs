@@ -8,6 +8,9 @@
 
 #[path = "../tests/common/soak/mod.rs"]
 mod soak;
+#[path = "../tests/common/support/mod.rs"]
+#[allow(dead_code)] // the soak drives the scripted server one way of many
+mod support;
 
 const DEFAULT_TURNS: usize = 150;
 

@@ -6,16 +6,15 @@
 //! `CAIRN_CRASH_RUNS=N cargo test --test it hardening_crash -- --ignored --nocapture`
 //! runs N kills at random points and prints the figures.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use cairn::message::{MessageWithParts, PartKind};
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+
+use crate::support::{ScriptedResponse, ScriptedServer};
 
 /// Text pieces of the first answer and the pause before each.
 const TEXT_PIECES: usize = 20;
@@ -26,192 +25,45 @@ const PIECE_DELAY: Duration = Duration::from_millis(40);
 /// long run), 400 ms the bound that fails.
 const DURABLE_AFTER: Duration = Duration::from_millis(400);
 
-/// One step of a scripted answer: wait, then write `bytes`; `text` is the
-/// model text those bytes carry (recorded with the send time).
-struct Step {
-    delay: Duration,
-    bytes: Vec<u8>,
-    text: String,
-}
-
-#[derive(Default)]
-struct Shared {
-    queue: VecDeque<Vec<Step>>,
-    requests: Vec<(Instant, Value)>,
-    sent_text: Vec<(Instant, String)>,
-}
-
-/// A minimal OpenAI-compatible streaming server on 127.0.0.1 that records
-/// when each text piece was written.
-struct TimedServer {
-    url: String,
-    shared: Arc<Mutex<Shared>>,
-}
-
-impl TimedServer {
-    async fn start() -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let url = format!("http://{}", listener.local_addr().expect("address"));
-        let shared = Arc::new(Mutex::new(Shared::default()));
-        let accept_shared = Arc::clone(&shared);
-        tokio::spawn(async move {
-            while let Ok((socket, _)) = listener.accept().await {
-                tokio::spawn(serve(socket, Arc::clone(&accept_shared)));
-            }
-        });
-        Self { url, shared }
-    }
-
-    fn script(&self, answers: Vec<Vec<Step>>) {
-        let mut shared = self.shared.lock().expect("lock");
-        shared.queue = answers.into();
-        shared.sent_text.clear();
-    }
-
-    fn requests(&self) -> Vec<(Instant, Value)> {
-        self.shared.lock().expect("lock").requests.clone()
-    }
-
-    fn sent_text(&self) -> Vec<(Instant, String)> {
-        self.shared.lock().expect("lock").sent_text.clone()
-    }
-}
-
-async fn serve(mut socket: TcpStream, shared: Arc<Mutex<Shared>>) {
-    let Some(body) = read_body(&mut socket).await else {
-        return;
-    };
-    let steps = {
-        let mut shared = shared.lock().expect("lock");
-        let request = serde_json::from_slice(&body).unwrap_or(Value::Null);
-        shared.requests.push((Instant::now(), request));
-        shared.queue.pop_front()
-    };
-    let Some(steps) = steps else {
-        let body = r#"{"error":{"message":"no scripted answer left"}}"#;
-        let reply = format!(
-            "HTTP/1.1 500 Internal Server Error\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-            body.len()
-        );
-        let _ = socket.write_all(reply.as_bytes()).await;
-        return;
-    };
-    let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n";
-    if socket.write_all(head.as_bytes()).await.is_err() {
-        return;
-    }
-    for step in steps {
-        tokio::time::sleep(step.delay).await;
-        let mut frame = format!("{:x}\r\n", step.bytes.len()).into_bytes();
-        frame.extend_from_slice(&step.bytes);
-        frame.extend_from_slice(b"\r\n");
-        if socket.write_all(&frame).await.is_err() || socket.flush().await.is_err() {
-            return;
-        }
-        if !step.text.is_empty() {
-            let mut shared = shared.lock().expect("lock");
-            shared.sent_text.push((Instant::now(), step.text));
-        }
-    }
-    let _ = socket.write_all(b"0\r\n\r\n").await;
-    let _ = socket.shutdown().await;
-}
-
-async fn read_body(socket: &mut TcpStream) -> Option<Vec<u8>> {
-    let mut buffer = Vec::new();
-    let head_end = loop {
-        if let Some(at) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
-            break at;
-        }
-        let mut piece = [0u8; 8192];
-        let read = socket.read(&mut piece).await.ok()?;
-        if read == 0 {
-            return None;
-        }
-        buffer.extend_from_slice(&piece[..read]);
-    };
-    let head = String::from_utf8_lossy(&buffer[..head_end]).to_ascii_lowercase();
-    let length: usize = head
-        .lines()
-        .find_map(|line| line.strip_prefix("content-length:"))
-        .and_then(|value| value.trim().parse().ok())
-        .unwrap_or(0);
-    let mut body = buffer[head_end + 4..].to_vec();
-    while body.len() < length {
-        let mut piece = [0u8; 8192];
-        let read = socket.read(&mut piece).await.ok()?;
-        if read == 0 {
-            break;
-        }
-        body.extend_from_slice(&piece[..read]);
-    }
-    Some(body)
-}
-
 fn sse(delta: Value, finish: Option<&str>) -> Vec<u8> {
     let chunk = json!({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "test-model",
         "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
     format!("data: {chunk}\n\n").into_bytes()
 }
 
-fn step(delay: Duration, bytes: Vec<u8>, text: &str) -> Step {
-    Step {
-        delay,
-        bytes,
-        text: text.to_owned(),
-    }
-}
-
-fn closing_steps(finish: &str) -> Vec<Step> {
+fn closing(response: ScriptedResponse, finish: &str) -> ScriptedResponse {
     let usage = json!({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "test-model",
         "choices": [], "usage": {"prompt_tokens": 1000, "completion_tokens": 50, "total_tokens": 1050}});
-    vec![
-        step(Duration::ZERO, sse(json!({}), Some(finish)), ""),
-        step(
-            Duration::ZERO,
-            format!("data: {usage}\n\ndata: [DONE]\n\n").into_bytes(),
-            "",
-        ),
-    ]
+    response
+        .chunk(sse(json!({}), Some(finish)))
+        .chunk(format!("data: {usage}\n\ndata: [DONE]\n\n"))
 }
 
-/// Slow text (TEXT_PIECES x PIECE_DELAY), then a `sleep 2` bash call.
-fn slow_text_then_sleeping_tool() -> Vec<Step> {
-    let mut steps = vec![step(
-        Duration::ZERO,
-        sse(json!({"role": "assistant", "content": ""}), None),
-        "",
-    )];
+/// Slow text (TEXT_PIECES x PIECE_DELAY), each piece noted with its send
+/// time, then a `sleep 2` bash call.
+fn slow_text_then_sleeping_tool() -> ScriptedResponse {
+    let mut response =
+        ScriptedResponse::sse().chunk(sse(json!({"role": "assistant", "content": ""}), None));
     for index in 0..TEXT_PIECES {
         let piece = format!("piece{index:02} ");
-        steps.push(step(
-            PIECE_DELAY,
-            sse(json!({"content": piece}), None),
-            &piece,
-        ));
+        response = response
+            .delay(PIECE_DELAY)
+            .noted_chunk(sse(json!({"content": piece}), None), &piece);
     }
     let arguments = json!({"command": "sleep 2", "description": "wait"}).to_string();
-    steps.push(step(
-        Duration::ZERO,
-        sse(
-            json!({"tool_calls": [{"index": 0, "id": "call_sleep", "type": "function",
-                "function": {"name": "bash", "arguments": arguments}}]}),
-            None,
-        ),
-        "",
-    ));
-    steps.extend(closing_steps("tool_calls"));
-    steps
+    let call = sse(
+        json!({"tool_calls": [{"index": 0, "id": "call_sleep", "type": "function",
+            "function": {"name": "bash", "arguments": arguments}}]}),
+        None,
+    );
+    closing(response.chunk(call), "tool_calls")
 }
 
-fn plain_answer(text: &str) -> Vec<Step> {
-    let mut steps = vec![step(
-        Duration::ZERO,
-        sse(json!({"content": text}), None),
-        "",
-    )];
-    steps.extend(closing_steps("stop"));
-    steps
+fn plain_answer(text: &str) -> ScriptedResponse {
+    closing(
+        ScriptedResponse::sse().chunk(sse(json!({"content": text}), None)),
+        "stop",
+    )
 }
 
 /// A temp project with `cairn.toml`, a private data dir and config home.
@@ -338,17 +190,17 @@ fn assert_well_paired(request: &Value) {
 /// Starts `cairn run`, SIGKILLs it `kill_after` the first request arrived,
 /// checks the database and a `--continue` run; returns the figures.
 async fn crash_once(kill_after: Duration) -> CrashFigures {
-    let server = TimedServer::start().await;
-    server.script(vec![slow_text_then_sleeping_tool(), plain_answer("unused")]);
-    let project = Project::new(&server.url);
+    let server =
+        ScriptedServer::start([slow_text_then_sleeping_tool(), plain_answer("unused")]).await;
+    let project = Project::new(&server.url());
     let child = project
         .command(&["run", "count slowly then sleep"])
         .spawn()
         .expect("spawn cairn");
     let deadline = Instant::now() + Duration::from_secs(20);
     let arrived = loop {
-        if let Some((at, _)) = server.requests().first() {
-            break *at;
+        if let Some(request) = server.requests().first() {
+            break request.at;
         }
         assert!(Instant::now() < deadline, "cairn never called the model");
         tokio::time::sleep(Duration::from_millis(5)).await;
@@ -402,7 +254,7 @@ async fn crash_once(kill_after: Duration) -> CrashFigures {
         );
     }
 
-    server.script(vec![plain_answer("resumed fine")]);
+    server.script([plain_answer("resumed fine")]);
     let before = server.requests().len();
     let child = project
         .command(&["run", "--continue", "next"])
@@ -418,7 +270,7 @@ async fn crash_once(kill_after: Duration) -> CrashFigures {
     assert!(String::from_utf8_lossy(&output.stdout).contains("resumed fine"));
     let requests = server.requests();
     assert_eq!(requests.len(), before + 1, "one request for the continue");
-    let request = &requests[before].1;
+    let request = &requests[before].json();
     assert_well_paired(request);
     if tool_state == Some("running") {
         let result = request["messages"]

@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 use cairn::app::{App, SessionChoice};
 use cairn::permission::Mode;
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+
+use crate::support::{ScriptedResponse, ScriptedServer};
 
 /// What the server saw, shared with the driver.
 #[derive(Default)]
@@ -36,41 +36,30 @@ pub struct Seen {
 pub struct SoakServer {
     pub url: String,
     pub seen: Arc<Seen>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for SoakServer {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
+    _server: ScriptedServer,
 }
 
 impl SoakServer {
     pub async fn start() -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind 127.0.0.1:0");
-        let url = format!("http://{}", listener.local_addr().expect("bound address"));
         let seen = Arc::new(Seen::default());
-        let task = tokio::spawn({
+        let server = ScriptedServer::answering({
             let seen = Arc::clone(&seen);
-            async move {
-                while let Ok((socket, _)) = listener.accept().await {
-                    let seen = Arc::clone(&seen);
-                    tokio::spawn(async move { serve(socket, &seen).await });
-                }
-            }
-        });
-        Self { url, seen, task }
+            move |request| reply(&request.body, &seen)
+        })
+        .await;
+        Self {
+            url: server.url(),
+            seen,
+            _server: server,
+        }
     }
 }
 
-async fn serve(mut socket: TcpStream, seen: &Seen) {
-    let Some(body) = read_body(&mut socket).await else {
-        return;
-    };
-    let Ok(request) = serde_json::from_slice::<Value>(&body) else {
-        return;
+/// The model's reply to one request: what the request shows of the turn
+/// decides the next tool or the answer; the counters record what was seen.
+fn reply(body: &[u8], seen: &Seen) -> ScriptedResponse {
+    let Ok(request) = serde_json::from_slice::<Value>(body) else {
+        return ScriptedResponse::json(400, r#"{"error":{"message":"the body is not JSON"}}"#);
     };
     seen.requests.fetch_add(1, Ordering::Relaxed);
     seen.largest_request
@@ -117,41 +106,7 @@ async fn serve(mut socket: TcpStream, seen: &Seen) {
             _ => text_stream(&answer(index), prompt_tokens),
         }
     };
-    let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
-    let _ = socket.write_all(head.as_bytes()).await;
-    let _ = socket.write_all(sse.as_bytes()).await;
-    let _ = socket.shutdown().await;
-}
-
-async fn read_body(socket: &mut TcpStream) -> Option<Vec<u8>> {
-    let mut buffer = Vec::new();
-    let head_end = loop {
-        if let Some(at) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
-            break at;
-        }
-        let mut piece = [0u8; 16384];
-        let read = socket.read(&mut piece).await.ok()?;
-        if read == 0 {
-            return None;
-        }
-        buffer.extend_from_slice(&piece[..read]);
-    };
-    let head = String::from_utf8_lossy(&buffer[..head_end]).to_ascii_lowercase();
-    let length: usize = head
-        .lines()
-        .find_map(|line| line.strip_prefix("content-length:"))
-        .and_then(|value| value.trim().parse().ok())
-        .unwrap_or(0);
-    let mut body = buffer.split_off(head_end + 4);
-    while body.len() < length {
-        let mut piece = vec![0u8; 65536];
-        let read = socket.read(&mut piece).await.ok()?;
-        if read == 0 {
-            break;
-        }
-        body.extend_from_slice(&piece[..read]);
-    }
-    Some(body)
+    ScriptedResponse::sse().chunk(sse)
 }
 
 fn text_of(message: &Value) -> String {

@@ -1,15 +1,17 @@
-//! A scripted HTTP server for integration tests: binds 127.0.0.1:0, answers
-//! each request with the next response from a queue, and records every
-//! request (method, path, headers, body) for assertions.
+//! The one scripted HTTP server of the tests and benches: binds 127.0.0.1:0,
+//! answers each request with the next response from a queue (or from a
+//! function of the request), and records every request (method, path,
+//! headers, body, arrival time) for assertions.
 //!
 //! Responses can stream body chunks with delays, drop the connection after a
-//! chunk, or stall forever, so tests exercise real sockets and real framing.
-//! Shared by every integration test; each test crate uses part of it.
+//! chunk, or stall forever, so tests exercise real sockets and real framing;
+//! a chunk can be noted with the text it carries, and the server keeps when
+//! each noted chunk left the socket (the crash test measures loss with it).
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -24,6 +26,8 @@ pub struct RecordedRequest {
     /// Names lowercased, in arrival order.
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
+    /// When the whole request had arrived.
+    pub at: Instant,
 }
 
 impl RecordedRequest {
@@ -55,6 +59,8 @@ pub enum Ending {
 #[derive(Debug, Clone)]
 enum Step {
     Chunk(Vec<u8>),
+    /// A chunk whose send time is kept with the text it carries.
+    Noted(Vec<u8>, String),
     Delay(Duration),
 }
 
@@ -177,6 +183,14 @@ impl ScriptedResponse {
         self.chunks(pieces)
     }
 
+    /// A chunk carrying model `text`: the server keeps when it was sent
+    /// ([`ScriptedServer::sent_text`]).
+    pub fn noted_chunk(mut self, bytes: impl AsRef<[u8]>, text: &str) -> Self {
+        self.steps
+            .push(Step::Noted(bytes.as_ref().to_vec(), text.to_owned()));
+        self
+    }
+
     pub fn delay(mut self, wait: Duration) -> Self {
         self.steps.push(Step::Delay(wait));
         self
@@ -213,9 +227,22 @@ fn reason_phrase(status: u16) -> &'static str {
 /// The running server. Dropping it stops accepting connections.
 pub struct ScriptedServer {
     address: std::net::SocketAddr,
-    queue: Arc<Mutex<VecDeque<ScriptedResponse>>>,
-    requests: Arc<Mutex<Vec<RecordedRequest>>>,
+    shared: Arc<Shared>,
     accept_task: JoinHandle<()>,
+}
+
+/// Answers a request from its content (a model that reacts to what it is sent).
+type Responder = dyn Fn(&RecordedRequest) -> ScriptedResponse + Send + Sync;
+
+#[derive(Default)]
+struct Shared {
+    queue: Mutex<VecDeque<ScriptedResponse>>,
+    /// Set by [`ScriptedServer::answering`]; the queue is then unused.
+    responder: Option<Box<Responder>>,
+    /// False for long runs whose memory is measured: requests are not kept.
+    record: bool,
+    requests: Mutex<Vec<RecordedRequest>>,
+    sent_text: Mutex<Vec<(Instant, String)>>,
 }
 
 impl Drop for ScriptedServer {
@@ -228,29 +255,46 @@ impl ScriptedServer {
     /// Starts a server that will answer with `responses`, in order. Requests
     /// beyond the script get HTTP 500 `no scripted response left`.
     pub async fn start(responses: impl IntoIterator<Item = ScriptedResponse>) -> Self {
+        Self::serve(Shared {
+            queue: Mutex::new(responses.into_iter().collect()),
+            record: true,
+            ..Shared::default()
+        })
+        .await
+    }
+
+    /// Starts a server that answers every request with `responder(request)`
+    /// and keeps no request (its memory stays flat over thousands of them).
+    pub async fn answering(
+        responder: impl Fn(&RecordedRequest) -> ScriptedResponse + Send + Sync + 'static,
+    ) -> Self {
+        Self::serve(Shared {
+            responder: Some(Box::new(responder)),
+            ..Shared::default()
+        })
+        .await
+    }
+
+    async fn serve(shared: Shared) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind 127.0.0.1:0");
         let address = listener
             .local_addr()
             .expect("a bound listener has an address");
-        let queue = Arc::new(Mutex::new(responses.into_iter().collect::<VecDeque<_>>()));
-        let requests = Arc::new(Mutex::new(Vec::new()));
+        let shared = Arc::new(shared);
         let accept_task = tokio::spawn({
-            let queue = Arc::clone(&queue);
-            let requests = Arc::clone(&requests);
+            let shared = Arc::clone(&shared);
             async move {
                 while let Ok((socket, _)) = listener.accept().await {
-                    let queue = Arc::clone(&queue);
-                    let requests = Arc::clone(&requests);
-                    tokio::spawn(async move { serve(socket, queue, requests).await });
+                    let shared = Arc::clone(&shared);
+                    tokio::spawn(async move { serve(socket, &shared).await });
                 }
             }
         });
         Self {
             address,
-            queue,
-            requests,
+            shared,
             accept_task,
         }
     }
@@ -262,31 +306,48 @@ impl ScriptedServer {
 
     /// Queues more responses after the ones given at start.
     pub fn push(&self, response: ScriptedResponse) {
-        self.queue.lock().expect("queue lock").push_back(response);
+        self.shared
+            .queue
+            .lock()
+            .expect("queue lock")
+            .push_back(response);
+    }
+
+    /// Replaces what is left of the script and forgets the noted sends.
+    pub fn script(&self, responses: impl IntoIterator<Item = ScriptedResponse>) {
+        *self.shared.queue.lock().expect("queue lock") = responses.into_iter().collect();
+        self.shared.sent_text.lock().expect("sent lock").clear();
     }
 
     pub fn requests(&self) -> Vec<RecordedRequest> {
-        self.requests.lock().expect("requests lock").clone()
+        self.shared.requests.lock().expect("requests lock").clone()
+    }
+
+    /// Each noted chunk's text, with when it was written to the socket.
+    pub fn sent_text(&self) -> Vec<(Instant, String)> {
+        self.shared.sent_text.lock().expect("sent lock").clone()
     }
 }
 
-async fn serve(
-    mut socket: TcpStream,
-    queue: Arc<Mutex<VecDeque<ScriptedResponse>>>,
-    requests: Arc<Mutex<Vec<RecordedRequest>>>,
-) {
+async fn serve(mut socket: TcpStream, shared: &Shared) {
     let Some(request) = read_request(&mut socket).await else {
         return;
     };
-    requests.lock().expect("requests lock").push(request);
-    let response = queue
-        .lock()
-        .expect("queue lock")
-        .pop_front()
-        .unwrap_or_else(|| {
-            ScriptedResponse::json(500, r#"{"error":{"message":"no scripted response left"}}"#)
-        });
-    let _ = write_response(&mut socket, response).await;
+    let response = match &shared.responder {
+        Some(responder) => responder(&request),
+        None => shared
+            .queue
+            .lock()
+            .expect("queue lock")
+            .pop_front()
+            .unwrap_or_else(|| {
+                ScriptedResponse::json(500, r#"{"error":{"message":"no scripted response left"}}"#)
+            }),
+    };
+    if shared.record {
+        shared.requests.lock().expect("requests lock").push(request);
+    }
+    let _ = write_response(&mut socket, response, &shared.sent_text).await;
 }
 
 async fn read_request(socket: &mut TcpStream) -> Option<RecordedRequest> {
@@ -330,10 +391,15 @@ async fn read_request(socket: &mut TcpStream) -> Option<RecordedRequest> {
         path,
         headers,
         body,
+        at: Instant::now(),
     })
 }
 
-async fn write_response(socket: &mut TcpStream, response: ScriptedResponse) -> std::io::Result<()> {
+async fn write_response(
+    socket: &mut TcpStream,
+    response: ScriptedResponse,
+    sent_text: &Mutex<Vec<(Instant, String)>>,
+) -> std::io::Result<()> {
     if response.silent {
         return std::future::pending().await;
     }
@@ -347,7 +413,7 @@ async fn write_response(socket: &mut TcpStream, response: ScriptedResponse) -> s
             .steps
             .iter()
             .map(|step| match step {
-                Step::Chunk(bytes) => bytes.len(),
+                Step::Chunk(bytes) | Step::Noted(bytes, _) => bytes.len(),
                 Step::Delay(_) => 0,
             })
             .sum();
@@ -360,13 +426,15 @@ async fn write_response(socket: &mut TcpStream, response: ScriptedResponse) -> s
     for step in &response.steps {
         match step {
             Step::Delay(wait) => tokio::time::sleep(*wait).await,
-            Step::Chunk(bytes) if response.fixed_length => socket.write_all(bytes).await?,
-            Step::Chunk(bytes) if bytes.is_empty() => {}
-            Step::Chunk(bytes) => {
-                let mut frame = format!("{:x}\r\n", bytes.len()).into_bytes();
-                frame.extend_from_slice(bytes);
-                frame.extend_from_slice(b"\r\n");
-                socket.write_all(&frame).await?;
+            Step::Chunk(bytes) => write_chunk(socket, bytes, response.fixed_length).await?,
+            Step::Noted(bytes, text) => {
+                write_chunk(socket, bytes, response.fixed_length).await?;
+                socket.flush().await?;
+                let now = Instant::now();
+                sent_text
+                    .lock()
+                    .expect("sent lock")
+                    .push((now, text.clone()));
             }
         }
         socket.flush().await?;
@@ -382,6 +450,24 @@ async fn write_response(socket: &mut TcpStream, response: ScriptedResponse) -> s
         Ending::Drop => Ok(()),
         Ending::Stall => std::future::pending().await,
     }
+}
+
+async fn write_chunk(
+    socket: &mut TcpStream,
+    bytes: &[u8],
+    fixed_length: bool,
+) -> std::io::Result<()> {
+    if fixed_length {
+        return socket.write_all(bytes).await;
+    }
+    if bytes.is_empty() {
+        // An empty chunk would end a chunked body.
+        return Ok(());
+    }
+    let mut frame = format!("{:x}\r\n", bytes.len()).into_bytes();
+    frame.extend_from_slice(bytes);
+    frame.extend_from_slice(b"\r\n");
+    socket.write_all(&frame).await
 }
 
 /// A file of the recorded llama-server fixtures (tests/common/support/fixtures).

@@ -1,6 +1,5 @@
 //! Shared by the tools_* tests: a temp project and a ToolContext over it.
 
-
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
