@@ -13,14 +13,16 @@ use tokio_util::sync::CancellationToken;
 
 use crate::bus::SessionStatus;
 use crate::clock::now_millis;
-use crate::context::compaction::{self, AUTO_CONTINUE, AUTO_CONTINUE_METADATA, TailSettings};
+use crate::context::compaction::{
+    self, AUTO_CONTINUE, AUTO_CONTINUE_METADATA, SummaryPlan, TailSettings,
+};
 use crate::message::{
     FinishReason, Message, MessageError, MessageErrorKind, MessageWithParts, Part, PartKind, Role,
     TextPart, UserMessage,
 };
 use crate::provider::ChatRequest;
 use crate::session::agent::{COMPACTION, ToolAccess};
-use crate::session::ctx::SessionCtx;
+use crate::session::ctx::{ResolvedModel, SessionCtx};
 use crate::session::processor::{self, Step, StepOutcome};
 use crate::session::tool_runner::ToolRunner;
 use crate::session::{Error, gauge, request};
@@ -64,38 +66,55 @@ pub async fn run(
     ) else {
         return abandon(ctx, request).await;
     };
+    let summary_id = match summarize(ctx, &model, &plan, request, &user, cancel).await? {
+        Summarized::Written(id) => id,
+        Summarized::Ended(outcome) => return Ok(outcome),
+    };
+    let summary = Summary {
+        auto: part.auto,
+        request,
+        user: &user,
+        id: &summary_id,
+        before_count,
+    };
+    apply_summary(ctx, history, &model, &plan, summary).await
+}
 
+/// How the summary requests ended: a summary written (its message id), or
+/// the step's outcome when none was.
+enum Summarized {
+    Written(String),
+    Ended(StepOutcome),
+}
+
+/// Sends the summary request, shrinking its input down the ladder until one
+/// fits and succeeds.
+async fn summarize(
+    ctx: &Arc<SessionCtx>,
+    model: &Arc<ResolvedModel>,
+    plan: &SummaryPlan,
+    request: &MessageWithParts,
+    user: &UserMessage,
+    cancel: &CancellationToken,
+) -> Result<Summarized, Error> {
     let mut step = plan.first_step;
-    let summary_id = loop {
+    loop {
         let Some(input) = compaction::shrink_step(&plan.head, step) else {
-            return give_up(ctx, request, plan.replay.is_some()).await;
+            let outcome = give_up(ctx, request, plan.replay.is_some()).await?;
+            return Ok(Summarized::Ended(outcome));
         };
         step += 1;
-        let chat = ChatRequest {
-            model: model.model.model.clone(),
-            system: vec![compaction::SYSTEM_PROMPT.to_string()],
-            messages: compaction::summary_messages(
-                &input,
-                &model.model,
-                &plan.prompt,
-                model.media_in_tool_results(),
-            ),
-            tools: Vec::new(),
-            max_output_tokens: model.max_output_tokens(),
-            temperature: None,
-            // A summary never shares the session's cache partition (spec 16.D).
-            cache_key: None,
-        };
+        let chat = summary_request(model, &input, plan);
         let counted = gauge::count_request(&chat);
-        if gauge::request_exceeds(ctx, &model, counted) {
+        if gauge::request_exceeds(ctx, model, counted) {
             continue; // certain to overflow: shrink before paying for a round trip
         }
-        let assistant = request::new_assistant(ctx, &request.message.id, &user, COMPACTION, true);
+        let assistant = request::new_assistant(ctx, &request.message.id, user, COMPACTION, true);
         let assistant_id = assistant.id.clone();
         let mut runner = ToolRunner::new(ctx.clone(), ToolAccess::None, Vec::new(), cancel.clone());
         let step_input = Step {
             ctx,
-            model: &model,
+            model,
             assistant,
             request: chat,
             summary: true,
@@ -112,29 +131,84 @@ pub async fn run(
                 )
                 .await?;
             }
-            StepOutcome::Continue => break assistant_id,
+            StepOutcome::Continue => return Ok(Summarized::Written(assistant_id)),
             StepOutcome::Stop | StepOutcome::Retry(_) => {
-                if cancel.is_cancelled() {
-                    // Cancelling a compaction leaves the session as it was.
-                    ctx.writer.store.delete_message(&assistant_id).await?;
-                    return abandon(ctx, request).await;
-                }
-                let reason = mark_failed(
-                    ctx,
-                    &assistant_id,
-                    MessageErrorKind::Api,
-                    "the summary request failed",
-                )
-                .await?;
-                ctx.writer.error(
-                    &ctx.session_id,
-                    format!("compaction failed: {reason}. The conversation is unchanged; try /compact again, or another model with /model."),
-                );
-                return Ok(StepOutcome::Stop);
+                let outcome = summary_failed(ctx, request, &assistant_id, cancel).await?;
+                return Ok(Summarized::Ended(outcome));
             }
         }
-    };
+    }
+}
 
+fn summary_request(
+    model: &ResolvedModel,
+    input: &[MessageWithParts],
+    plan: &SummaryPlan,
+) -> ChatRequest {
+    ChatRequest {
+        model: model.model.model.clone(),
+        system: vec![compaction::SYSTEM_PROMPT.to_string()],
+        messages: compaction::summary_messages(
+            input,
+            &model.model,
+            &plan.prompt,
+            model.media_in_tool_results(),
+        ),
+        tools: Vec::new(),
+        max_output_tokens: model.max_output_tokens(),
+        temperature: None,
+        // A summary never shares the session's cache partition (spec 16.D).
+        cache_key: None,
+    }
+}
+
+/// A summary request that stopped: cancelled (the session stays as it was)
+/// or failed (said so, history unchanged).
+async fn summary_failed(
+    ctx: &SessionCtx,
+    request: &MessageWithParts,
+    assistant_id: &str,
+    cancel: &CancellationToken,
+) -> Result<StepOutcome, Error> {
+    if cancel.is_cancelled() {
+        ctx.writer.store.delete_message(assistant_id).await?;
+        return abandon(ctx, request).await;
+    }
+    let reason = mark_failed(
+        ctx,
+        assistant_id,
+        MessageErrorKind::Api,
+        "the summary request failed",
+    )
+    .await?;
+    ctx.writer.error(
+        &ctx.session_id,
+        format!("compaction failed: {reason}. The conversation is unchanged; try /compact again, or another model with /model."),
+    );
+    Ok(StepOutcome::Stop)
+}
+
+/// The compaction that produced a summary, as `apply_summary` needs it.
+struct Summary<'a> {
+    auto: bool,
+    request: &'a MessageWithParts,
+    user: &'a UserMessage,
+    /// The summary message's id.
+    id: &'a str,
+    before_count: u64,
+}
+
+/// Makes a written summary the compaction point: records the tail, puts the
+/// replayed and queued prompts after it, reports the new size, and continues
+/// the task the overflow interrupted.
+async fn apply_summary(
+    ctx: &SessionCtx,
+    history: &[MessageWithParts],
+    model: &ResolvedModel,
+    plan: &SummaryPlan,
+    summary: Summary<'_>,
+) -> Result<StepOutcome, Error> {
+    let request = summary.request;
     if let Some(tail_start) = &plan.tail_start_id
         && let Some(mut stored) = request
             .parts
@@ -150,36 +224,36 @@ pub async fn run(
     // The replayed message and prompts typed meanwhile must be what the
     // model reads next, and they count in the size after compaction.
     let replayed = match &plan.replay {
-        Some(replay) if part.auto => Some(replay_message(ctx, replay).await?),
+        Some(replay) if summary.auto => Some(replay_message(ctx, replay).await?),
         _ => None,
     };
     let queued = queued_prompts(ctx, &request.message.id, replayed.as_deref()).await?;
     for prompt in queued
         .iter()
-        .filter(|m| replayed.is_some() || m.message.id.as_str() < summary_id.as_str())
+        .filter(|m| replayed.is_some() || m.message.id.as_str() < summary.id)
     {
         move_to_end(ctx, prompt).await?;
     }
-    let after = gauge::refresh(ctx, &model).await?;
-    let kind = if part.auto { "auto" } else { "manual" };
+    let after = gauge::refresh(ctx, model).await?;
+    let kind = if summary.auto { "auto" } else { "manual" };
     ctx.writer.notice(
         &ctx.session_id,
         format!(
             "compacted the conversation ({kind}): {} -> {} tokens",
-            crate::shared::thousands(before_count),
+            crate::shared::thousands(summary.before_count),
             crate::shared::thousands(after.used),
         ),
     );
-    if let Some(advice) = gauge::after_compaction(ctx, &model, before_count, after.used) {
+    if let Some(advice) = gauge::after_compaction(ctx, model, summary.before_count, after.used) {
         ctx.writer.error(&ctx.session_id, advice);
         return Ok(StepOutcome::Stop);
     }
-    if part.auto
+    if summary.auto
         && replayed.is_none()
         && queued.is_empty()
         && was_mid_task(history, &request.message.id)
     {
-        continue_message(ctx, &user).await?;
+        continue_message(ctx, summary.user).await?;
     }
     Ok(StepOutcome::Continue)
 }

@@ -68,16 +68,21 @@ struct Building {
 }
 
 pub async fn process(step: Step<'_>, runner: &mut ToolRunner) -> Result<StepOutcome, Error> {
-    let ctx = step.ctx;
+    let Step {
+        ctx,
+        model,
+        assistant,
+        request,
+        summary,
+        cancel,
+        sent_tokens,
+    } = step;
     let writer = &ctx.writer;
-    writer.message(&step.assistant).await?;
-    let start = Part::new(
-        &step.assistant,
-        PartKind::StepStart(StepStartPart::default()),
-    );
+    writer.message(&assistant).await?;
+    let start = Part::new(&assistant, PartKind::StepStart(StepStartPart::default()));
     writer.part(&start).await?;
     let mut building = Building {
-        assistant: step.assistant,
+        assistant,
         text: None,
         reasoning: None,
         pending_tools: HashMap::new(),
@@ -85,8 +90,52 @@ pub async fn process(step: Step<'_>, runner: &mut ToolRunner) -> Result<StepOutc
         retrying: false,
     };
 
+    ctx.accounting.sent(&model.model, sent_tokens);
+    let mut stream = match open_stream(ctx, model, &request, &cancel).await {
+        Ok(stream) => stream,
+        Err(error) => return fail(ctx, &mut building, runner, error).await,
+    };
+    ctx.set_status(SessionStatus::Busy);
+
+    loop {
+        let event = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => {
+                interrupt(ctx, &mut building, runner).await?;
+                return Ok(StepOutcome::Stop);
+            }
+            event = stream.next() => event,
+        };
+        match event {
+            None => break,
+            Some(Ok(event)) => {
+                if let Some(outcome) =
+                    apply(ctx, model, &mut building, runner, event, summary).await?
+                {
+                    return Ok(outcome);
+                }
+            }
+            Some(Err(error)) => return fail(ctx, &mut building, runner, error).await,
+        }
+    }
+    let ended = Ended {
+        ctx,
+        model,
+        cancel: &cancel,
+        summary,
+    };
+    after_stream(ended, building, runner).await
+}
+
+/// Opens the model's stream; retries are reported on the status line.
+async fn open_stream(
+    ctx: &SessionCtx,
+    model: &ResolvedModel,
+    request: &ChatRequest,
+    cancel: &CancellationToken,
+) -> Result<provider::EventStream, provider::Error> {
     let session_id = ctx.session_id.clone();
-    let bus = writer.bus.clone();
+    let bus = ctx.writer.bus.clone();
     let on_retry = move |notice: provider::RetryNotice| {
         bus.publish(crate::bus::Event::Status {
             session_id: session_id.clone(),
@@ -97,44 +146,28 @@ pub async fn process(step: Step<'_>, runner: &mut ToolRunner) -> Result<StepOutc
             },
         });
     };
-    ctx.accounting.sent(&step.model.model, step.sent_tokens);
-    let opened = step
-        .model
+    model
         .provider
-        .stream_with_retry(
-            &step.request,
-            step.cancel.clone(),
-            &ctx.settings.retry,
-            on_retry,
-        )
-        .await;
-    let mut stream = match opened {
-        Ok(stream) => stream,
-        Err(error) => return fail(ctx, &mut building, runner, error).await,
-    };
-    ctx.set_status(SessionStatus::Busy);
+        .stream_with_retry(request, cancel.clone(), &ctx.settings.retry, on_retry)
+        .await
+}
 
-    loop {
-        let event = tokio::select! {
-            biased;
-            _ = step.cancel.cancelled() => {
-                interrupt(ctx, &mut building, runner).await?;
-                return Ok(StepOutcome::Stop);
-            }
-            event = stream.next() => event,
-        };
-        match event {
-            None => break,
-            Some(Ok(event)) => {
-                if let Some(outcome) =
-                    apply(ctx, step.model, &mut building, runner, event, step.summary).await?
-                {
-                    return Ok(outcome);
-                }
-            }
-            Some(Err(error)) => return fail(ctx, &mut building, runner, error).await,
-        }
-    }
+/// What `after_stream` needs of a step whose stream has ended.
+struct Ended<'a> {
+    ctx: &'a SessionCtx,
+    model: &'a ResolvedModel,
+    cancel: &'a CancellationToken,
+    summary: bool,
+}
+
+/// The stream has ended: checks it finished, waits for its tools (an
+/// interrupt stops them), and decides what the loop does next.
+async fn after_stream(
+    step: Ended<'_>,
+    mut building: Building,
+    runner: &mut ToolRunner,
+) -> Result<StepOutcome, Error> {
+    let ctx = step.ctx;
     close_open_parts(ctx, &mut building).await?;
     if building
         .assistant
@@ -188,51 +221,9 @@ async fn apply(
     event: StreamEvent,
     summary: bool,
 ) -> Result<Option<StepOutcome>, Error> {
-    let writer = &ctx.writer;
     match event {
-        StreamEvent::TextDelta { text } => {
-            close_reasoning(ctx, building).await?;
-            let assistant = &building.assistant;
-            let open = || {
-                Part::new(
-                    assistant,
-                    PartKind::Text(TextPart {
-                        time: Some(TimeSpan {
-                            start: now_millis(),
-                            end: None,
-                        }),
-                        ..Default::default()
-                    }),
-                )
-            };
-            append_streamed(writer, &mut building.text, open, DeltaField::Text, &text).await?;
-        }
-        StreamEvent::ReasoningDelta { text } => {
-            if building.reasoning.is_none() {
-                close_text(ctx, building).await?;
-            }
-            let assistant = &building.assistant;
-            let open = || {
-                Part::new(
-                    assistant,
-                    PartKind::Reasoning(ReasoningPart {
-                        time: TimeSpan {
-                            start: now_millis(),
-                            end: None,
-                        },
-                        ..Default::default()
-                    }),
-                )
-            };
-            append_streamed(
-                writer,
-                &mut building.reasoning,
-                open,
-                DeltaField::Reasoning,
-                &text,
-            )
-            .await?;
-        }
+        StreamEvent::TextDelta { text } => on_text(ctx, building, &text).await?,
+        StreamEvent::ReasoningDelta { text } => on_reasoning(ctx, building, &text).await?,
         StreamEvent::ReasoningSignature { signature } => {
             if let Some((part, _)) = &mut building.reasoning
                 && let PartKind::Reasoning(reasoning) = &mut part.kind
@@ -242,21 +233,7 @@ async fn apply(
             close_reasoning(ctx, building).await?;
         }
         StreamEvent::RedactedReasoning { data } => {
-            close_text(ctx, building).await?;
-            close_reasoning(ctx, building).await?;
-            let now = now_millis();
-            let part = Part::new(
-                &building.assistant,
-                PartKind::Reasoning(ReasoningPart {
-                    redacted: Some(data),
-                    time: TimeSpan {
-                        start: now,
-                        end: Some(now),
-                    },
-                    ..Default::default()
-                }),
-            );
-            writer.part(&part).await?;
+            on_redacted_reasoning(ctx, building, data).await?
         }
         StreamEvent::ToolCallStart { id, name } => {
             close_text(ctx, building).await?;
@@ -266,20 +243,7 @@ async fn apply(
                 set_error(ctx, building, MessageErrorKind::Api, &message).await?;
                 return Ok(Some(StepOutcome::Stop));
             }
-            let part = Part::new(
-                &building.assistant,
-                PartKind::Tool(ToolPart {
-                    call_id: id.clone(),
-                    tool: name,
-                    state: ToolState::Pending {
-                        input: Value::Object(Default::default()),
-                        raw: String::new(),
-                    },
-                }),
-            );
-            writer.part(&part).await?;
-            building.pending_tools.insert(id, part);
-            building.tool_calls_started += 1;
+            on_tool_start(ctx, building, id, name).await?;
         }
         StreamEvent::ToolCallDelta { id, arguments } => {
             if let Some(part) = building.pending_tools.get_mut(&id)
@@ -297,51 +261,157 @@ async fn apply(
                 None => {
                     // A provider that sends the whole call at once, without a start.
                     building.tool_calls_started += 1;
-                    Part::new(
-                        &building.assistant,
-                        PartKind::Tool(ToolPart {
-                            call_id: id.clone(),
-                            tool: name.clone(),
-                            state: ToolState::Pending {
-                                input: Value::Null,
-                                raw: String::new(),
-                            },
-                        }),
-                    )
+                    pending_tool(&building.assistant, id, name.clone(), Value::Null)
                 }
             };
             runner.submit(ToolCall { part, name, input });
         }
         StreamEvent::Finish { reason, usage } => {
-            close_open_parts(ctx, building).await?;
-            let tokens = usage.to_tokens();
-            let cost = model.cost(&usage);
-            let finish = Part::new(
-                &building.assistant,
-                PartKind::StepFinish(StepFinishPart {
-                    reason,
-                    tokens,
-                    cost,
-                    snapshot: None,
-                }),
-            );
-            writer.part(&finish).await?;
-            if let Some(assistant) = building.assistant.as_assistant_mut() {
-                assistant.finish = Some(reason);
-                // Replace, not add: tokens mean "size of the last request".
-                assistant.tokens = tokens;
-                assistant.cost += cost;
-            }
-            writer.message(&building.assistant).await?;
-            ctx.accounting.learn(&model.model, &usage);
+            on_finish(ctx, model, building, reason, usage).await?
         }
     }
     Ok(None)
 }
 
-/// Appends a streamed delta to the open text or reasoning part in `slot`,
-/// creating (and persisting) the part on its first delta; publishes the delta
-/// and persists the growing text at least every [`FLUSH_INTERVAL`].
+async fn on_text(ctx: &SessionCtx, building: &mut Building, text: &str) -> Result<(), Error> {
+    close_reasoning(ctx, building).await?;
+    let assistant = &building.assistant;
+    let open = || {
+        Part::new(
+            assistant,
+            PartKind::Text(TextPart {
+                time: Some(TimeSpan {
+                    start: now_millis(),
+                    end: None,
+                }),
+                ..Default::default()
+            }),
+        )
+    };
+    append_streamed(
+        &ctx.writer,
+        &mut building.text,
+        open,
+        DeltaField::Text,
+        text,
+    )
+    .await
+}
+
+async fn on_reasoning(ctx: &SessionCtx, building: &mut Building, text: &str) -> Result<(), Error> {
+    if building.reasoning.is_none() {
+        close_text(ctx, building).await?;
+    }
+    let assistant = &building.assistant;
+    let open = || {
+        Part::new(
+            assistant,
+            PartKind::Reasoning(ReasoningPart {
+                time: TimeSpan {
+                    start: now_millis(),
+                    end: None,
+                },
+                ..Default::default()
+            }),
+        )
+    };
+    append_streamed(
+        &ctx.writer,
+        &mut building.reasoning,
+        open,
+        DeltaField::Reasoning,
+        text,
+    )
+    .await
+}
+
+async fn on_redacted_reasoning(
+    ctx: &SessionCtx,
+    building: &mut Building,
+    data: String,
+) -> Result<(), Error> {
+    close_text(ctx, building).await?;
+    close_reasoning(ctx, building).await?;
+    let now = now_millis();
+    let part = Part::new(
+        &building.assistant,
+        PartKind::Reasoning(ReasoningPart {
+            redacted: Some(data),
+            time: TimeSpan {
+                start: now,
+                end: Some(now),
+            },
+            ..Default::default()
+        }),
+    );
+    ctx.writer.part(&part).await?;
+    Ok(())
+}
+
+/// A tool part waiting for its arguments.
+fn pending_tool(assistant: &Message, call_id: String, tool: String, input: Value) -> Part {
+    Part::new(
+        assistant,
+        PartKind::Tool(ToolPart {
+            call_id,
+            tool,
+            state: ToolState::Pending {
+                input,
+                raw: String::new(),
+            },
+        }),
+    )
+}
+
+async fn on_tool_start(
+    ctx: &SessionCtx,
+    building: &mut Building,
+    id: String,
+    name: String,
+) -> Result<(), Error> {
+    let part = pending_tool(
+        &building.assistant,
+        id.clone(),
+        name,
+        Value::Object(Default::default()),
+    );
+    ctx.writer.part(&part).await?;
+    building.pending_tools.insert(id, part);
+    building.tool_calls_started += 1;
+    Ok(())
+}
+
+async fn on_finish(
+    ctx: &SessionCtx,
+    model: &ResolvedModel,
+    building: &mut Building,
+    reason: FinishReason,
+    usage: provider::Usage,
+) -> Result<(), Error> {
+    close_open_parts(ctx, building).await?;
+    let tokens = usage.to_tokens();
+    let cost = model.cost(&usage);
+    let finish = Part::new(
+        &building.assistant,
+        PartKind::StepFinish(StepFinishPart {
+            reason,
+            tokens,
+            cost,
+            snapshot: None,
+        }),
+    );
+    ctx.writer.part(&finish).await?;
+    if let Some(assistant) = building.assistant.as_assistant_mut() {
+        assistant.finish = Some(reason);
+        // Replace, not add: tokens mean "size of the last request".
+        assistant.tokens = tokens;
+        assistant.cost += cost;
+    }
+    ctx.writer.message(&building.assistant).await?;
+    ctx.accounting.learn(&model.model, &usage);
+    Ok(())
+}
+
 async fn append_streamed(
     writer: &crate::session::writer::Writer,
     slot: &mut Option<(Part, Instant)>,

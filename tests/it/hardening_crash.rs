@@ -254,6 +254,25 @@ async fn crash_once(kill_after: Duration) -> CrashFigures {
         );
     }
 
+    continue_after_the_crash(&server, &project, tool_state).await;
+    integrity_check(&db);
+
+    CrashFigures {
+        kill_after,
+        sent_chars: sent_text.len(),
+        stored_chars: stored.len(),
+        oldest_lost,
+        tool_state,
+    }
+}
+
+/// A `run --continue` after the kill answers, with one well-paired request in
+/// which an interrupted tool call has a result saying why.
+async fn continue_after_the_crash(
+    server: &ScriptedServer,
+    project: &Project,
+    tool_state: Option<&str>,
+) {
     server.script([plain_answer("resumed fine")]);
     let before = server.requests().len();
     let child = project
@@ -283,15 +302,6 @@ async fn crash_once(kill_after: Duration) -> CrashFigures {
             !result["content"].as_str().unwrap_or_default().is_empty(),
             "the interrupted call's result says why: {result}"
         );
-    }
-    integrity_check(&db);
-
-    CrashFigures {
-        kill_after,
-        sent_chars: sent_text.len(),
-        stored_chars: stored.len(),
-        oldest_lost,
-        tool_state,
     }
 }
 
