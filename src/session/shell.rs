@@ -15,7 +15,7 @@ use crate::message::{
 };
 use crate::session::Error;
 use crate::session::ctx::SessionCtx;
-use crate::session::tool_runner::{ToolFailure, finished_state};
+use crate::session::tool_runner::{ToolFailure, finished_state, run_showing_progress};
 use crate::tool::ToolContext;
 
 /// A recorded `!cmd` whose command has not run yet.
@@ -117,9 +117,7 @@ pub async fn execute(
         progress: None,
         limits: ctx.settings.tool_limits,
     };
-    let result = ctx
-        .tools
-        .run("bash", input.clone(), &tool_ctx)
+    let result = run_showing_progress(ctx, &part, "bash", input.clone(), tool_ctx)
         .await
         .map_err(ToolFailure::from);
     if let PartKind::Tool(tool) = &mut part.kind {

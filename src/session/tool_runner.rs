@@ -305,7 +305,6 @@ impl Worker {
         name: &str,
         input: Value,
     ) -> (Result<crate::tool::ToolOutput, ToolFailure>, bool) {
-        let (progress_tx, mut progress_rx) = mpsc::unbounded_channel();
         let tool_ctx = ToolContext {
             session_id: part.session_id.clone(),
             message_id: part.message_id.clone(),
@@ -318,24 +317,38 @@ impl Worker {
             tool_output_dir: self.ctx.settings.tool_output_dir.clone(),
             cancel: self.cancel.child_token(),
             permissions: self.ctx.permissions.clone(),
-            progress: Some(progress_tx),
+            progress: None,
             limits: self.ctx.settings.tool_limits,
         };
-        let run = self.ctx.tools.run(name, input, &tool_ctx);
-        tokio::pin!(run);
-        let mut live = LiveOutput::new(part.clone());
-        let result = loop {
-            tokio::select! {
-                result = &mut run => break result,
-                Some(progress) = progress_rx.recv() => live.apply(&self.ctx, progress).await,
-            }
-        };
+        let result = run_showing_progress(&self.ctx, part, name, input, tool_ctx).await;
         match result {
             Ok(output) => (Ok(output), false),
             Err(error) => {
                 let blocked = matches!(error, ToolError::PermissionRejected { message: None });
                 (Err(error.into()), blocked)
             }
+        }
+    }
+}
+
+/// Runs a tool whose title and output are published live on `part` as they
+/// arrive (the model's calls and the user's `!cmd` alike).
+pub(crate) async fn run_showing_progress(
+    ctx: &SessionCtx,
+    part: &Part,
+    name: &str,
+    input: Value,
+    mut tool_ctx: ToolContext,
+) -> Result<crate::tool::ToolOutput, ToolError> {
+    let (progress_tx, mut progress_rx) = mpsc::unbounded_channel();
+    tool_ctx.progress = Some(progress_tx);
+    let run = ctx.tools.run(name, input, &tool_ctx);
+    tokio::pin!(run);
+    let mut live = LiveOutput::new(part.clone());
+    loop {
+        tokio::select! {
+            result = &mut run => return result,
+            Some(progress) = progress_rx.recv() => live.apply(ctx, progress).await,
         }
     }
 }

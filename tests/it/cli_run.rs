@@ -11,6 +11,7 @@ use std::time::Duration;
 use scenario::{text, tool_call};
 use serde_json::{Value, json};
 use support::ScriptedServer;
+use tokio::io::AsyncReadExt;
 
 /// A temp git repository with private config and data directories.
 struct Project {
@@ -251,7 +252,7 @@ async fn ctrl_c_interrupts_the_run_and_keeps_the_partial_answer() {
     let project = Project::new();
     let server = ScriptedServer::start([scenario::text_then_stall("Half of the answer")]).await;
     project.use_scripted(&server);
-    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_cairn"))
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_cairn"))
         .args(["run", "a long question"])
         .current_dir(project.root.path())
         .env_clear()
@@ -264,23 +265,34 @@ async fn ctrl_c_interrupts_the_run_and_keeps_the_partial_answer() {
         .kill_on_drop(true)
         .spawn()
         .expect("start cairn");
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    while server.requests().is_empty() {
-        assert!(tokio::time::Instant::now() < deadline, "no request made");
-        tokio::time::sleep(Duration::from_millis(20)).await;
+    // Interrupt once the partial answer has been printed, as a user would.
+    let mut stdout = child.stdout.take().expect("stdout is piped");
+    let mut printed = Vec::new();
+    let mut piece = [0u8; 4096];
+    while !text_of(&printed).contains("Half of the answer") {
+        let read = tokio::time::timeout(Duration::from_secs(20), stdout.read(&mut piece))
+            .await
+            .expect("the partial answer is printed within 20 s")
+            .expect("read cairn's stdout");
+        assert!(read > 0, "stdout closed early: {}", text_of(&printed));
+        printed.extend_from_slice(&piece[..read]);
     }
-    // Let the partial answer arrive before interrupting.
-    tokio::time::sleep(Duration::from_millis(300)).await;
     let pid = child.id().expect("cairn is running") as i32;
     // SAFETY: kill(2) on the child we spawned and still own; no memory is touched.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
-    let output = tokio::time::timeout(Duration::from_secs(5), child.wait_with_output())
-        .await
-        .expect("cairn stops within 5 s of Ctrl+C")
-        .expect("wait for cairn");
+    let output = tokio::time::timeout(Duration::from_secs(5), async {
+        stdout
+            .read_to_end(&mut printed)
+            .await
+            .expect("read cairn's stdout");
+        child.wait_with_output().await
+    })
+    .await
+    .expect("cairn stops within 5 s of Ctrl+C")
+    .expect("wait for cairn");
     assert_eq!(output.status.code(), Some(130), "{}", describe(&output));
     assert!(
-        text_of(&output.stdout).contains("Half of the answer"),
+        text_of(&printed).contains("Half of the answer"),
         "{}",
         describe(&output)
     );

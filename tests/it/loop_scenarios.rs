@@ -11,8 +11,8 @@ use cairn::message::{MessageErrorKind, MessageWithParts, PartKind, ToolState};
 use cairn::permission::{Action, Mode, PermissionAnswer, PermissionSetting};
 use cairn::session::command::Command;
 use scenario::{
-    Scenario, assistant_text, prompt, slow_text, text, text_then_stall, text_then_tool_call,
-    tool_call, tool_parts,
+    Recorder, Scenario, assistant_text, prompt, slow_text, text, text_then_stall,
+    text_then_tool_call, tool_call, tool_parts,
 };
 use serde_json::{Value, json};
 use support::ScriptedResponse;
@@ -800,8 +800,24 @@ async fn shell_command_while_busy_does_not_end_the_agents_turn() {
     recorder
         .wait_idle(&session.id, 1, Duration::from_secs(10))
         .await;
-    // Give a shell command that was queued, not refused, time to finish.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The shell command is either refused (an error event) or queued, and
+    // then runs to completion after the turn.
+    let refused = |recorder: &Recorder| {
+        recorder
+            .events()
+            .iter()
+            .any(|e| matches!(e, Event::Error { message, .. } if message.contains("busy")))
+    };
+    if !refused(&recorder) {
+        scenario
+            .history_until(&session.id, Duration::from_secs(5), |history| {
+                tool_parts(history).iter().any(|t| {
+                    t.state.input()["command"] == "echo from-the-user"
+                        && t.state.status_name() == "completed"
+                })
+            })
+            .await;
+    }
     let history = scenario.history(&session.id).await;
     assert!(
         assistant_text(&history).contains("The wait is over."),
@@ -812,10 +828,7 @@ async fn shell_command_while_busy_does_not_end_the_agents_turn() {
     let ran = tool_parts(&history)
         .iter()
         .any(|t| t.state.input()["command"] == "echo from-the-user");
-    let refused = recorder
-        .events()
-        .iter()
-        .any(|e| matches!(e, Event::Error { message, .. } if message.contains("busy")));
+    let refused = refused(&recorder);
     assert!(ran != refused, "ran: {ran}, refused: {refused}");
 }
 
@@ -873,15 +886,13 @@ async fn prompt_during_a_shell_command_waits_for_it_and_interrupt_stops_it() {
     assert!(handle.send(Command::Shell {
         command: "echo begun; sleep 30".into(),
     }));
-    scenario
-        .history_until(&session.id, Duration::from_secs(5), |history| {
-            tool_parts(history).iter().any(|t| {
-                t.state.input()["command"] == "echo begun; sleep 30"
-                    && t.state.status_name() == "running"
-            })
-        })
+    // Interrupt once the command's first output is shown.
+    recorder
+        .wait_for(
+            Duration::from_secs(5),
+            |e| matches!(e, Event::PartDelta { delta, .. } if delta.contains("begun")),
+        )
         .await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
     let asked = Instant::now();
     assert!(handle.send(Command::Interrupt));
     recorder

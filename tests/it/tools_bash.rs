@@ -10,6 +10,19 @@ use serde_json::json;
 use tools_common::{Project, spill_files, with_progress};
 
 /// Running (not a zombie waiting for a reaper that may never come in a container).
+/// Waits until `pid` has exited (killed processes take a moment to go);
+/// false when it is still alive after `limit`.
+async fn exits_within(pid: i32, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    while process_alive(pid) {
+        if Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    true
+}
+
 fn process_alive(pid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .ok()
@@ -119,20 +132,27 @@ async fn timeout_kills_the_whole_process_group() {
         .map(|line| line.parse().expect("pid"))
         .collect();
     assert_eq!(children.len(), 2);
-    tokio::time::sleep(Duration::from_millis(100)).await;
     for pid in children {
-        assert!(!process_alive(pid), "child {pid} survived the timeout");
+        assert!(
+            exits_within(pid, Duration::from_secs(2)).await,
+            "child {pid} survived the timeout"
+        );
     }
 }
 
 #[tokio::test]
 async fn cancel_stops_within_a_second_with_partial_output() {
     let project = Project::new();
-    let ctx = project.context();
+    let mut ctx = project.context();
+    let mut progress = with_progress(&mut ctx);
     let cancel = ctx.cancel.clone();
+    // Cancel once the partial output has been shown, as a user would.
     tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        cancel.cancel();
+        while let Some(update) = progress.recv().await {
+            if matches!(&update, ToolProgress::Output(text) if text.contains("partial")) {
+                cancel.cancel();
+            }
+        }
     });
     let started = Instant::now();
     let result = Registry::builtin()
@@ -268,9 +288,8 @@ async fn dropping_the_call_kills_the_process_group() {
     };
     call.abort();
     let _ = call.await;
-    tokio::time::sleep(Duration::from_millis(100)).await;
     assert!(
-        !process_alive(pid),
+        exits_within(pid, Duration::from_secs(2)).await,
         "background child {pid} survived the dropped call"
     );
 }
