@@ -2,6 +2,7 @@
 //! temp git repository, its config from a project `cairn.toml`, the model a
 //! scripted server inside this test process.
 
+use crate::project::{Project, describe, text_of};
 use crate::scenario;
 use crate::support;
 
@@ -12,78 +13,6 @@ use scenario::{text, tool_call};
 use serde_json::{Value, json};
 use support::ScriptedServer;
 use tokio::io::AsyncReadExt;
-
-/// A temp git repository with private config and data directories.
-struct Project {
-    root: tempfile::TempDir,
-    home: tempfile::TempDir,
-}
-
-impl Project {
-    fn new() -> Self {
-        let root = tempfile::tempdir().expect("project dir");
-        let init = std::process::Command::new("git")
-            .args(["init", "-q"])
-            .current_dir(root.path())
-            .output()
-            .expect("run git init");
-        assert!(init.status.success(), "git init: {init:?}");
-        Self {
-            root,
-            home: tempfile::tempdir().expect("home dir"),
-        }
-    }
-
-    fn path(&self, name: &str) -> std::path::PathBuf {
-        self.root.path().join(name)
-    }
-
-    fn data_dir(&self) -> std::path::PathBuf {
-        self.home.path().join("data")
-    }
-
-    /// A `cairn.toml` using the scripted server as `scripted/test-model`.
-    fn use_scripted(&self, server: &ScriptedServer) {
-        let config = format!(
-            "model = \"scripted/test-model\"\nyolo = true\n\n\
-             [provider.scripted]\nwire = \"openai\"\nbase_url = \"{}/v1\"\n\n\
-             [provider.scripted.models.\"test-model\"]\ncontext = 200000\noutput = 32000\n",
-            server.url()
-        );
-        std::fs::write(self.path("cairn.toml"), config).expect("write cairn.toml");
-    }
-
-    /// Runs the binary in the project with only the environment the test gives it.
-    async fn cairn(&self, args: &[&str]) -> Output {
-        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_cairn"));
-        command
-            .args(args)
-            .current_dir(self.root.path())
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", self.home.path())
-            .env("XDG_CONFIG_HOME", self.home.path().join("config"))
-            .env("CAIRN_DATA_DIR", self.data_dir())
-            .kill_on_drop(true);
-        tokio::time::timeout(Duration::from_secs(60), command.output())
-            .await
-            .expect("cairn finishes within 60 s")
-            .expect("run cairn")
-    }
-}
-
-fn text_of(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn describe(output: &Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        output.status.code(),
-        text_of(&output.stdout),
-        text_of(&output.stderr)
-    )
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_fixes_a_file_and_sessions_lists_it() {
@@ -252,17 +181,10 @@ async fn ctrl_c_interrupts_the_run_and_keeps_the_partial_answer() {
     let project = Project::new();
     let server = ScriptedServer::start([scenario::text_then_stall("Half of the answer")]).await;
     project.use_scripted(&server);
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_cairn"))
-        .args(["run", "a long question"])
-        .current_dir(project.root.path())
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", project.home.path())
-        .env("XDG_CONFIG_HOME", project.home.path().join("config"))
-        .env("CAIRN_DATA_DIR", project.data_dir())
+    let mut child = project
+        .command(&["run", "a long question"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
         .spawn()
         .expect("start cairn");
     // Interrupt once the partial answer has been printed, as a user would.

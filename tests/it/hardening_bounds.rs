@@ -5,6 +5,7 @@
 //! stays bounded and the model gets a truncated result that says so.
 //! Full-size figures (2 GB, 1 GB, 200,000 files): `benches/bounds.sh`.
 
+use crate::project::Project;
 use crate::scenario;
 use crate::support;
 
@@ -16,12 +17,6 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use support::ScriptedServer;
-
-/// A git project and a private home/data dir for the binary.
-struct Project {
-    root: tempfile::TempDir,
-    home: tempfile::TempDir,
-}
 
 /// What one run of the binary did.
 struct Measured {
@@ -52,33 +47,14 @@ impl Measured {
     }
 }
 
-impl Project {
-    fn new(server: &ScriptedServer) -> Self {
-        let root = tempfile::tempdir().expect("project dir");
-        std::fs::create_dir(root.path().join(".git")).expect("mark as a git repo");
-        let config = format!(
-            "model = \"scripted/test-model\"\nyolo = true\n\n\
-             [provider.scripted]\nwire = \"openai\"\nbase_url = \"{}/v1\"\n\n\
-             [provider.scripted.models.\"test-model\"]\ncontext = 200000\noutput = 32000\n",
-            server.url()
-        );
-        std::fs::write(root.path().join("cairn.toml"), config).expect("write cairn.toml");
-        Self {
-            root,
-            home: tempfile::tempdir().expect("home dir"),
-        }
-    }
+/// Runs the binary like `Project::cairn`, measuring it as it goes.
+trait Measure {
+    async fn measured(&self, args: &[&str], limit: Duration) -> Measured;
+}
 
-    fn path(&self, name: &str) -> PathBuf {
-        self.root.path().join(name)
-    }
-
-    fn data_dir(&self) -> PathBuf {
-        self.home.path().join("data")
-    }
-
+impl Measure for Project {
     /// Runs the binary to its end (at most `limit`) and measures it.
-    async fn cairn(&self, args: &[&str], limit: Duration) -> Measured {
+    async fn measured(&self, args: &[&str], limit: Duration) -> Measured {
         let out_path = self.home.path().join("stdout");
         let err_path = self.home.path().join("stderr");
         let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_cairn"));
@@ -177,9 +153,10 @@ async fn bash_printing_300_mb_keeps_the_tail_with_bounded_memory_and_spill() {
         scenario::text("Done.", 2000),
     ])
     .await;
-    let project = Project::new(&server);
+    let project = Project::new();
+    project.use_scripted(&server);
     let run = project
-        .cairn(&["run", "print a lot"], Duration::from_secs(120))
+        .measured(&["run", "print a lot"], Duration::from_secs(120))
         .await;
     eprintln!(
         "bash 300 MB: {}",
@@ -225,7 +202,8 @@ async fn reading_a_200_mb_single_line_file_holds_one_clipped_line() {
         scenario::text("Done.", 2000),
     ])
     .await;
-    let project = Project::new(&server);
+    let project = Project::new();
+    project.use_scripted(&server);
     {
         use std::io::Write as _;
         let file = std::fs::File::create(project.path("huge.txt")).expect("create huge.txt");
@@ -239,7 +217,7 @@ async fn reading_a_200_mb_single_line_file_holds_one_clipped_line() {
             .expect("write huge.txt");
     }
     let run = project
-        .cairn(&["run", "read it"], Duration::from_secs(120))
+        .measured(&["run", "read it"], Duration::from_secs(120))
         .await;
     eprintln!(
         "read 200 MB line: {}",
@@ -290,12 +268,13 @@ async fn grep_and_glob_over_20k_files_cap_their_results() {
         scenario::text("Done.", 2000),
     ])
     .await;
-    let project = Project::new(&server);
+    let project = Project::new();
+    project.use_scripted(&server);
     let made = Instant::now();
     make_tree(project.root.path(), 200, 100);
     eprintln!("20,000 files made in {:?}", made.elapsed());
     let run = project
-        .cairn(&["run", "find the needles"], Duration::from_secs(120))
+        .measured(&["run", "find the needles"], Duration::from_secs(120))
         .await;
     eprintln!(
         "grep+glob 20k files: {}",
@@ -359,7 +338,8 @@ async fn a_2k_message_session_opens_and_steps_with_bounded_memory() {
     let server =
         ScriptedServer::start((0..4).map(|_| scenario::text("Still here and answering.", 3000)))
             .await;
-    let project = Project::new(&server);
+    let project = Project::new();
+    project.use_scripted(&server);
     let seeded = Instant::now();
     // 2,000 in CI (a debug build takes ~90 s and ~500 MB for 20,000 without
     // compaction); benches/bounds.sh opens 20,000 with a release build.
@@ -369,7 +349,7 @@ async fn a_2k_message_session_opens_and_steps_with_bounded_memory() {
         seeded.elapsed()
     );
     let run = project
-        .cairn(
+        .measured(
             &["run", "--session", &id, "one more step"],
             Duration::from_secs(120),
         )

@@ -3,72 +3,13 @@
 //! write or a second command behind an allowed one. Nothing may be written,
 //! and the model must read why in the tool result of its next request.
 
+use crate::project::{Project, describe};
 use crate::scenario;
 use crate::support;
-
-use std::process::Output;
-use std::time::Duration;
 
 use scenario::{text, tool_call};
 use serde_json::json;
 use support::ScriptedServer;
-
-/// A temp project (git repository) with private config and data directories.
-struct Project {
-    root: tempfile::TempDir,
-    home: tempfile::TempDir,
-}
-
-impl Project {
-    fn new(server: &ScriptedServer, permission: &str) -> Self {
-        let root = tempfile::tempdir().expect("project dir");
-        let init = std::process::Command::new("git")
-            .args(["init", "-q"])
-            .current_dir(root.path())
-            .output()
-            .expect("run git init");
-        assert!(init.status.success(), "git init: {init:?}");
-        let config = format!(
-            "model = \"scripted/test-model\"\n\n\
-             [provider.scripted]\nwire = \"openai\"\nbase_url = \"{}/v1\"\n\n\
-             [provider.scripted.models.\"test-model\"]\ncontext = 200000\noutput = 32000\n\n\
-             {permission}",
-            server.url()
-        );
-        std::fs::write(root.path().join("cairn.toml"), config).expect("write cairn.toml");
-        Self {
-            root,
-            home: tempfile::tempdir().expect("home dir"),
-        }
-    }
-
-    async fn cairn(&self, args: &[&str]) -> Output {
-        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_cairn"));
-        command
-            .args(args)
-            .current_dir(self.root.path())
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", self.home.path())
-            .env("XDG_CONFIG_HOME", self.home.path().join("config"))
-            .env("CAIRN_DATA_DIR", self.home.path().join("data"))
-            .stdin(std::process::Stdio::null())
-            .kill_on_drop(true);
-        tokio::time::timeout(Duration::from_secs(60), command.output())
-            .await
-            .expect("cairn finishes within 60 s")
-            .expect("run cairn")
-    }
-}
-
-fn describe(output: &Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        output.status.code(),
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
 
 /// The tool result the model received for `call_id`, from the last request.
 fn tool_result(server: &ScriptedServer, call_id: &str) -> String {
@@ -121,7 +62,8 @@ async fn hidden_writes_behind_an_allowed_command_are_refused_and_explained() {
     ));
     script.push(text("Done.", 1_000));
     let server = ScriptedServer::start(script).await;
-    let project = Project::new(&server, ALLOW_RULES);
+    let project = Project::new();
+    project.use_scripted_with(&server, "", ALLOW_RULES);
 
     let output = project.cairn(&["run", "check the tree"]).await;
     assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
@@ -160,7 +102,8 @@ async fn a_deny_rule_holds_under_yolo_whatever_the_flag_order() {
         text("Done.", 1_000),
     ])
     .await;
-    let project = Project::new(&server, "[permission.bash]\n\"rm -rf *\" = \"deny\"\n");
+    let project = Project::new();
+    project.use_scripted_with(&server, "", "[permission.bash]\n\"rm -rf *\" = \"deny\"\n");
     let dir = project.root.path().join("dir");
     std::fs::create_dir(&dir).expect("create dir");
     std::fs::write(dir.join("keep.txt"), "keep").expect("write keep.txt");
