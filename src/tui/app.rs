@@ -74,6 +74,9 @@ pub struct PermissionDialog {
     pub reason: Option<String>,
 }
 
+/// Two presses of Esc or Ctrl+C within this many milliseconds count as a double press.
+pub const DOUBLE_PRESS_MS: i64 = 1000;
+
 pub struct App {
     pub session: Session,
     pub timeline: Timeline,
@@ -127,6 +130,15 @@ pub struct AppInit {
 }
 
 impl App {
+    /// `/agent NAME`, or Tab between build and plan.
+    pub fn switch_agent(&mut self, to: Option<&str>) {
+        self.agent = match to {
+            Some(agent) => agent.to_string(),
+            None if self.agent == "build" => "plan".to_string(),
+            None => "build".to_string(),
+        };
+    }
+
     pub fn new(init: AppInit) -> Self {
         Self {
             session: init.session,
@@ -257,10 +269,7 @@ impl App {
     pub fn tick(&mut self, now: Millis) -> Vec<Effect> {
         self.now = now;
         self.dirty = true;
-        if self
-            .last_ctrl_c
-            .is_some_and(|t| now - t > super::update::DOUBLE_PRESS_MS)
-        {
+        if self.last_ctrl_c.is_some_and(|t| now - t > DOUBLE_PRESS_MS) {
             self.last_ctrl_c = None;
             self.flash = None;
         }
@@ -273,7 +282,7 @@ impl App {
 
     pub fn escape_is_recent(&self) -> bool {
         self.last_escape
-            .is_some_and(|t| self.now - t <= super::update::DOUBLE_PRESS_MS)
+            .is_some_and(|t| self.now - t <= DOUBLE_PRESS_MS)
     }
 
     /// Sends every queued prompt, oldest first.

@@ -9,7 +9,6 @@ use crate::session::command::Command;
 use super::TuiExit;
 use super::app::{App, Effect, Overlay, Picker, PickerKind};
 use super::export::session_markdown;
-use super::update::switch_agent;
 
 pub fn run_slash(app: &mut App, input: &str) -> Vec<Effect> {
     let (name, args) = match input.split_once(char::is_whitespace) {
@@ -30,8 +29,8 @@ pub fn run_slash(app: &mut App, input: &str) -> Vec<Effect> {
         "/quit" | "/exit" | "/q" => app.exit = Some(TuiExit::Quit),
         "/help" => app.overlay = Some(Overlay::Help),
         "/agent" | "/agents" => match args {
-            "" => switch_agent(app, None),
-            "build" | "plan" => switch_agent(app, Some(args)),
+            "" => app.switch_agent(None),
+            "build" | "plan" => app.switch_agent(Some(args)),
             other => app.flash = Some(format!("no agent named {other:?}; try build or plan")),
         },
         "/model" | "/models" => open_model_picker(app),

@@ -11,12 +11,10 @@ use crate::session::command::Command;
 
 use super::TuiExit;
 use super::action::Action;
-use super::app::{App, Effect, Overlay, PickerKind};
+use super::app::{App, DOUBLE_PRESS_MS, Effect, Overlay, PickerKind};
 use super::completion::{file_candidates, slash_candidates};
 use super::slash::run_slash;
 
-/// Two presses of Esc or Ctrl+C within this many milliseconds count as a double press.
-pub const DOUBLE_PRESS_MS: i64 = 1000;
 /// Keys arriving this soon after a permission dialog opens were typed for the
 /// composer; they are dropped rather than taken as an answer.
 pub const PERMISSION_GRACE_MS: i64 = 400;
@@ -200,7 +198,7 @@ fn composer_key(app: &mut App, action: Action) -> Vec<Effect> {
         Action::WordBack => composer.move_word_back(),
         Action::WordForward => composer.move_word_forward(),
         Action::Enter => return submit(app),
-        Action::Tab => switch_agent(app, None),
+        Action::Tab => app.switch_agent(None),
         Action::Escape => return escape(app),
         Action::CtrlC => ctrl_c(app),
         Action::ScrollLines(n) => app.scroll.by(n.into()),
@@ -234,14 +232,6 @@ fn move_vertically(composer: &mut super::composer::Composer, up: bool) {
         composer.move_line_end();
         composer.move_right();
     }
-}
-
-pub fn switch_agent(app: &mut App, to: Option<&str>) {
-    app.agent = match to {
-        Some(agent) => agent.to_string(),
-        None if app.agent == "build" => "plan".to_string(),
-        None => "build".to_string(),
-    };
 }
 
 fn submit(app: &mut App) -> Vec<Effect> {

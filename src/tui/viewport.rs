@@ -6,12 +6,11 @@
 //! the timeline changes or the width does. This is the measuring half of a
 //! frame (it mutates the cache); drawing the prepared rows is `view`'s job.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use ratatui::text::Line;
 
-use super::app::App;
 use super::markdown::WrapMemo;
 use super::scroll::{Anchor, Scroll};
 use super::timeline::Block;
@@ -43,48 +42,29 @@ impl Viewport {
     }
 }
 
-/// Fills `app.viewport.rows` for a transcript area of `width` x `height`.
-pub fn prepare(app: &mut App, width: u16, height: u16) {
-    let awaiting: HashSet<String> = app
-        .permissions
-        .iter()
-        .filter_map(|r| r.call_id.clone())
-        .collect();
-    app.timeline.blocks();
-    let App {
-        timeline,
-        viewport,
-        scroll,
-        now,
-        expand_details,
-        show_reasoning,
-        ..
-    } = app;
-    viewport.height = height;
-    let cx = BlockContext {
-        timeline,
-        now: *now,
-        expand_details: *expand_details,
-        show_reasoning: *show_reasoning,
-        awaiting: &awaiting,
-    };
-    let mut measure = Measure {
-        cx: &cx,
-        cache: &mut viewport.cache,
-        changing: &mut viewport.changing,
-        width: width as usize,
-    };
-    let block_count = measure.blocks().len();
-    resolve_scroll(&mut measure, scroll, block_count, height as usize);
-    let (rows, at_bottom) = match scroll.anchor {
-        None => (
-            rows_from_bottom(&mut measure, block_count, height as usize),
-            true,
-        ),
-        Some(anchor) => rows_from(&mut measure, anchor, block_count, height as usize),
-    };
-    viewport.rows = rows;
-    viewport.at_bottom = at_bottom;
+impl Viewport {
+    /// Fills `rows` for a transcript area of `width` x `height`, resolving
+    /// `scroll` against the blocks `cx` shows.
+    pub fn prepare(&mut self, cx: &BlockContext, scroll: &mut Scroll, width: u16, height: u16) {
+        self.height = height;
+        let mut measure = Measure {
+            cx,
+            cache: &mut self.cache,
+            changing: &mut self.changing,
+            width: width as usize,
+        };
+        let block_count = measure.blocks().len();
+        resolve_scroll(&mut measure, scroll, block_count, height as usize);
+        let (rows, at_bottom) = match scroll.anchor {
+            None => (
+                rows_from_bottom(&mut measure, block_count, height as usize),
+                true,
+            ),
+            Some(anchor) => rows_from(&mut measure, anchor, block_count, height as usize),
+        };
+        self.rows = rows;
+        self.at_bottom = at_bottom;
+    }
 }
 
 struct Measure<'a, 'b> {

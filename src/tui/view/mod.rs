@@ -3,7 +3,7 @@
 //! Layout: transcript (fills), activity row (working / retrying / queued),
 //! composer, status line; overlays and the permission dialog drawn on top.
 //! Reads state only: no I/O, no awaiting, no mutation (the measuring half of a
-//! frame is `viewport::prepare`, run just before).
+//! frame is `Viewport::prepare`, run just before).
 
 pub mod composer;
 pub mod context;
@@ -21,8 +21,10 @@ use ratatui::style::{Color, Style};
 use ratatui::text::Line;
 use ratatui::widgets::{Clear, Paragraph};
 
+use std::collections::HashSet;
+
 use super::app::{App, Overlay};
-use super::viewport;
+use transcript::BlockContext;
 
 /// Where each pane goes for a given screen size.
 pub struct Areas {
@@ -55,7 +57,29 @@ pub fn areas(app: &App, area: Rect) -> Areas {
 /// Measures and caches what the next frame shows; call before [`draw`].
 pub fn prepare(app: &mut App, area: Rect) {
     let transcript = areas(app, area).transcript;
-    viewport::prepare(app, transcript.width, transcript.height);
+    let awaiting: HashSet<String> = app
+        .permissions
+        .iter()
+        .filter_map(|r| r.call_id.clone())
+        .collect();
+    app.timeline.blocks();
+    let App {
+        timeline,
+        viewport,
+        scroll,
+        now,
+        expand_details,
+        show_reasoning,
+        ..
+    } = app;
+    let cx = BlockContext {
+        timeline,
+        now: *now,
+        expand_details: *expand_details,
+        show_reasoning: *show_reasoning,
+        awaiting: &awaiting,
+    };
+    viewport.prepare(&cx, scroll, transcript.width, transcript.height);
 }
 
 pub fn draw(app: &App, frame: &mut Frame<'_>) {
