@@ -73,8 +73,60 @@ pub fn encode_request(request: &ChatRequest, options: OpenAiOptions) -> Value {
     if let (true, Some(key)) = (options.sends_prompt_cache_key, &request.cache_key) {
         body["prompt_cache_key"] = json!(key);
     }
+    if is_claude(&request.model) {
+        place_cache_breakpoints(&mut body["messages"]);
+    }
     body
 }
+
+/// A Claude model behind an OpenAI-compatible gateway (OpenRouter's
+/// `anthropic/claude-sonnet-4.5`, LiteLLM's `claude-...`). Anthropic caches
+/// only what `cache_control` marks, and the gateways pass the marks on; any
+/// other model ignores them or caches on its own, so they go to Claude only.
+fn is_claude(model: &str) -> bool {
+    model.to_ascii_lowercase().contains("claude")
+}
+
+/// Anthropic's placement rule (see `anthropic`): the system prompt, and the
+/// last part of the last two messages that can carry a mark (an assistant
+/// turn of tool calls only cannot), so the next request reads the prefix
+/// this one writes. Three marks; Anthropic allows four.
+fn place_cache_breakpoints(messages: &mut Value) {
+    let Some(messages) = messages.as_array_mut() else {
+        return;
+    };
+    if let Some(system) = messages.first_mut().filter(|m| m["role"] == "system") {
+        mark_last_part(system);
+    }
+    let mut marked = 0;
+    for message in messages.iter_mut().rev() {
+        if marked == MESSAGE_BREAKPOINTS {
+            break;
+        }
+        if message["role"] != "system" && mark_last_part(message) {
+            marked += 1;
+        }
+    }
+}
+
+/// Marks a message's last content part, turning text content into a part
+/// list first (a mark needs a part to sit on); false when it has no content.
+fn mark_last_part(message: &mut Value) -> bool {
+    let content = &mut message["content"];
+    if let Some(text) = content.as_str().filter(|text| !text.is_empty()) {
+        *content = json!([{"type": "text", "text": text}]);
+    }
+    match content.as_array_mut().and_then(|parts| parts.last_mut()) {
+        Some(part) => {
+            part["cache_control"] = json!({"type": "ephemeral"});
+            true
+        }
+        None => false,
+    }
+}
+
+/// Messages after the system prompt that get a cache mark.
+const MESSAGE_BREAKPOINTS: usize = 2;
 
 /// Tool results become `tool` messages first (they must follow the assistant
 /// turn that called them); the rest stays a user message. Images a tool
@@ -211,6 +263,8 @@ struct WireUsage {
 #[derive(Deserialize)]
 struct PromptDetails {
     cached_tokens: Option<u64>,
+    /// OpenRouter's count of tokens written to an Anthropic cache.
+    cache_write_tokens: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -219,8 +273,9 @@ struct CompletionDetails {
 }
 
 impl WireUsage {
-    /// OpenAI counts cached tokens inside `prompt_tokens` and reasoning inside
-    /// `completion_tokens`; `Usage` keeps them apart.
+    /// OpenAI counts cached tokens (and OpenRouter cache writes) inside
+    /// `prompt_tokens` and reasoning inside `completion_tokens`; `Usage`
+    /// keeps them apart.
     fn normalize(&self) -> Usage {
         let cached = self
             .prompt_tokens_details
@@ -228,17 +283,22 @@ impl WireUsage {
             .and_then(|details| details.cached_tokens)
             .or(self.prompt_cache_hit_tokens)
             .unwrap_or(0);
+        let written = self
+            .prompt_tokens_details
+            .as_ref()
+            .and_then(|details| details.cache_write_tokens)
+            .unwrap_or(0);
         let reasoning = self
             .completion_tokens_details
             .as_ref()
             .and_then(|details| details.reasoning_tokens)
             .unwrap_or(0);
         Usage {
-            input: self.prompt_tokens.saturating_sub(cached),
+            input: self.prompt_tokens.saturating_sub(cached + written),
             output: self.completion_tokens.saturating_sub(reasoning),
             reasoning,
             cache_read: cached,
-            cache_write: 0,
+            cache_write: written,
         }
     }
 }

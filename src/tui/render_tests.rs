@@ -288,6 +288,10 @@ fn context_overlay_bars_add_up_to_the_gauge() {
         prunable: 22_000,
         gauge,
         last_compaction: Some((142_000, 3_100)),
+        last_cache: Some(crate::message::CacheTokens {
+            read: 41_000,
+            write: 2_100,
+        }),
     })));
     assert_snapshot!(render(&mut app, 80, 24));
 }

@@ -270,6 +270,7 @@ mod tests {
             prunable: 0,
             gauge: gauge(62_000),
             last_compaction: None,
+            last_cache: None,
         };
         reply.send(breakdown.clone()).expect("the TUI is waiting");
         let message = internal_rx.recv().await.expect("the reply comes back");

@@ -649,6 +649,69 @@ async fn the_request_sent_has_the_exact_openai_shape() {
     );
 }
 
+/// Claude behind an OpenAI-compatible gateway (OpenRouter) is cached only
+/// where `cache_control` marks the parts: the system prompt and the last part
+/// of the last two messages, as on the Anthropic wire; other models get none.
+#[tokio::test]
+async fn a_claude_model_behind_a_gateway_gets_cache_marks_and_reports_cache_use() {
+    let usage = json!({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
+        "choices": [], "usage": {"prompt_tokens": 5000, "completion_tokens": 20,
+        "prompt_tokens_details": {"cached_tokens": 3000, "cache_write_tokens": 1500}}});
+    let answer = ScriptedResponse::sse()
+        .chunk(finish_chunk("stop"))
+        .chunk(format!("data: {usage}\n\ndata: [DONE]\n\n"));
+    let server = ScriptedServer::start([answer]).await;
+    let config = Endpoint::new("openrouter", Wire::OpenAi, format!("{}/v1", server.url()));
+    let provider = Provider::new(config).unwrap();
+    let mut request = conversation();
+    request.model = "anthropic/claude-sonnet-4.5".into();
+    let stream = within(LIMIT, provider.stream(&request, CancellationToken::new()))
+        .await
+        .unwrap();
+    let (events, error) = within(LIMIT, collect_events(stream)).await;
+    assert!(error.is_none(), "{error:?}");
+    let mark = json!({"type": "ephemeral"});
+    let body = server.requests()[0].json();
+    assert_eq!(
+        body["messages"],
+        json!([
+            {"role": "system", "content": [
+                {"type": "text", "text": "You are cairn.\n\nProject rules: be terse.", "cache_control": mark},
+            ]},
+            {"role": "user", "content": [
+                {"type": "text", "text": "Read main.rs"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBOR"}},
+            ]},
+            {"role": "assistant", "content": "Reading.", "tool_calls": [
+                {"id": "call_1", "type": "function", "function": {"name": "read", "arguments": "{\"path\":\"src/main.rs\"}"}},
+                {"id": "call_2", "type": "function", "function": {"name": "read", "arguments": "{\"path\": broken"}},
+            ]},
+            {"role": "tool", "tool_call_id": "call_1", "content": "fn main() {}"},
+            {"role": "tool", "tool_call_id": "call_2", "content": [
+                {"type": "text", "text": "invalid arguments", "cache_control": mark},
+            ]},
+            {"role": "user", "content": [
+                {"type": "text", "text": "Now explain.", "cache_control": mark},
+            ]},
+        ])
+    );
+    let usage = events
+        .iter()
+        .find_map(|event| match event {
+            StreamEvent::Finish { usage, .. } => Some(*usage),
+            _ => None,
+        })
+        .expect("a finish event");
+    assert_eq!(
+        (usage.input, usage.cache_read, usage.cache_write),
+        (500, 3000, 1500),
+        "prompt_tokens holds the cache reads and writes"
+    );
+    // Any other model is sent without marks.
+    let plain = provider.request_body(&conversation());
+    assert!(!plain.to_string().contains("cache_control"), "{plain}");
+}
+
 #[test]
 fn local_servers_get_max_tokens_and_no_cache_key() {
     let provider = Provider::new(Endpoint::new(

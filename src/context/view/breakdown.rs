@@ -11,7 +11,7 @@
 use serde::Serialize;
 
 use crate::context::ContextGauge;
-use crate::message::{MessageWithParts, PartKind};
+use crate::message::{CacheTokens, MessageWithParts, PartKind};
 use crate::provider::ToolSpec;
 use crate::token;
 
@@ -29,6 +29,9 @@ pub struct ContextBreakdown {
     pub gauge: ContextGauge,
     /// Tokens before -> after the last compaction, if any.
     pub last_compaction: Option<(u64, u64)>,
+    /// What the last answered request read from and wrote to the provider's
+    /// prompt cache; `None` when it used no cache.
+    pub last_cache: Option<CacheTokens>,
 }
 
 /// What the next request is made of.
@@ -106,7 +109,19 @@ pub fn build_breakdown(input: &BreakdownInput<'_>) -> ContextBreakdown {
         prunable,
         gauge: input.gauge,
         last_compaction: input.last_compaction,
+        last_cache: last_cache(input.history),
     }
+}
+
+/// The cache use of the newest answered request in the view.
+fn last_cache(history: &[MessageWithParts]) -> Option<CacheTokens> {
+    history
+        .iter()
+        .rev()
+        .filter_map(|m| m.message.as_assistant())
+        .find(|a| a.finish.is_some())
+        .map(|a| a.tokens.cache)
+        .filter(|cache| cache.read + cache.write > 0)
 }
 
 /// Scales `counts` so they sum to exactly `target` (largest remainder).

@@ -97,6 +97,13 @@ pub fn breakdown_lines(b: &ContextBreakdown) -> Vec<Line<'static>> {
     } else {
         "nothing to prune yet".to_string()
     }));
+    if let Some(cache) = b.last_cache {
+        lines.push(Line::raw(format!(
+            "prompt cache, last request: {} read, {} written",
+            short(cache.read),
+            short(cache.write)
+        )));
+    }
     if let Some((before, after)) = b.last_compaction {
         lines.push(Line::raw(format!(
             "last compaction: {} → {} tokens",
