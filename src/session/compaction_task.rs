@@ -207,10 +207,11 @@ fn was_mid_task(history: &[MessageWithParts], request_id: &str) -> bool {
     let last_assistant = before
         .iter()
         .rev()
-        .find_map(|m| m.message.as_assistant().map(|a| (m.message.id.as_str(), a)));
+        .find(|m| m.message.as_assistant().is_some());
     match (last_user, last_assistant) {
-        (Some(user), Some((id, assistant))) => {
-            user.message.id.as_str() > id || assistant.finish == Some(FinishReason::ToolCalls)
+        (Some(user), Some(assistant)) => {
+            user.message.id > assistant.message.id
+                || crate::session::run::wants_tool_results(assistant)
         }
         (Some(_), None) => true,
         _ => false,

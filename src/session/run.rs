@@ -76,13 +76,28 @@ impl<'a> Latest<'a> {
         let Some(info) = assistant.message.as_assistant() else {
             return false;
         };
-        let finished = info.finish.is_some_and(|f| f != FinishReason::ToolCalls);
+        let finished = info.finish.is_some() && !wants_tool_results(assistant);
         let unfinished_tools = assistant
             .parts
             .iter()
             .filter_map(Part::as_tool)
             .any(|t| !t.state.is_finished());
         finished && !unfinished_tools && user.message.id < assistant.message.id
+    }
+}
+
+/// Whether `assistant` ended a step that the model must see the tool results
+/// of. Calling tools is what decides, not the finish reason: several
+/// OpenAI-compatible servers and gateways end a tool call with `stop`, no
+/// reason or one of their own. A step that failed (`error`) is over anyway.
+pub fn wants_tool_results(assistant: &MessageWithParts) -> bool {
+    let Some(info) = assistant.message.as_assistant() else {
+        return false;
+    };
+    match info.finish {
+        Some(FinishReason::ToolCalls) => true,
+        Some(FinishReason::Error) | None => false,
+        Some(_) => assistant.parts.iter().any(|part| part.as_tool().is_some()),
     }
 }
 

@@ -1,0 +1,210 @@
+//! The loop's step rules against a scripted server: a step that called tools
+//! always continues, whatever finish reason the server sent; retries follow
+//! one policy; overflow and odd replies end with a clear message.
+
+use crate::scenario;
+use crate::support;
+
+use std::process::Output;
+use std::time::Duration;
+
+use scenario::{Scenario, text};
+use serde_json::{Value, json};
+use support::{ScriptedResponse, ScriptedServer};
+
+/// One OpenAI chunk with `delta` and `finish` (null when `None`).
+fn openai_chunk(delta: Value, finish: Option<&str>) -> String {
+    let body = json!({
+        "id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "test-model",
+        "choices": [{ "index": 0, "delta": delta, "finish_reason": finish }]
+    });
+    format!("data: {body}\n\n")
+}
+
+/// A tool call ended with `finish` instead of `tool_calls`.
+fn openai_tool_call_ending(
+    id: &str,
+    name: &str,
+    arguments: Value,
+    finish: Option<&str>,
+) -> ScriptedResponse {
+    ScriptedResponse::sse()
+        .chunk(openai_chunk(json!({"role": "assistant", "content": null, "tool_calls": [
+            {"index": 0, "id": id, "type": "function", "function": {"name": name, "arguments": arguments.to_string()}}]}), None))
+        .chunk(openai_chunk(json!({}), finish))
+        .chunk("data: [DONE]\n\n")
+}
+
+/// An Anthropic Messages stream: one `tool_use` block ended with `stop_reason`.
+fn anthropic_tool_use_ending(
+    id: &str,
+    name: &str,
+    arguments: Value,
+    stop_reason: &str,
+) -> ScriptedResponse {
+    let event = |kind: &str, data: Value| format!("event: {kind}\ndata: {data}\n\n");
+    ScriptedResponse::sse()
+        .chunk(event("message_start", json!({"type": "message_start", "message": {
+            "id": "msg_1", "type": "message", "role": "assistant", "model": "test-model", "content": [],
+            "stop_reason": null, "usage": {"input_tokens": 900, "output_tokens": 1}}})))
+        .chunk(event("content_block_start", json!({"type": "content_block_start", "index": 0,
+            "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}})))
+        .chunk(event("content_block_delta", json!({"type": "content_block_delta", "index": 0,
+            "delta": {"type": "input_json_delta", "partial_json": arguments.to_string()}})))
+        .chunk(event("content_block_stop", json!({"type": "content_block_stop", "index": 0})))
+        .chunk(event("message_delta", json!({"type": "message_delta",
+            "delta": {"stop_reason": stop_reason}, "usage": {"output_tokens": 20}})))
+        .chunk(event("message_stop", json!({"type": "message_stop"})))
+}
+
+fn anthropic_text(answer: &str) -> ScriptedResponse {
+    let event = |kind: &str, data: Value| format!("event: {kind}\ndata: {data}\n\n");
+    ScriptedResponse::sse()
+        .chunk(event("message_start", json!({"type": "message_start", "message": {
+            "id": "msg_2", "type": "message", "role": "assistant", "model": "test-model", "content": [],
+            "stop_reason": null, "usage": {"input_tokens": 1000, "output_tokens": 1}}})))
+        .chunk(event("content_block_start", json!({"type": "content_block_start", "index": 0,
+            "content_block": {"type": "text", "text": ""}})))
+        .chunk(event("content_block_delta", json!({"type": "content_block_delta", "index": 0,
+            "delta": {"type": "text_delta", "text": answer}})))
+        .chunk(event("content_block_stop", json!({"type": "content_block_stop", "index": 0})))
+        .chunk(event("message_delta", json!({"type": "message_delta",
+            "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 20}})))
+        .chunk(event("message_stop", json!({"type": "message_stop"})))
+}
+
+/// Whether a request body carries the result of tool call `id` (either wire).
+fn carries_tool_result(body: &Value, id: &str) -> bool {
+    body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|message| {
+            message["tool_call_id"] == id
+                || message["content"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|block| block["type"] == "tool_result" && block["tool_use_id"] == id)
+        })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_call_ending_with_any_finish_reason_continues_the_turn() {
+    for finish in [Some("stop"), None, Some("end_of_turn_or_so")] {
+        let scenario = Scenario::start(vec![
+            openai_tool_call_ending("call_1", "list", json!({"path": "."}), finish),
+            text("Nothing much here.", 900),
+        ])
+        .await;
+        let (_session, handle) = scenario.session(cairn::permission::Mode::Headless).await;
+        let (code, stdout, stderr) = scenario.run(&handle, "what is here?").await;
+        assert_eq!(code, 0, "finish {finish:?}: {stderr}");
+        assert!(
+            stdout.contains("Nothing much here."),
+            "finish {finish:?}: {stdout:?} {stderr}"
+        );
+        let requests = scenario.requests();
+        assert_eq!(
+            requests.len(),
+            2,
+            "finish {finish:?}: the model saw the tool result"
+        );
+        assert!(carries_tool_result(&requests[1], "call_1"));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_anthropic_tool_use_ending_with_end_turn_continues_the_turn() {
+    let scenario = Scenario::with_config(
+        vec![
+            anthropic_tool_use_ending("toolu_1", "list", json!({"path": "."}), "end_turn"),
+            anthropic_text("Nothing much here."),
+        ],
+        |config| {
+            let provider = config
+                .provider
+                .get_mut("scripted")
+                .expect("scripted provider");
+            provider.wire = Some(cairn::config::Wire::Anthropic);
+            let url = provider.base_url.as_ref().expect("url").to_string();
+            let root = url.trim_end_matches("/v1").to_string();
+            provider.base_url = Some(cairn::config::NonEmpty::new(root).expect("url"));
+        },
+    )
+    .await;
+    let (_session, handle) = scenario.session(cairn::permission::Mode::Headless).await;
+    let (code, stdout, stderr) = scenario.run(&handle, "what is here?").await;
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("Nothing much here."), "{stdout:?} {stderr}");
+    let requests = scenario.requests();
+    assert_eq!(requests.len(), 2, "the model saw the tool result");
+    assert!(carries_tool_result(&requests[1], "toolu_1"));
+}
+
+/// A temp git repository with a `cairn.toml` for `server`, and private homes.
+struct Project {
+    root: tempfile::TempDir,
+    home: tempfile::TempDir,
+}
+
+impl Project {
+    fn new(base_url: &str) -> Self {
+        let root = tempfile::tempdir().expect("project dir");
+        std::fs::create_dir(root.path().join(".git")).expect("mark as git repo");
+        let config = format!(
+            "model = \"scripted/test-model\"\nyolo = true\n\n\
+             [provider.scripted]\nwire = \"openai\"\nbase_url = \"{base_url}/v1\"\n\n\
+             [provider.scripted.models.\"test-model\"]\ncontext = 200000\noutput = 32000\n",
+        );
+        std::fs::write(root.path().join("cairn.toml"), config).expect("write cairn.toml");
+        Self {
+            root,
+            home: tempfile::tempdir().expect("home dir"),
+        }
+    }
+
+    async fn cairn(&self, args: &[&str]) -> Output {
+        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_cairn"));
+        command
+            .args(args)
+            .current_dir(self.root.path())
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", self.home.path())
+            .env("XDG_CONFIG_HOME", self.home.path().join("config"))
+            .env("CAIRN_DATA_DIR", self.home.path().join("data"))
+            .kill_on_drop(true);
+        tokio::time::timeout(Duration::from_secs(60), command.output())
+            .await
+            .expect("cairn finishes within 60 s")
+            .expect("run cairn")
+    }
+}
+
+fn describe(output: &Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cairn_run_answers_after_a_tool_call_that_ended_with_stop() {
+    let server = ScriptedServer::start([
+        openai_tool_call_ending("call_1", "list", json!({"path": "."}), Some("stop")),
+        text("Only cairn.toml is here.", 900),
+    ])
+    .await;
+    let project = Project::new(&server.url());
+    let output = project.cairn(&["run", "what is here?"]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    assert!(
+        String::from_utf8_lossy(&output.stdout).contains("Only cairn.toml is here."),
+        "{}",
+        describe(&output)
+    );
+    assert_eq!(server.requests().len(), 2, "{}", describe(&output));
+}
