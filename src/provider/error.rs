@@ -40,6 +40,9 @@ pub struct Error {
     message: String,
     /// The server's requested wait (`retry-after-ms` / `retry-after`).
     retry_after: Option<Duration>,
+    /// A connection refused by a local address: nothing listens there, and
+    /// waiting will not start it (one quick retry covers a restart).
+    local_refusal: bool,
 }
 
 impl Error {
@@ -52,7 +55,31 @@ impl Error {
             kind,
             message: message.into(),
             retry_after,
+            local_refusal: false,
         }
+    }
+
+    /// `network` for a connection that a local address refused.
+    pub fn refused_locally(url: &str, detail: impl std::fmt::Display) -> Self {
+        Self {
+            local_refusal: true,
+            ..Self::new(
+                ErrorKind::Network,
+                format!(
+                    "nothing is listening at {url} ({detail}); start the server or fix base_url in the config"
+                ),
+            )
+        }
+    }
+
+    pub fn is_local_refusal(&self) -> bool {
+        self.local_refusal
+    }
+
+    /// The same failure with `advice` appended to its message.
+    pub fn with_advice(mut self, advice: impl std::fmt::Display) -> Self {
+        self.message = format!("{}; {advice}", self.message);
+        self
     }
 
     pub fn kind(&self) -> ErrorKind {

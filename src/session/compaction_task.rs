@@ -100,6 +100,7 @@ pub async fn run(
             summary: true,
             cancel: cancel.clone(),
             sent_tokens: Some(counted),
+            retries: &mut 0,
         };
         match processor::process(step_input, &mut runner).await? {
             StepOutcome::Compact => {

@@ -52,6 +52,9 @@ pub struct Step<'a> {
     /// reported for it (`gauge::Measured::counted`); `None` when its usage
     /// must teach nothing.
     pub sent_tokens: Option<u64>,
+    /// Retries of this step made so far (the loop's and the request's, one
+    /// count for `RetryPolicy`); advanced while the request is retried.
+    pub retries: &'a mut u32,
 }
 
 /// The parts being built while the stream runs.
@@ -104,11 +107,16 @@ pub async fn process(step: Step<'_>, runner: &mut ToolRunner) -> Result<StepOutc
             &step.request,
             step.cancel.clone(),
             &ctx.settings.retry,
+            step.retries,
             on_retry,
         )
         .await;
     let mut stream = match opened {
         Ok(stream) => stream,
+        // The retry policy already had its say: this failure is final.
+        Err(error) if error.is_retryable() => {
+            return fail_for_good(ctx, &mut building, runner, error).await;
+        }
         Err(error) => return fail(ctx, &mut building, runner, error).await,
     };
     ctx.set_status(SessionStatus::Busy);
@@ -473,6 +481,17 @@ async fn fail(
         set_error(ctx, building, MessageErrorKind::Api, &error.to_string()).await?;
         return Ok(StepOutcome::Retry(error));
     }
+    fail_for_good(ctx, building, runner, error).await
+}
+
+/// A failure that ends the turn: recorded on the message and shown.
+async fn fail_for_good(
+    ctx: &SessionCtx,
+    building: &mut Building,
+    runner: &mut ToolRunner,
+    error: provider::Error,
+) -> Result<StepOutcome, Error> {
+    close_open_parts(ctx, building).await?;
     finish_tools(ctx, building, runner).await?;
     let kind = if error.kind() == provider::ErrorKind::Auth {
         MessageErrorKind::Auth

@@ -28,9 +28,6 @@ use crate::session::{Error, compaction_task, context, gauge, prompt, prune_task}
 const MAX_STEPS_PROMPT: &str = include_str!("../../assets/prompts/max-steps.txt");
 const PLAN_REMINDER: &str = include_str!("../../assets/prompts/plan.txt");
 
-/// Retries of a step that failed mid-stream before anything useful arrived.
-const MAX_STEP_RETRIES: u32 = 4;
-
 /// How many recent tool calls the doom-loop detector looks back over.
 const DOOM_HISTORY: usize = 24;
 
@@ -230,6 +227,7 @@ async fn decide_and_act(
             summary: false,
             cancel: cancel.clone(),
             sent_tokens: Some(measured.counted),
+            retries,
         },
         &mut runner,
     )
@@ -269,13 +267,18 @@ async fn after_step(
             create_compaction(ctx, user, part).await?;
         }
         StepOutcome::Retry(error) => {
-            *retries += 1;
-            if *retries > MAX_STEP_RETRIES {
-                ctx.writer.error(&ctx.session_id, format!("{error}. Gave up after {MAX_STEP_RETRIES} retries; send a message to try again."));
-                return Ok(Next::Exit);
-            }
-            if !wait_before_retry(ctx, *retries, &error.to_string(), cancel).await {
-                return Ok(Next::Exit);
+            let message = error.to_string();
+            match ctx.settings.retry.next_wait(*retries, error) {
+                Ok(wait) => {
+                    *retries += 1;
+                    if !wait_before_retry(ctx, *retries, &message, wait, cancel).await {
+                        return Ok(Next::Exit);
+                    }
+                }
+                Err(final_error) => {
+                    ctx.writer.error(&ctx.session_id, final_error.to_string());
+                    return Ok(Next::Exit);
+                }
             }
         }
     }
@@ -399,15 +402,15 @@ fn recent_calls(history: &[MessageWithParts]) -> Vec<CallSignature> {
     calls
 }
 
-/// Backs off before retrying a failed step, showing the countdown.
+/// Waits `delay` before retrying a failed step, showing the countdown.
 /// Returns false when the user cancelled meanwhile.
 async fn wait_before_retry(
     ctx: &SessionCtx,
     attempt: u32,
     message: &str,
+    delay: Duration,
     cancel: &CancellationToken,
 ) -> bool {
-    let delay = Duration::from_secs(2u64.saturating_pow(attempt).min(30));
     ctx.set_status(SessionStatus::Retrying {
         attempt,
         message: message.to_string(),

@@ -208,3 +208,57 @@ async fn cairn_run_answers_after_a_tool_call_that_ended_with_stop() {
     );
     assert_eq!(server.requests().len(), 2, "{}", describe(&output));
 }
+
+/// A loopback port with nothing listening on it.
+async fn closed_port() -> u16 {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    listener.local_addr().expect("address").port()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cairn_run_says_at_once_that_a_local_server_is_down() {
+    let port = closed_port().await;
+    let project = Project::new(&format!("http://127.0.0.1:{port}"));
+    let started = std::time::Instant::now();
+    let output = project.cairn(&["run", "hello"]).await;
+    let waited = started.elapsed();
+    assert_eq!(output.status.code(), Some(1), "{}", describe(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("nothing is listening at"),
+        "{}",
+        describe(&output)
+    );
+    assert!(
+        stderr.contains("gave up after 2 attempts"),
+        "{}",
+        describe(&output)
+    );
+    // One countdown line, rewritten in place, ended once.
+    assert_eq!(stderr.matches("retry 1 in").count(), 1, "{stderr:?}");
+    assert!(!stderr.contains("retry 2"), "{stderr:?}");
+    assert!(waited < Duration::from_secs(10), "waited {waited:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_persistent_429_asking_for_an_hour_gets_one_request() {
+    let rate_limited = || {
+        ScriptedResponse::json(
+            429,
+            r#"{"error":{"message":"Rate limit reached","type":"rate_limit_exceeded"}}"#,
+        )
+        .header("retry-after", "3600")
+    };
+    let scenario = Scenario::start((0..8).map(|_| rate_limited()).collect()).await;
+    let (_session, handle) = scenario.session(cairn::permission::Mode::Headless).await;
+    let started = std::time::Instant::now();
+    let (code, _stdout, stderr) = scenario.run(&handle, "hello").await;
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(scenario.server.requests().len(), 1, "{stderr}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert!(stderr.contains("a wait of 60 min"), "{stderr}");
+    assert!(stderr.contains("try again after"), "{stderr}");
+    assert!(!stderr.contains("retry 1"), "{stderr}");
+}
