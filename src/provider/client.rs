@@ -208,6 +208,14 @@ impl Provider {
             },
         };
         let status = response.status();
+        if is_html(response.headers()) {
+            let text = tokio::select! {
+                biased;
+                _ = cancel.cancelled() => return Err(Error::cancelled()),
+                text = tokio::time::timeout(stall, read_error_body(response)) => text.unwrap_or_default(),
+            };
+            return Err(redact(Error::html_page(&url, status.as_u16(), &text)));
+        }
         if !status.is_success() {
             let headers = response.headers().clone();
             let text = tokio::select! {
@@ -331,6 +339,20 @@ fn build_headers(config: &ProviderConfig) -> Result<HeaderMap, Error> {
         headers.insert(header_name, header_value);
     }
     Ok(headers)
+}
+
+/// Whether the reply is a web page: a login portal or a proxy's error page
+/// stands where the API should be, and no retry will change that.
+fn is_html(headers: &HeaderMap) -> bool {
+    headers
+        .get(CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| {
+            value
+                .trim_start()
+                .to_ascii_lowercase()
+                .starts_with("text/html")
+        })
 }
 
 /// A request that never got an answer. A local address that refuses the

@@ -161,6 +161,19 @@ impl Error {
         )
     }
 
+    /// A web page where the API should answer; quotes the page's title.
+    pub fn html_page(url: &str, status: u16, page: &str) -> Self {
+        let title = html_title(page)
+            .map(|title| format!(" titled \"{}\"", excerpt(&title)))
+            .unwrap_or_default();
+        Self::new(
+            ErrorKind::Malformed,
+            format!(
+                "the server at {url} answered with an HTML page, not an API response (HTTP {status}{title}); a login portal, proxy or wrong base_url is in the way: check base_url and open it in a browser"
+            ),
+        )
+    }
+
     pub fn malformed(provider: &str, detail: impl std::fmt::Display) -> Self {
         Self::new(
             ErrorKind::Malformed,
@@ -194,6 +207,20 @@ impl Error {
         }
         self
     }
+}
+
+/// The text of a page's `<title>`, whitespace collapsed.
+fn html_title(page: &str) -> Option<String> {
+    let lower = page.to_ascii_lowercase();
+    let open = lower.find("<title")?;
+    let start = open + lower[open..].find('>')? + 1;
+    let end = start + lower[start..].find("</title")?;
+    let title = page
+        .get(start..end)?
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    (!title.is_empty()).then_some(title)
 }
 
 /// The longest piece of a server's event quoted in a message.

@@ -262,3 +262,29 @@ async fn a_persistent_429_asking_for_an_hour_gets_one_request() {
     assert!(stderr.contains("try again after"), "{stderr}");
     assert!(!stderr.contains("retry 1"), "{stderr}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_html_page_is_reported_as_such_and_not_retried() {
+    let page = "<!DOCTYPE html><html><head><title>Guest WiFi - Sign in</title></head><body>Accept the terms</body></html>";
+    for status in [200, 502] {
+        let html = || {
+            ScriptedResponse::new(status)
+                .header("content-type", "text/html; charset=utf-8")
+                .chunk(page)
+        };
+        let scenario = Scenario::start((0..6).map(|_| html()).collect()).await;
+        let (_session, handle) = scenario.session(cairn::permission::Mode::Headless).await;
+        let (code, _stdout, stderr) = scenario.run(&handle, "hello").await;
+        assert_eq!(code, 1, "{stderr}");
+        assert_eq!(
+            scenario.server.requests().len(),
+            1,
+            "HTTP {status}: {stderr}"
+        );
+        assert!(
+            stderr.contains("answered with an HTML page, not an API response"),
+            "{stderr}"
+        );
+        assert!(stderr.contains("Guest WiFi - Sign in"), "{stderr}");
+    }
+}
