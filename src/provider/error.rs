@@ -43,6 +43,8 @@ pub struct Error {
     /// A connection refused by a local address: nothing listens there, and
     /// waiting will not start it (one quick retry covers a restart).
     local_refusal: bool,
+    /// The window the provider said the model has, when an overflow states it.
+    stated_context: Option<u64>,
 }
 
 impl Error {
@@ -56,6 +58,7 @@ impl Error {
             message: message.into(),
             retry_after,
             local_refusal: false,
+            stated_context: None,
         }
     }
 
@@ -93,6 +96,16 @@ impl Error {
     /// How long the server asked us to wait, if it said.
     pub fn retry_after(&self) -> Option<Duration> {
         self.retry_after
+    }
+
+    /// The model's window as the provider stated it in an overflow error.
+    pub fn stated_context(&self) -> Option<u64> {
+        self.stated_context
+    }
+
+    pub fn with_stated_context(mut self, tokens: Option<u64>) -> Self {
+        self.stated_context = tokens.filter(|tokens| *tokens > 0);
+        self
     }
 
     pub fn with_retry_after(mut self, wait: Option<Duration>) -> Self {

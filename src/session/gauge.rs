@@ -27,7 +27,16 @@ pub struct Accounting {
     guard: Mutex<CompactionGuard>,
     /// Our count of the last request sent to each model, to learn from its usage.
     last_sent: Mutex<HashMap<ModelRef, u64>>,
+    /// Windows providers stated in overflow errors, smaller than configured.
+    stated_windows: Mutex<HashMap<ModelRef, u64>>,
+    /// Requests rejected as too long since the turn began or a step last
+    /// succeeded: each cost a compaction, and a provider that keeps
+    /// rejecting must not cost them without end.
+    rejections: Mutex<u32>,
 }
+
+/// Compactions one turn may spend on requests the provider rejected as too long.
+pub const MAX_REJECTED_COMPACTIONS: u32 = 2;
 
 /// Locks a mutex whose data stays usable after a panic elsewhere (plain
 /// maps, counters, lists): a poisoned lock is taken as is.
@@ -77,7 +86,60 @@ fn settings(ctx: &SessionCtx) -> token::CompactionSettings {
 }
 
 pub fn usable(ctx: &SessionCtx, model: &ResolvedModel) -> u64 {
-    token::usable(&model.limits, &settings(ctx))
+    token::usable(&limits(ctx, model), &settings(ctx))
+}
+
+/// The model's limits, with the window a provider stated when it is smaller:
+/// the provider knows its window better than the catalog or the config.
+fn limits(ctx: &SessionCtx, model: &ResolvedModel) -> crate::provider::catalog::Limits {
+    let mut limits = model.limits;
+    if let Some(stated) = lock(&ctx.accounting.stated_windows).get(&model.model) {
+        limits.context = limits.context.min(*stated);
+        limits.output = limits.output.min(limits.context / 4).max(1);
+    }
+    limits
+}
+
+/// Remembers the window a provider stated in an overflow error, for this
+/// session's gauge, trigger and summary sizing.
+pub fn learn_window(ctx: &SessionCtx, model: &ResolvedModel, stated: Option<u64>) {
+    if let Some(stated) = stated {
+        lock(&ctx.accounting.stated_windows).insert(model.model.clone(), stated);
+    }
+}
+
+/// Counts a request rejected as too long; `Some(advice)` when the turn has
+/// compacted for such rejections `MAX_REJECTED_COMPACTIONS` times already
+/// and must stop.
+pub fn record_rejection(ctx: &SessionCtx, model: &ResolvedModel) -> Option<String> {
+    let stated = lock(&ctx.accounting.stated_windows)
+        .get(&model.model)
+        .copied();
+    let mut rejections = lock(&ctx.accounting.rejections);
+    *rejections += 1;
+    if *rejections <= MAX_REJECTED_COMPACTIONS {
+        return None;
+    }
+    let window = match stated {
+        Some(stated) => format!(
+            "it says the window is {} tokens; cairn assumed {}",
+            prune::thousands(stated),
+            prune::thousands(model.limits.context)
+        ),
+        None => format!(
+            "cairn assumed a window of {} tokens",
+            prune::thousands(model.limits.context)
+        ),
+    };
+    Some(format!(
+        "{} rejected the request as too long {} times in this turn, even after compacting ({window}). Stopped so it costs nothing more. Set the real window ([provider.{}.models.\"{}\"] context = TOKENS in cairn.toml), /prune or /compact, or start a new session, then send your message again.",
+        model.model.provider, *rejections, model.model.provider, model.model.model,
+    ))
+}
+
+/// A step that succeeded, or a new turn: rejections count afresh.
+pub fn reset_rejections(ctx: &SessionCtx) {
+    *lock(&ctx.accounting.rejections) = 0;
 }
 
 /// The gauge for a request of `used` tokens.
@@ -87,7 +149,7 @@ pub fn gauge_for(
     used: u64,
     estimated: bool,
 ) -> ContextGauge {
-    token::gauge(used, estimated, &model.limits, &settings(ctx))
+    token::gauge(used, estimated, &limits(ctx, model), &settings(ctx))
 }
 
 /// Whether a request of `count` tokens reaches the automatic-compaction point.

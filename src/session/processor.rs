@@ -117,7 +117,7 @@ pub async fn process(step: Step<'_>, runner: &mut ToolRunner) -> Result<StepOutc
         Err(error) if error.is_retryable() => {
             return fail_for_good(ctx, &mut building, runner, error).await;
         }
-        Err(error) => return fail(ctx, &mut building, runner, error).await,
+        Err(error) => return fail(ctx, step.model, &mut building, runner, error).await,
     };
     ctx.set_status(SessionStatus::Busy);
 
@@ -139,7 +139,7 @@ pub async fn process(step: Step<'_>, runner: &mut ToolRunner) -> Result<StepOutc
                     return Ok(outcome);
                 }
             }
-            Some(Err(error)) => return fail(ctx, &mut building, runner, error).await,
+            Some(Err(error)) => return fail(ctx, step.model, &mut building, runner, error).await,
         }
     }
     close_open_parts(ctx, &mut building).await?;
@@ -151,7 +151,7 @@ pub async fn process(step: Step<'_>, runner: &mut ToolRunner) -> Result<StepOutc
     {
         // The stream ended without a finish event: treat as a dropped connection.
         let error = provider::Error::truncated(&step.model.model.provider, "a finish event");
-        return fail(ctx, &mut building, runner, error).await;
+        return fail(ctx, step.model, &mut building, runner, error).await;
     }
     // The stream is done but tools may still run: an interrupt now must
     // stop them and mark the message aborted, as it does mid-stream.
@@ -447,6 +447,7 @@ async fn interrupt(
 /// A failed request or stream: classify, keep the session consistent, decide.
 async fn fail(
     ctx: &SessionCtx,
+    model: &ResolvedModel,
     building: &mut Building,
     runner: &mut ToolRunner,
     error: provider::Error,
@@ -457,6 +458,7 @@ async fn fail(
         return Ok(StepOutcome::Stop);
     }
     if error.is_context_overflow() {
+        gauge::learn_window(ctx, model, error.stated_context());
         finish_tools(ctx, building, runner).await?;
         // No error on the message: the compaction that follows is marked
         // `overflow` because this message never finished (spec 4.3 halt).

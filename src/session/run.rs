@@ -102,6 +102,8 @@ pub fn wants_tool_results(assistant: &MessageWithParts) -> bool {
 pub async fn run(ctx: Arc<SessionCtx>, cancel: CancellationToken) -> Result<(), Error> {
     let mut step: u32 = 0;
     let mut retries: u32 = 0;
+    // A new turn: rejected-as-too-long compactions count afresh.
+    gauge::reset_rejections(&ctx);
     let result = iterate(&ctx, &cancel, &mut step, &mut retries).await;
     // A run that found nothing to do (the runtime's re-check after a message
     // queued while busy) never said busy, so it must not say idle either:
@@ -232,20 +234,24 @@ async fn decide_and_act(
         &mut runner,
     )
     .await?;
-    after_step(ctx, cancel, &user, &assistant_id, outcome, retries).await
+    after_step(ctx, cancel, &model, &user, &assistant_id, outcome, retries).await
 }
 
 /// Acts on how a model step ended: go on, stop, compact, or retry.
 async fn after_step(
     ctx: &SessionCtx,
     cancel: &CancellationToken,
+    model: &ResolvedModel,
     user: &UserMessage,
     assistant_id: &str,
     outcome: StepOutcome,
     retries: &mut u32,
 ) -> Result<Next, Error> {
     match outcome {
-        StepOutcome::Continue => *retries = 0,
+        StepOutcome::Continue => {
+            *retries = 0;
+            gauge::reset_rejections(ctx);
+        }
         StepOutcome::Stop => return Ok(Next::Exit),
         StepOutcome::Compact => {
             if !ctx.settings.compaction.auto {
@@ -259,6 +265,12 @@ async fn after_step(
                 .get_message(assistant_id)
                 .await?
                 .and_then(|m| m.message.as_assistant().and_then(|a| a.finish));
+            if finished.is_none()
+                && let Some(advice) = gauge::record_rejection(ctx, model)
+            {
+                ctx.writer.error(&ctx.session_id, advice);
+                return Ok(Next::Exit);
+            }
             let part = CompactionPart {
                 auto: true,
                 overflow: finished.is_none(),

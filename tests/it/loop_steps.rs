@@ -288,3 +288,45 @@ async fn an_html_page_is_reported_as_such_and_not_retried() {
         assert!(stderr.contains("Guest WiFi - Sign in"), "{stderr}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_provider_that_keeps_rejecting_as_too_long_stops_the_turn() {
+    let no_window_stated = || {
+        ScriptedResponse::json(
+            400,
+            r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long"}}"#,
+        )
+    };
+    for (label, rejected) in [
+        (
+            "states 20000",
+            scenario::openai_overflow as fn() -> ScriptedResponse,
+        ),
+        ("states nothing", no_window_stated),
+    ] {
+        // Every model request is rejected; every summary request succeeds.
+        let mut script = vec![text("Hello there.", 500)];
+        for _ in 0..20 {
+            script.push(rejected());
+            script.push(text("Summary: the user said hello.", 500));
+        }
+        let scenario = Scenario::start(script).await;
+        let (_session, handle) = scenario.session(cairn::permission::Mode::Headless).await;
+        let (code, _stdout, stderr) = scenario.run(&handle, "hi").await;
+        assert_eq!(code, 0, "{label}: {stderr}");
+        let (code, _stdout, stderr) = scenario.run(&handle, "and now?").await;
+        assert_eq!(code, 1, "{label}: {stderr}");
+        // The first turn, then rejected, summary, rejected, summary, rejected: stop.
+        assert_eq!(scenario.server.requests().len(), 6, "{label}: {stderr}");
+        assert!(
+            stderr.contains("rejected the request as too long 3 times"),
+            "{label}: {stderr}"
+        );
+        if label == "states 20000" {
+            assert!(
+                stderr.contains("the window is 20,000 tokens"),
+                "{label}: {stderr}"
+            );
+        }
+    }
+}
