@@ -50,7 +50,11 @@ pub async fn run(
             return abandon(ctx, request).await;
         }
     };
-    let before_count = tokens_before(history);
+    // A rejected request reported no usage: the gauge measured what was sent.
+    let before_count = match tokens_before(history) {
+        0 => gauge::last_used(ctx),
+        reported => reported,
+    };
     let tail = TailSettings {
         tail_turns: ctx.settings.compaction.tail_turns,
         preserve_recent_tokens: ctx.settings.compaction.preserve_recent_tokens,

@@ -33,6 +33,9 @@ pub struct Accounting {
     /// succeeded: each cost a compaction, and a provider that keeps
     /// rejecting must not cost them without end.
     rejections: Mutex<u32>,
+    /// `used` of the last gauge published: the size of the request just
+    /// sent, the only figure for one the provider rejected.
+    last_gauge_used: Mutex<u64>,
 }
 
 /// Compactions one turn may spend on requests the provider rejected as too long.
@@ -135,6 +138,11 @@ pub fn record_rejection(ctx: &SessionCtx, model: &ResolvedModel) -> Option<Strin
         "{} rejected the request as too long {} times in this turn, even after compacting ({window}). Stopped so it costs nothing more. Set the real window ([provider.{}.models.\"{}\"] context = TOKENS in cairn.toml), /prune or /compact, or start a new session, then send your message again.",
         model.model.provider, *rejections, model.model.provider, model.model.model,
     ))
+}
+
+/// The size of the last request measured for the gauge (0 before any).
+pub fn last_used(ctx: &SessionCtx) -> u64 {
+    *lock(&ctx.accounting.last_gauge_used)
 }
 
 /// A step that succeeded, or a new turn: rejections count afresh.
@@ -273,6 +281,7 @@ pub fn request_exceeds(ctx: &SessionCtx, model: &ResolvedModel, counted: u64) ->
 }
 
 pub fn publish(ctx: &SessionCtx, gauge: ContextGauge) {
+    *lock(&ctx.accounting.last_gauge_used) = gauge.used;
     ctx.writer.bus.publish(Event::Gauge {
         session_id: ctx.session_id.clone(),
         gauge,

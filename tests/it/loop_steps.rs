@@ -305,7 +305,9 @@ async fn a_provider_that_keeps_rejecting_as_too_long_stops_the_turn() {
         ("states nothing", no_window_stated),
     ] {
         // Every model request is rejected; every summary request succeeds.
-        let mut script = vec![text("Hello there.", 500)];
+        // A large first turn: the first compaction frees most of the window, so
+        // the no-progress guard does not stop the turn before the rejection cap.
+        let mut script = vec![text("Hello there.", 100_000)];
         for _ in 0..20 {
             script.push(rejected());
             script.push(text("Summary: the user said hello.", 500));
@@ -329,4 +331,20 @@ async fn a_provider_that_keeps_rejecting_as_too_long_stops_the_turn() {
             );
         }
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_compaction_notice_after_a_rejected_first_request_has_a_real_size() {
+    let scenario = Scenario::start(vec![
+        scenario::openai_overflow(),
+        text("Summary: the user said hello.", 500),
+    ])
+    .await;
+    let (_session, handle) = scenario.session(cairn::permission::Mode::Headless).await;
+    let (_code, _stdout, stderr) = scenario.run(&handle, "hello").await;
+    let notice = stderr
+        .lines()
+        .find(|line| line.starts_with("compacted the conversation"))
+        .unwrap_or_else(|| panic!("no compaction notice: {stderr}"));
+    assert!(!notice.contains(": 0 ->"), "{notice}");
 }
