@@ -65,7 +65,8 @@ struct Building {
     /// call id -> pending tool part and its raw argument text.
     pending_tools: HashMap<String, Part>,
     tool_calls_started: usize,
-    /// Set while recording an error the loop will retry.
+    /// Set while recording an error the loop acts on (a retry, a compaction after
+    /// an overflow): `finish` stays unset.
     retrying: bool,
 }
 
@@ -460,8 +461,18 @@ async fn fail(
     if error.is_context_overflow() {
         gauge::learn_window(ctx, model, error.stated_context());
         finish_tools(ctx, building, runner).await?;
-        // No error on the message: the compaction that follows is marked
-        // `overflow` because this message never finished (spec 4.3 halt).
+        // No finish: the compaction that follows is marked `overflow` because
+        // this message never finished (spec 4.3 halt). The error says it was
+        // rejected, so a reopened session does not take it for a turn cut
+        // short (and show it as interrupted, or send its parts again).
+        building.retrying = true;
+        set_error(
+            ctx,
+            building,
+            MessageErrorKind::ContextOverflow,
+            &error.to_string(),
+        )
+        .await?;
         ctx.writer.notice(&ctx.session_id, error.to_string());
         return Ok(StepOutcome::Compact);
     }

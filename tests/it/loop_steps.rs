@@ -348,3 +348,67 @@ async fn the_compaction_notice_after_a_rejected_first_request_has_a_real_size() 
         .unwrap_or_else(|| panic!("no compaction notice: {stderr}"));
     assert!(!notice.contains(": 0 ->"), "{notice}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_the_server_rejected_is_not_reopened_as_interrupted() {
+    let scenario = Scenario::start(vec![
+        text("Hello there.", 500),
+        scenario::openai_overflow(),
+        text("Summary: the user said hi.", 500),
+        text("Here is the answer.", 600),
+    ])
+    .await;
+    let (session, handle) = scenario.session(cairn::permission::Mode::Headless).await;
+    let (code, _stdout, stderr) = scenario.run(&handle, "hi").await;
+    assert_eq!(code, 0, "{stderr}");
+    let (code, stdout, stderr) = scenario.run(&handle, "and now?").await;
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("Here is the answer."), "{stdout}");
+    drop(handle);
+
+    // Reopened by a new cairn process: recovery closes turns cut short.
+    let restarted = cairn::app::App::open(
+        scenario::config(&scenario.server.url(), 200_000, 32_000),
+        scenario.project.path().to_path_buf(),
+        scenario.data.path(),
+    )
+    .expect("open app again");
+    let (_, reopened) = restarted
+        .start(
+            cairn::app::SessionChoice::Id(session.id.clone()),
+            cairn::permission::Mode::Headless,
+        )
+        .await
+        .expect("reopen");
+    // A message after reopening is served after recovery has run.
+    scenario.server.push(text("Still here.", 700));
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    cairn::headless::run(
+        &reopened,
+        &restarted.bus,
+        "still there?".to_string(),
+        cairn::headless::Format::Text,
+        &mut out,
+        &mut err,
+    )
+    .await
+    .expect("writes to memory");
+    let history = scenario.history(&session.id).await;
+    let aborted: Vec<_> = history
+        .iter()
+        .filter_map(|m| m.message.as_assistant())
+        .filter_map(|a| a.error.as_ref())
+        .filter(|e| e.kind == cairn::message::MessageErrorKind::Aborted)
+        .collect();
+    assert!(aborted.is_empty(), "shown as interrupted: {aborted:?}");
+    let rejected = history
+        .iter()
+        .filter_map(|m| m.message.as_assistant())
+        .filter(|a| {
+            a.error
+                .as_ref()
+                .is_some_and(|e| e.kind == cairn::message::MessageErrorKind::ContextOverflow)
+        })
+        .count();
+    assert_eq!(rejected, 1, "the rejected step says why");
+}
