@@ -12,7 +12,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio_util::sync::CancellationToken;
 
-use super::error::Error;
+use super::error::{Error, ErrorKind};
 
 /// How often and how long to retry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,7 +64,10 @@ impl RetryPolicy {
         if !error.is_retryable() {
             return Err(error);
         }
-        let limit = if error.is_local_refusal() {
+        // A local server that refuses is not running; a server silent for a
+        // whole stall timeout twice is not coming back soon: the user hears
+        // it after two waits, not after six.
+        let limit = if error.is_local_refusal() || error.kind() == ErrorKind::Stalled {
             self.max_retries.min(1)
         } else {
             self.max_retries
@@ -178,7 +181,6 @@ fn epoch_millis(time: SystemTime) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::provider::error::ErrorKind;
     use std::sync::atomic::{AtomicU32, Ordering};
 
     fn overloaded() -> Error {
@@ -358,5 +360,28 @@ mod tests {
         assert_eq!(retries, 5);
         let message = result.expect_err("gives up").to_string();
         assert!(message.contains("gave up after 6 attempts"), "{message}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_silent_server_is_given_up_after_two_stall_timeouts() {
+        let started = tokio::time::Instant::now();
+        let stall = Duration::from_secs(120);
+        let calls = AtomicU32::new(0);
+        let result: Result<(), Error> = RetryPolicy::default()
+            .run(
+                &CancellationToken::new(),
+                &mut 0,
+                |_| {},
+                || async {
+                    calls.fetch_add(1, Ordering::SeqCst);
+                    tokio::time::sleep(stall).await;
+                    Err(Error::stalled("http://127.0.0.1:8080/v1", stall))
+                },
+            )
+            .await;
+        assert_eq!(calls.load(Ordering::SeqCst), 2);
+        assert_eq!(started.elapsed(), stall * 2 + Duration::from_secs(2));
+        let message = result.expect_err("gives up").to_string();
+        assert!(message.contains("gave up after 2 attempts"), "{message}");
     }
 }
