@@ -63,6 +63,7 @@ pub async fn run(
         seen_busy: false,
         ends_with_newline: true,
         announced: Default::default(),
+        retry_line_open: false,
     };
     let interrupt = tokio::signal::ctrl_c();
     tokio::pin!(interrupt);
@@ -112,6 +113,9 @@ struct Printer {
     ends_with_newline: bool,
     /// (part id, status) pairs already printed.
     announced: std::collections::HashSet<(String, &'static str)>,
+    /// The retry countdown is the last stderr line and has no newline yet:
+    /// the next retry rewrites it, anything else ends it first.
+    retry_line_open: bool,
 }
 
 impl Printer {
@@ -152,6 +156,17 @@ impl Printer {
         stdout: &mut impl Write,
         stderr: &mut impl Write,
     ) -> std::io::Result<()> {
+        let is_retry = matches!(
+            event,
+            Event::Status {
+                status: SessionStatus::Retrying { .. },
+                ..
+            }
+        );
+        if self.retry_line_open && !is_retry {
+            writeln!(stderr)?;
+            self.retry_line_open = false;
+        }
         match event {
             Event::PartDelta {
                 part_id,
@@ -190,11 +205,20 @@ impl Printer {
             Event::Status {
                 status:
                     SessionStatus::Retrying {
-                        attempt, message, ..
+                        attempt,
+                        message,
+                        next_at,
                     },
                 ..
             } => {
-                writeln!(stderr, "retrying (attempt {attempt}): {message}")?;
+                let wait = (next_at - crate::clock::now_millis()).max(0) as f64 / 1000.0;
+                let digits = if wait < 10.0 { 1 } else { 0 };
+                write!(
+                    stderr,
+                    "\r\x1b[2Kretry {attempt} in {wait:.digits$} s: {message}"
+                )?;
+                stderr.flush()?;
+                self.retry_line_open = true;
             }
             _ => {}
         }

@@ -83,11 +83,13 @@ pub struct Tokens {
 
 impl Tokens {
     /// The size of the request these tokens describe, as the overflow rule
-    /// counts it (seed 003): `total || input + output + cache.read + cache.write`.
+    /// counts it (seed 003): `total || input + output + cache.read + cache.write`,
+    /// where a provider's output includes its reasoning. `output` here
+    /// excludes it, so it is added back; a reported total has it already.
     pub fn context_count(&self) -> u64 {
         match self.total {
             Some(total) if total > 0 => total,
-            _ => self.input + self.output + self.cache.read + self.cache.write,
+            _ => self.input + self.output + self.reasoning + self.cache.read + self.cache.write,
         }
     }
 
@@ -587,6 +589,23 @@ fn is_false(value: &bool) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_overflow_count_has_reasoning_once() {
+        let tokens = Tokens {
+            total: None,
+            input: 1_000,
+            output: 200,
+            reasoning: 300,
+            cache: CacheTokens { read: 50, write: 0 },
+        };
+        assert_eq!(tokens.context_count(), 1_550);
+        let reported = Tokens {
+            total: Some(1_550),
+            ..tokens
+        };
+        assert_eq!(reported.context_count(), 1_550, "a total already has it");
+    }
 
     #[test]
     fn a_step_finish_part_round_trips_through_its_own_serde_form() {

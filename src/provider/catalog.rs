@@ -308,7 +308,7 @@ fn fallback_probe(fallback: u64, why: &str) -> ContextProbe {
     ContextProbe {
         context: fallback,
         warning: Some(format!(
-            "could not read the model's context size ({why}); assuming {fallback} tokens, set limit.context in the config if that is wrong"
+            "could not read the model's context size ({why}); assuming {fallback} tokens"
         )),
     }
 }

@@ -45,6 +45,35 @@ static OVERFLOW_PATTERNS: LazyLock<Regex> = LazyLock::new(|| {
         .expect("the overflow patterns are valid regexes")
 });
 
+/// Where overflow errors state the model's real window: OpenAI "maximum
+/// context length is N tokens", Anthropic "prompt is too long: X tokens > N
+/// maximum", llama-server "available context size (N tokens)" and `n_ctx`.
+static STATED_WINDOW: LazyLock<Regex> = LazyLock::new(|| {
+    let patterns = [
+        r"maximum context length is (\d+)",
+        r"tokens > (\d+) maximum",
+        r"available context size \((\d+) tokens\)",
+        r#""n_ctx"\s*:\s*(\d+)"#,
+        r"context length is only (\d+)",
+        r"maximum prompt length is (\d+)",
+        r"(\d+) maximum context length",
+    ];
+    Regex::new(&format!("(?i){}", patterns.join("|")))
+        .expect("the stated-window patterns are valid regexes")
+});
+
+/// The window an overflow error states, if it states one.
+fn stated_window(body: &ErrorBody) -> Option<u64> {
+    [&body.message, &body.raw].into_iter().find_map(|text| {
+        let found = STATED_WINDOW.captures(text)?;
+        found
+            .iter()
+            .skip(1)
+            .flatten()
+            .find_map(|group| group.as_str().parse().ok())
+    })
+}
+
 /// Rate-limit wording some providers use without a 429 status.
 static RATE_LIMIT_PATTERNS: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)rate limit|too many requests|rate increased too quickly|rate_limit")
@@ -63,7 +92,12 @@ impl Error {
         let kind = classify(Some(status), &parsed);
         let detail = parsed.detail();
         let message = describe(provider, kind, Some(status), &detail);
-        Self::new(kind, message).with_retry_after(retry_after_from_headers(headers))
+        let stated = (kind == ErrorKind::ContextOverflow)
+            .then(|| stated_window(&parsed))
+            .flatten();
+        Self::new(kind, message)
+            .with_retry_after(retry_after_from_headers(headers))
+            .with_stated_context(stated)
     }
 
     /// Classifies an error object sent inside a stream (Anthropic `error`
@@ -77,7 +111,10 @@ impl Error {
             kind = ErrorKind::Server { status: 500 };
         }
         let detail = parsed.detail();
-        Self::new(kind, describe(provider, kind, status, &detail))
+        let stated = (kind == ErrorKind::ContextOverflow)
+            .then(|| stated_window(&parsed))
+            .flatten();
+        Self::new(kind, describe(provider, kind, status, &detail)).with_stated_context(stated)
     }
 }
 
@@ -246,6 +283,19 @@ mod tests {
 
     fn http(status: u16, body: &str) -> Error {
         Error::from_http("test", status, &HeaderMap::new(), body)
+    }
+
+    #[test]
+    fn overflow_errors_state_the_real_window() {
+        let anthropic = r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}"#;
+        let openai = r#"{"error":{"message":"This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens.","type":"invalid_request_error","code":"context_length_exceeded"}}"#;
+        let llama = include_str!(
+            "../../tests/common/support/fixtures/llama-server/smollm2-overflow-nonstream.json"
+        );
+        assert_eq!(http(400, anthropic).stated_context(), Some(200_000));
+        assert_eq!(http(400, openai).stated_context(), Some(128_000));
+        assert_eq!(http(400, llama).stated_context(), Some(2048));
+        assert_eq!(http(413, "").stated_context(), None);
     }
 
     #[test]

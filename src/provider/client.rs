@@ -193,11 +193,19 @@ impl Provider {
             _ = cancel.cancelled() => return Err(Error::cancelled()),
             response = tokio::time::timeout(stall, send) => match response {
                 Err(_) => return Err(Error::stalled(&url, stall)),
-                Ok(Err(error)) => return Err(redact(Error::network(&url, error_chain(&error)))),
+                Ok(Err(error)) => return Err(redact(connect_error(&url, &error))),
                 Ok(Ok(response)) => response,
             },
         };
         let status = response.status();
+        if is_html(response.headers()) {
+            let text = tokio::select! {
+                biased;
+                _ = cancel.cancelled() => return Err(Error::cancelled()),
+                text = tokio::time::timeout(stall, read_error_body(response)) => text.unwrap_or_default(),
+            };
+            return Err(redact(Error::html_page(&url, status.as_u16(), &text)));
+        }
         if !status.is_success() {
             let headers = response.headers().clone();
             let text = tokio::select! {
@@ -243,6 +251,8 @@ impl Provider {
     /// first event (status errors, drops, stalls, a mid-stream error before
     /// any content) are retried per `policy`, each wait reported to `on_retry`.
     ///
+    /// `retries` counts the step's retries so far, whoever made them.
+    ///
     /// # Errors
     /// The last failure, or `Cancelled`.
     pub async fn stream_with_retry(
@@ -250,11 +260,12 @@ impl Provider {
         request: &ChatRequest,
         cancel: CancellationToken,
         policy: &RetryPolicy,
+        retries: &mut u32,
         on_retry: impl FnMut(RetryNotice),
     ) -> Result<EventStream, Error> {
         let cancel = &cancel;
         policy
-            .run(cancel, on_retry, || async move {
+            .run(cancel, retries, on_retry, || async move {
                 let mut events = self.stream(request, cancel.clone()).await?;
                 match events.next().await {
                     Some(Ok(first)) => {
@@ -318,6 +329,55 @@ fn build_headers(config: &Endpoint) -> Result<HeaderMap, Error> {
         headers.insert(header_name, header_value);
     }
     Ok(headers)
+}
+
+/// Whether the reply is a web page: a login portal or a proxy's error page
+/// stands where the API should be, and no retry will change that.
+fn is_html(headers: &HeaderMap) -> bool {
+    headers
+        .get(CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| {
+            value
+                .trim_start()
+                .to_ascii_lowercase()
+                .starts_with("text/html")
+        })
+}
+
+/// A request that never got an answer. A local address that refuses the
+/// connection has no server running: said so, and retried only once.
+fn connect_error(url: &str, error: &reqwest::Error) -> Error {
+    let refused =
+        std::iter::successors(Some(error as &(dyn std::error::Error + 'static)), |error| {
+            error.source()
+        })
+        .filter_map(|error| error.downcast_ref::<std::io::Error>())
+        .any(|io| io.kind() == std::io::ErrorKind::ConnectionRefused);
+    if refused && is_local_address(url) {
+        Error::refused_locally(url, "connection refused")
+    } else {
+        Error::network(url, error_chain(error))
+    }
+}
+
+/// Whether `url`'s host is this machine or a private network: loopback,
+/// `localhost`, RFC 1918 and unique-local addresses.
+pub fn is_local_address(url: &str) -> bool {
+    let Ok(parsed) = reqwest::Url::parse(url) else {
+        return false;
+    };
+    let Some(host) = parsed.host_str() else {
+        return false;
+    };
+    if host == "localhost" || host.ends_with(".localhost") {
+        return true;
+    }
+    match host.trim_start_matches('[').trim_end_matches(']').parse() {
+        Ok(std::net::IpAddr::V4(ip)) => ip.is_loopback() || ip.is_private() || ip.is_link_local(),
+        Ok(std::net::IpAddr::V6(ip)) => ip.is_loopback() || (ip.segments()[0] & 0xfe00) == 0xfc00,
+        Err(_) => false,
+    }
 }
 
 /// reqwest's top-level message hides the cause ("error sending request").

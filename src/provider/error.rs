@@ -40,6 +40,11 @@ pub struct Error {
     message: String,
     /// The server's requested wait (`retry-after-ms` / `retry-after`).
     retry_after: Option<Duration>,
+    /// A connection refused by a local address: nothing listens there, and
+    /// waiting will not start it (one quick retry covers a restart).
+    local_refusal: bool,
+    /// The window the provider said the model has, when an overflow states it.
+    stated_context: Option<u64>,
 }
 
 impl Error {
@@ -52,7 +57,32 @@ impl Error {
             kind,
             message: message.into(),
             retry_after,
+            local_refusal: false,
+            stated_context: None,
         }
+    }
+
+    /// `network` for a connection that a local address refused.
+    pub fn refused_locally(url: &str, detail: impl std::fmt::Display) -> Self {
+        Self {
+            local_refusal: true,
+            ..Self::new(
+                ErrorKind::Network,
+                format!(
+                    "nothing is listening at {url} ({detail}); start the server or fix base_url in the config"
+                ),
+            )
+        }
+    }
+
+    pub fn is_local_refusal(&self) -> bool {
+        self.local_refusal
+    }
+
+    /// The same failure with `advice` appended to its message.
+    pub fn with_advice(mut self, advice: impl std::fmt::Display) -> Self {
+        self.message = format!("{}; {advice}", self.message);
+        self
     }
 
     pub fn kind(&self) -> ErrorKind {
@@ -66,6 +96,16 @@ impl Error {
     /// How long the server asked us to wait, if it said.
     pub fn retry_after(&self) -> Option<Duration> {
         self.retry_after
+    }
+
+    /// The model's window as the provider stated it in an overflow error.
+    pub fn stated_context(&self) -> Option<u64> {
+        self.stated_context
+    }
+
+    pub fn with_stated_context(mut self, tokens: Option<u64>) -> Self {
+        self.stated_context = tokens.filter(|tokens| *tokens > 0);
+        self
     }
 
     pub fn with_retry_after(mut self, wait: Option<Duration>) -> Self {
@@ -134,6 +174,19 @@ impl Error {
         )
     }
 
+    /// A web page where the API should answer; quotes the page's title.
+    pub fn html_page(url: &str, status: u16, page: &str) -> Self {
+        let title = html_title(page)
+            .map(|title| format!(" titled \"{}\"", excerpt(&title)))
+            .unwrap_or_default();
+        Self::new(
+            ErrorKind::Malformed,
+            format!(
+                "the server at {url} answered with an HTML page, not an API response (HTTP {status}{title}); a login portal, proxy or wrong base_url is in the way: check base_url and open it in a browser"
+            ),
+        )
+    }
+
     pub fn malformed(provider: &str, detail: impl std::fmt::Display) -> Self {
         Self::new(
             ErrorKind::Malformed,
@@ -167,6 +220,20 @@ impl Error {
         }
         self
     }
+}
+
+/// The text of a page's `<title>`, whitespace collapsed.
+fn html_title(page: &str) -> Option<String> {
+    let lower = page.to_ascii_lowercase();
+    let open = lower.find("<title")?;
+    let start = open + lower[open..].find('>')? + 1;
+    let end = start + lower[start..].find("</title")?;
+    let title = page
+        .get(start..end)?
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    (!title.is_empty()).then_some(title)
 }
 
 /// The longest piece of a server's event quoted in a message.

@@ -1,6 +1,8 @@
-//! Retrying failed model calls: exponential backoff (2 s doubling, capped at
-//! 30 s) unless the server said how long to wait, a bounded number of
-//! attempts, and cancellation at any point.
+//! Retrying failed model calls, the one place that decides: exponential
+//! backoff (2 s doubling, capped at 30 s) unless the server said how long to
+//! wait, a bounded number of attempts per step counted across everything that
+//! retries it, one quick retry for a local address that refused the
+//! connection, and cancellation at any point.
 //!
 //! Each wait is announced through a caller-supplied callback so the session
 //! can show a countdown; this module never publishes anything itself.
@@ -10,7 +12,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio_util::sync::CancellationToken;
 
-use super::error::Error;
+use super::error::{Error, ErrorKind};
 
 /// How often and how long to retry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,7 +49,55 @@ pub struct RetryNotice {
     pub next_at_millis: u64,
 }
 
+/// The wait before the one retry of a refused local connection: enough for
+/// a server that is restarting, short enough that a stopped one fails fast.
+const LOCAL_REFUSAL_DELAY: Duration = Duration::from_millis(500);
+
 impl RetryPolicy {
+    /// What to do after `error` when `retries` retries were already made:
+    /// wait this long and retry, or stop with the error to show, which says
+    /// how many attempts were made or when the server will take requests.
+    ///
+    /// # Errors
+    /// The error to report when retrying is over.
+    pub fn next_wait(&self, retries: u32, error: Error) -> Result<Duration, Error> {
+        if !error.is_retryable() {
+            return Err(error);
+        }
+        // A local server that refuses is not running; a server silent for a
+        // whole stall timeout twice is not coming back soon: the user hears
+        // it after two waits, not after six.
+        let limit = if error.is_local_refusal() || error.kind() == ErrorKind::Stalled {
+            self.max_retries.min(1)
+        } else {
+            self.max_retries
+        };
+        if retries >= limit {
+            let attempts = retries + 1;
+            return Err(if attempts > 1 {
+                error.with_advice(format!("gave up after {attempts} attempts"))
+            } else {
+                error
+            });
+        }
+        if error.is_local_refusal() {
+            return Ok(LOCAL_REFUSAL_DELAY);
+        }
+        match self.delay(retries + 1, &error) {
+            Some(wait) => Ok(wait),
+            None => {
+                let asked = error.retry_after().unwrap_or_default();
+                let advice = format!(
+                    "the server asks for a wait of {}, longer than cairn waits ({}); try again after {}",
+                    spoken(asked),
+                    spoken(self.max_server_delay),
+                    utc_clock(SystemTime::now() + asked)
+                );
+                Err(error.with_advice(advice))
+            }
+        }
+    }
+
     /// The wait before retry number `attempt` (1-based) after `error`, or
     /// `None` when the server asked for more than `max_server_delay`.
     pub fn delay(&self, attempt: u32, error: &Error) -> Option<Duration> {
@@ -63,20 +113,21 @@ impl RetryPolicy {
     }
 
     /// Runs `operation` until it succeeds, fails for good, runs out of
-    /// retries, or `cancel` fires.
+    /// retries, or `cancel` fires. `retries` counts the retries already made
+    /// for this step (by whoever made them) and is advanced here.
     ///
     /// # Errors
-    /// The last attempt's error, or `Cancelled`.
+    /// The error `next_wait` reports, or `Cancelled`.
     pub async fn run<T, Fut>(
         &self,
         cancel: &CancellationToken,
+        retries: &mut u32,
         mut on_retry: impl FnMut(RetryNotice),
         mut operation: impl FnMut() -> Fut,
     ) -> Result<T, Error>
     where
         Fut: Future<Output = Result<T, Error>>,
     {
-        let mut attempt = 0;
         loop {
             let result = tokio::select! {
                 biased;
@@ -85,18 +136,14 @@ impl RetryPolicy {
             };
             let error = match result {
                 Ok(value) => return Ok(value),
-                Err(error) if !error.is_retryable() || attempt >= self.max_retries => {
-                    return Err(error);
-                }
                 Err(error) => error,
             };
-            attempt += 1;
-            let Some(wait) = self.delay(attempt, &error) else {
-                return Err(error);
-            };
+            let message = error.to_string();
+            let wait = self.next_wait(*retries, error)?;
+            *retries += 1;
             on_retry(RetryNotice {
-                attempt,
-                message: error.to_string(),
+                attempt: *retries,
+                message,
                 next_at_millis: epoch_millis(SystemTime::now() + wait),
             });
             tokio::select! {
@@ -108,6 +155,23 @@ impl RetryPolicy {
     }
 }
 
+/// A wait as people say it: `45 s`, `12 min`, `2 h 5 min`.
+fn spoken(wait: Duration) -> String {
+    let secs = wait.as_secs();
+    match secs {
+        0..120 => format!("{secs} s"),
+        120..7200 => format!("{} min", secs.div_ceil(60)),
+        _ => format!("{} h {} min", secs / 3600, (secs % 3600).div_ceil(60)),
+    }
+}
+
+/// `time` as a UTC wall clock, `HH:MM UTC`.
+fn utc_clock(time: SystemTime) -> String {
+    let secs = epoch_millis(time) / 1000;
+    let of_day = secs % 86_400;
+    format!("{:02}:{:02} UTC", of_day / 3600, of_day % 3600 / 60)
+}
+
 fn epoch_millis(time: SystemTime) -> u64 {
     time.duration_since(UNIX_EPOCH)
         .map(|since| u64::try_from(since.as_millis()).unwrap_or(u64::MAX))
@@ -117,7 +181,6 @@ fn epoch_millis(time: SystemTime) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::provider::error::ErrorKind;
     use std::sync::atomic::{AtomicU32, Ordering};
 
     fn overloaded() -> Error {
@@ -155,6 +218,7 @@ mod tests {
         let result = RetryPolicy::default()
             .run(
                 &CancellationToken::new(),
+                &mut 0,
                 |notice| notices.push(notice),
                 || async {
                     match calls.fetch_add(1, Ordering::SeqCst) {
@@ -186,6 +250,7 @@ mod tests {
         let result: Result<(), Error> = policy
             .run(
                 &CancellationToken::new(),
+                &mut 0,
                 |_| {},
                 || async {
                     calls.fetch_add(1, Ordering::SeqCst);
@@ -200,6 +265,7 @@ mod tests {
         let result: Result<(), Error> = policy
             .run(
                 &CancellationToken::new(),
+                &mut 0,
                 |_| {},
                 || async {
                     calls.fetch_add(1, Ordering::SeqCst);
@@ -218,10 +284,104 @@ mod tests {
         let result: Result<(), Error> = RetryPolicy::default()
             .run(
                 &cancel,
+                &mut 0,
                 move |_| trigger.cancel(),
                 || async { Err(overloaded()) },
             )
             .await;
         assert_eq!(result.unwrap_err().kind(), ErrorKind::Cancelled);
+    }
+
+    async fn count_until_failure(first: Error) -> (u32, Duration, Error) {
+        let calls = AtomicU32::new(0);
+        let started = tokio::time::Instant::now();
+        let result: Result<(), Error> = RetryPolicy::default()
+            .run(
+                &CancellationToken::new(),
+                &mut 0,
+                |_| {},
+                || async {
+                    calls.fetch_add(1, Ordering::SeqCst);
+                    Err(first.clone())
+                },
+            )
+            .await;
+        (
+            calls.load(Ordering::SeqCst),
+            started.elapsed(),
+            result.expect_err("it never succeeds"),
+        )
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_local_server_that_is_down_fails_after_one_quick_retry() {
+        let refused = Error::refused_locally("http://127.0.0.1:9/v1", "connection refused");
+        let (calls, waited, error) = count_until_failure(refused).await;
+        assert_eq!(calls, 2);
+        assert_eq!(waited, LOCAL_REFUSAL_DELAY);
+        assert!(
+            error.to_string().contains("gave up after 2 attempts"),
+            "{error}"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_wait_beyond_the_cap_stops_at_once_and_says_when_to_try() {
+        let tomorrow = Error::new(
+            ErrorKind::RateLimited {
+                retry_after: Some(Duration::from_secs(3600)),
+            },
+            "rate limited",
+        );
+        let (calls, waited, error) = count_until_failure(tomorrow).await;
+        assert_eq!(calls, 1);
+        assert_eq!(waited, Duration::ZERO);
+        let message = error.to_string();
+        assert!(message.contains("a wait of 60 min"), "{message}");
+        assert!(message.contains("try again after"), "{message}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn retries_made_elsewhere_count_against_the_same_budget() {
+        let calls = AtomicU32::new(0);
+        let mut retries = 4;
+        let result: Result<(), Error> = RetryPolicy::default()
+            .run(
+                &CancellationToken::new(),
+                &mut retries,
+                |_| {},
+                || async {
+                    calls.fetch_add(1, Ordering::SeqCst);
+                    Err(overloaded())
+                },
+            )
+            .await;
+        assert_eq!(calls.load(Ordering::SeqCst), 2, "one retry was left");
+        assert_eq!(retries, 5);
+        let message = result.expect_err("gives up").to_string();
+        assert!(message.contains("gave up after 6 attempts"), "{message}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_silent_server_is_given_up_after_two_stall_timeouts() {
+        let started = tokio::time::Instant::now();
+        let stall = Duration::from_secs(120);
+        let calls = AtomicU32::new(0);
+        let result: Result<(), Error> = RetryPolicy::default()
+            .run(
+                &CancellationToken::new(),
+                &mut 0,
+                |_| {},
+                || async {
+                    calls.fetch_add(1, Ordering::SeqCst);
+                    tokio::time::sleep(stall).await;
+                    Err(Error::stalled("http://127.0.0.1:8080/v1", stall))
+                },
+            )
+            .await;
+        assert_eq!(calls.load(Ordering::SeqCst), 2);
+        assert_eq!(started.elapsed(), stall * 2 + Duration::from_secs(2));
+        let message = result.expect_err("gives up").to_string();
+        assert!(message.contains("gave up after 2 attempts"), "{message}");
     }
 }

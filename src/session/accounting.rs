@@ -20,6 +20,15 @@ pub struct Accounting {
     pub(super) guard: Mutex<CompactionGuard>,
     /// Our count of the last request sent to each model, to learn from its usage.
     last_sent: Mutex<HashMap<ModelRef, u64>>,
+    /// Windows providers stated in overflow errors, smaller than configured.
+    pub(super) stated_windows: Mutex<HashMap<ModelRef, u64>>,
+    /// Requests rejected as too long since the turn began or a step last
+    /// succeeded: each cost a compaction, and a provider that keeps
+    /// rejecting must not cost them without end.
+    pub(super) rejections: Mutex<u32>,
+    /// `used` of the last gauge published: the size of the request just
+    /// sent, the only figure for one the provider rejected.
+    pub(super) last_gauge_used: Mutex<u64>,
 }
 
 impl Accounting {

@@ -53,7 +53,11 @@ pub async fn run(
             return abandon(ctx, request).await;
         }
     };
-    let before_count = tokens_before(history);
+    // A rejected request reported no usage: the gauge measured what was sent.
+    let before_count = match tokens_before(history) {
+        0 => gauge::last_used(ctx),
+        reported => reported,
+    };
     let tail = TailSettings {
         tail_turns: ctx.settings.compaction.tail_turns as usize,
         preserve_recent_tokens: ctx.settings.compaction.preserve_recent_tokens,
@@ -120,6 +124,7 @@ async fn summarize(
             summary: true,
             cancel: cancel.clone(),
             sent_tokens: Some(counted),
+            retries: &mut 0,
         };
         match processor::process(step_input, &mut runner).await? {
             StepOutcome::Compact => {
@@ -282,10 +287,11 @@ fn was_mid_task(history: &[MessageWithParts], request_id: &str) -> bool {
     let last_assistant = before
         .iter()
         .rev()
-        .find_map(|m| m.message.as_assistant().map(|a| (m.message.id.as_str(), a)));
+        .find(|m| m.message.as_assistant().is_some());
     match (last_user, last_assistant) {
-        (Some(user), Some((id, assistant))) => {
-            user.message.id.as_str() > id || assistant.finish == Some(FinishReason::ToolCalls)
+        (Some(user), Some(assistant)) => {
+            user.message.id > assistant.message.id
+                || crate::session::run::wants_tool_results(assistant)
         }
         (Some(_), None) => true,
         _ => false,

@@ -14,11 +14,72 @@ use crate::message::MessageWithParts;
 use crate::provider::ChatRequest;
 use crate::session::Error;
 use crate::session::ctx::{ResolvedModel, SessionCtx};
-use crate::shared::lock;
+use crate::shared::{lock, thousands};
 use crate::token::{self};
 
+/// Compactions one turn may spend on requests the provider rejected as too long.
+pub const MAX_REJECTED_COMPACTIONS: u32 = 2;
+
 pub fn usable(ctx: &SessionCtx, model: &ResolvedModel) -> u64 {
-    context::usable(&model.limits, &ctx.settings.compaction)
+    context::usable(&limits(ctx, model), &ctx.settings.compaction)
+}
+
+/// The model's limits, with the window a provider stated when it is smaller:
+/// the provider knows its window better than the catalog or the config.
+fn limits(ctx: &SessionCtx, model: &ResolvedModel) -> context::Limits {
+    let mut limits = model.limits;
+    if let Some(stated) = lock(&ctx.accounting.stated_windows).get(&model.model) {
+        limits.context = limits.context.min(*stated);
+        limits.output = limits.output.min(limits.context / 4).max(1);
+    }
+    limits
+}
+
+/// Remembers the window a provider stated in an overflow error, for this
+/// session's gauge, trigger and summary sizing.
+pub fn learn_window(ctx: &SessionCtx, model: &ResolvedModel, stated: Option<u64>) {
+    if let Some(stated) = stated {
+        lock(&ctx.accounting.stated_windows).insert(model.model.clone(), stated);
+    }
+}
+
+/// Counts a request rejected as too long; `Some(advice)` when the turn has
+/// compacted for such rejections `MAX_REJECTED_COMPACTIONS` times already
+/// and must stop.
+pub fn record_rejection(ctx: &SessionCtx, model: &ResolvedModel) -> Option<String> {
+    let stated = lock(&ctx.accounting.stated_windows)
+        .get(&model.model)
+        .copied();
+    let mut rejections = lock(&ctx.accounting.rejections);
+    *rejections += 1;
+    if *rejections <= MAX_REJECTED_COMPACTIONS {
+        return None;
+    }
+    let window = match stated {
+        Some(stated) => format!(
+            "it says the window is {} tokens; cairn assumed {}",
+            thousands(stated),
+            thousands(model.limits.context)
+        ),
+        None => format!(
+            "cairn assumed a window of {} tokens",
+            thousands(model.limits.context)
+        ),
+    };
+    Some(format!(
+        "{} rejected the request as too long {} times in this turn, even after compacting ({window}). Stopped so it costs nothing more. Set the real window ([provider.{}.models.\"{}\"] context = TOKENS in cairn.toml), /prune or /compact, or start a new session, then send your message again.",
+        model.model.provider, *rejections, model.model.provider, model.model.model,
+    ))
+}
+
+/// The size of the last request measured for the gauge (0 before any).
+pub fn last_used(ctx: &SessionCtx) -> u64 {
+    *lock(&ctx.accounting.last_gauge_used)
+}
+
+/// A step that succeeded, or a new turn: rejections count afresh.
+pub fn reset_rejections(ctx: &SessionCtx) {
+    *lock(&ctx.accounting.rejections) = 0;
 }
 
 /// The gauge for a request of `used` tokens.
@@ -28,7 +89,12 @@ pub fn gauge_for(
     used: u64,
     estimated: bool,
 ) -> ContextGauge {
-    context::gauge(used, estimated, &model.limits, &ctx.settings.compaction)
+    context::gauge(
+        used,
+        estimated,
+        &limits(ctx, model),
+        &ctx.settings.compaction,
+    )
 }
 
 /// Whether a request of `count` tokens reaches the automatic-compaction point.
@@ -152,6 +218,7 @@ pub fn request_exceeds(ctx: &SessionCtx, model: &ResolvedModel, counted: u64) ->
 }
 
 pub fn publish(ctx: &SessionCtx, gauge: ContextGauge) {
+    *lock(&ctx.accounting.last_gauge_used) = gauge.used;
     ctx.writer.bus.publish(Event::Gauge {
         session_id: ctx.session_id.clone(),
         gauge,

@@ -89,7 +89,9 @@ impl ConfiguredModels {
                     LOCAL_FALLBACK_CONTEXT,
                 )
                 .await;
-                warning = probe.warning;
+                warning = probe
+                    .warning
+                    .map(|why| format!("{why}; if that is wrong, {}", context_advice(model)));
                 limits = Some(Limits {
                     context: probe.context,
                     input: None,
@@ -97,8 +99,9 @@ impl ConfiguredModels {
                 });
             } else {
                 warning = Some(format!(
-                    "model {model} is not in cairn's catalog: assuming a {}-token window; set [provider.{}.models.\"{}\"] context = ... in your config",
-                    UNKNOWN_MODEL_LIMITS.context, model.provider, model.model
+                    "model {model} is not in cairn's catalog: assuming a {}-token window; {}",
+                    UNKNOWN_MODEL_LIMITS.context,
+                    context_advice(model)
                 ));
             }
         }
@@ -127,6 +130,15 @@ impl ConfiguredModels {
             warned: AtomicBool::new(false),
         })
     }
+}
+
+/// How to state `model`'s window in the config: the table and key exactly
+/// as `cairn.toml` spells them, so the advice can be pasted.
+fn context_advice(model: &ModelRef) -> String {
+    format!(
+        "set the window in cairn.toml: [provider.{}.models.\"{}\"] context = TOKENS",
+        model.provider, model.model
+    )
 }
 
 fn is_loopback(base_url: &str) -> bool {
@@ -158,5 +170,41 @@ pub fn default_model_from_env() -> Option<ModelRef> {
         Some(ModelRef::new("openrouter", "anthropic/claude-sonnet-4.5"))
     } else {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_window_warning_names_a_key_the_config_accepts() {
+        let mut config = config::Config::default();
+        let provider = config::ProviderConfig {
+            wire: Some(config::Wire::OpenAi),
+            // Nothing listens on the discard port: the probe fails.
+            base_url: Some(config::NonEmpty::new("http://127.0.0.1:9/v1").expect("url")),
+            ..Default::default()
+        };
+        config.provider.insert("local".into(), provider);
+        let model = ModelRef::new("local", "house-model-7b");
+        let resolved = ConfiguredModels::new(&config)
+            .resolve(&model)
+            .await
+            .expect("resolve");
+        let warning = resolved.take_warning().expect("a fallback warning");
+        assert!(!warning.contains("limit.context"), "{warning}");
+        let advice = warning
+            .split("cairn.toml: ")
+            .nth(1)
+            .expect("the advice names the config file");
+        let (table, key) = advice.split_once(' ').expect("table then key");
+        let pasted = format!("{table}\n{}", key.replace("TOKENS", "8192"));
+        let parsed: config::Config = toml::from_str(&pasted)
+            .unwrap_or_else(|error| panic!("{pasted:?} does not parse: {error}"));
+        assert_eq!(
+            parsed.provider["local"].models["house-model-7b"].context,
+            Some(8192)
+        );
     }
 }

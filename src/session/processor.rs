@@ -53,6 +53,9 @@ pub struct Step<'a> {
     /// reported for it (`gauge::Measured::counted`); `None` when its usage
     /// must teach nothing.
     pub sent_tokens: Option<u64>,
+    /// Retries of this step made so far (the loop's and the request's, one
+    /// count for `RetryPolicy`); advanced while the request is retried.
+    pub retries: &'a mut u32,
 }
 
 /// The parts being built while the stream runs.
@@ -63,7 +66,8 @@ struct Building {
     /// call id -> pending tool part and its raw argument text.
     pending_tools: HashMap<String, Part>,
     tool_calls_started: usize,
-    /// Set while recording an error the loop will retry.
+    /// Set while recording an error the loop acts on (a retry, a compaction after
+    /// an overflow): `finish` stays unset.
     retrying: bool,
 }
 
@@ -76,6 +80,7 @@ pub async fn process(step: Step<'_>, runner: &mut ToolRunner) -> Result<StepOutc
         summary,
         cancel,
         sent_tokens,
+        retries,
     } = step;
     let writer = &ctx.writer;
     writer.message(&assistant).await?;
@@ -91,9 +96,13 @@ pub async fn process(step: Step<'_>, runner: &mut ToolRunner) -> Result<StepOutc
     };
 
     ctx.accounting.sent(&model.model, sent_tokens);
-    let mut stream = match open_stream(ctx, model, &request, &cancel).await {
+    let mut stream = match open_stream(ctx, model, &request, &cancel, retries).await {
         Ok(stream) => stream,
-        Err(error) => return fail(ctx, &mut building, runner, error).await,
+        // The retry policy already had its say: this failure is final.
+        Err(error) if error.is_retryable() => {
+            return fail_for_good(ctx, &mut building, runner, error).await;
+        }
+        Err(error) => return fail(ctx, model, &mut building, runner, error).await,
     };
     ctx.set_status(SessionStatus::Busy);
 
@@ -115,7 +124,7 @@ pub async fn process(step: Step<'_>, runner: &mut ToolRunner) -> Result<StepOutc
                     return Ok(outcome);
                 }
             }
-            Some(Err(error)) => return fail(ctx, &mut building, runner, error).await,
+            Some(Err(error)) => return fail(ctx, model, &mut building, runner, error).await,
         }
     }
     let ended = Ended {
@@ -133,6 +142,7 @@ async fn open_stream(
     model: &ResolvedModel,
     request: &ChatRequest,
     cancel: &CancellationToken,
+    retries: &mut u32,
 ) -> Result<provider::EventStream, provider::Error> {
     let session_id = ctx.session_id.clone();
     let bus = ctx.writer.bus.clone();
@@ -148,7 +158,13 @@ async fn open_stream(
     };
     model
         .provider
-        .stream_with_retry(request, cancel.clone(), &ctx.settings.retry, on_retry)
+        .stream_with_retry(
+            request,
+            cancel.clone(),
+            &ctx.settings.retry,
+            retries,
+            on_retry,
+        )
         .await
 }
 
@@ -177,7 +193,7 @@ async fn after_stream(
     {
         // The stream ended without a finish event: treat as a dropped connection.
         let error = provider::Error::truncated(&step.model.model.provider, "a finish event");
-        return fail(ctx, &mut building, runner, error).await;
+        return fail(ctx, step.model, &mut building, runner, error).await;
     }
     // The stream is done but tools may still run: an interrupt now must
     // stop them and mark the message aborted, as it does mid-stream.
@@ -510,6 +526,7 @@ async fn interrupt(
 /// A failed request or stream: classify, keep the session consistent, decide.
 async fn fail(
     ctx: &SessionCtx,
+    model: &ResolvedModel,
     building: &mut Building,
     runner: &mut ToolRunner,
     error: provider::Error,
@@ -520,9 +537,20 @@ async fn fail(
         return Ok(StepOutcome::Stop);
     }
     if error.is_context_overflow() {
+        gauge::learn_window(ctx, model, error.stated_context());
         finish_tools(ctx, building, runner).await?;
-        // No error on the message: the compaction that follows is marked
-        // `overflow` because this message never finished (spec 4.3 halt).
+        // No finish: the compaction that follows is marked `overflow` because
+        // this message never finished (spec 4.3 halt). The error says it was
+        // rejected, so a reopened session does not take it for a turn cut
+        // short (and show it as interrupted, or send its parts again).
+        building.retrying = true;
+        set_error(
+            ctx,
+            building,
+            MessageErrorKind::ContextOverflow,
+            &error.to_string(),
+        )
+        .await?;
         ctx.writer.notice(&ctx.session_id, error.to_string());
         return Ok(StepOutcome::Compact);
     }
@@ -544,6 +572,17 @@ async fn fail(
         set_error(ctx, building, MessageErrorKind::Api, &error.to_string()).await?;
         return Ok(StepOutcome::Retry(error));
     }
+    fail_for_good(ctx, building, runner, error).await
+}
+
+/// A failure that ends the turn: recorded on the message and shown.
+async fn fail_for_good(
+    ctx: &SessionCtx,
+    building: &mut Building,
+    runner: &mut ToolRunner,
+    error: provider::Error,
+) -> Result<StepOutcome, Error> {
+    close_open_parts(ctx, building).await?;
     finish_tools(ctx, building, runner).await?;
     let kind = if error.kind() == provider::ErrorKind::Auth {
         MessageErrorKind::Auth

@@ -16,15 +16,12 @@ use crate::bus::SessionStatus;
 use crate::clock::now_millis;
 use crate::context::view;
 use crate::message::{CompactionPart, FinishReason, MessageWithParts, Part, UserMessage};
-use crate::session::ctx::SessionCtx;
+use crate::session::ctx::{ResolvedModel, SessionCtx};
 use crate::session::doom::CallSignature;
 use crate::session::processor::{self, Step, StepOutcome};
 use crate::session::request::{build_request, create_compaction, new_assistant};
 use crate::session::tool_runner::ToolRunner;
 use crate::session::{Error, compaction_task, gauge, prune_task};
-
-/// Retries of a step that failed mid-stream before anything useful arrived.
-const MAX_STEP_RETRIES: u32 = 4;
 
 /// How many recent tool calls the doom-loop detector looks back over.
 const DOOM_HISTORY: usize = 24;
@@ -71,7 +68,7 @@ impl<'a> Latest<'a> {
         let Some(info) = assistant.message.as_assistant() else {
             return false;
         };
-        let finished = info.finish.is_some_and(|f| f != FinishReason::ToolCalls);
+        let finished = info.finish.is_some() && !wants_tool_results(assistant);
         let unfinished_tools = assistant
             .parts
             .iter()
@@ -81,10 +78,27 @@ impl<'a> Latest<'a> {
     }
 }
 
+/// Whether `assistant` ended a step that the model must see the tool results
+/// of. Calling tools is what decides, not the finish reason: several
+/// OpenAI-compatible servers and gateways end a tool call with `stop`, no
+/// reason or one of their own. A step that failed (`error`) is over anyway.
+pub fn wants_tool_results(assistant: &MessageWithParts) -> bool {
+    let Some(info) = assistant.message.as_assistant() else {
+        return false;
+    };
+    match info.finish {
+        Some(FinishReason::ToolCalls) => true,
+        Some(FinishReason::Error) | None => false,
+        Some(_) => assistant.parts.iter().any(|part| part.as_tool().is_some()),
+    }
+}
+
 /// Runs the loop until the session has nothing left to do.
 pub async fn run(ctx: Arc<SessionCtx>, cancel: CancellationToken) -> Result<(), Error> {
     let mut step: u32 = 0;
     let mut retries: u32 = 0;
+    // A new turn: rejected-as-too-long compactions count afresh.
+    gauge::reset_rejections(&ctx);
     let result = iterate(&ctx, &cancel, &mut step, &mut retries).await;
     // A run that found nothing to do (the runtime's re-check after a message
     // queued while busy) never said busy, so it must not say idle either:
@@ -210,24 +224,29 @@ async fn decide_and_act(
             summary: false,
             cancel: cancel.clone(),
             sent_tokens: Some(measured.counted),
+            retries,
         },
         &mut runner,
     )
     .await?;
-    after_step(ctx, cancel, &user, &assistant_id, outcome, retries).await
+    after_step(ctx, cancel, &model, &user, &assistant_id, outcome, retries).await
 }
 
 /// Acts on how a model step ended: go on, stop, compact, or retry.
 async fn after_step(
     ctx: &SessionCtx,
     cancel: &CancellationToken,
+    model: &ResolvedModel,
     user: &UserMessage,
     assistant_id: &str,
     outcome: StepOutcome,
     retries: &mut u32,
 ) -> Result<Next, Error> {
     match outcome {
-        StepOutcome::Continue => *retries = 0,
+        StepOutcome::Continue => {
+            *retries = 0;
+            gauge::reset_rejections(ctx);
+        }
         StepOutcome::Stop => return Ok(Next::Exit),
         StepOutcome::Compact => {
             if !ctx.settings.compaction.auto {
@@ -241,6 +260,12 @@ async fn after_step(
                 .get_message(assistant_id)
                 .await?
                 .and_then(|m| m.message.as_assistant().and_then(|a| a.finish));
+            if finished.is_none()
+                && let Some(advice) = gauge::record_rejection(ctx, model)
+            {
+                ctx.writer.error(&ctx.session_id, advice);
+                return Ok(Next::Exit);
+            }
             let part = CompactionPart {
                 auto: true,
                 overflow: finished.is_none(),
@@ -249,13 +274,18 @@ async fn after_step(
             create_compaction(ctx, user, part).await?;
         }
         StepOutcome::Retry(error) => {
-            *retries += 1;
-            if *retries > MAX_STEP_RETRIES {
-                ctx.writer.error(&ctx.session_id, format!("{error}. Gave up after {MAX_STEP_RETRIES} retries; send a message to try again."));
-                return Ok(Next::Exit);
-            }
-            if !wait_before_retry(ctx, *retries, &error.to_string(), cancel).await {
-                return Ok(Next::Exit);
+            let message = error.to_string();
+            match ctx.settings.retry.next_wait(*retries, error) {
+                Ok(wait) => {
+                    *retries += 1;
+                    if !wait_before_retry(ctx, *retries, &message, wait, cancel).await {
+                        return Ok(Next::Exit);
+                    }
+                }
+                Err(final_error) => {
+                    ctx.writer.error(&ctx.session_id, final_error.to_string());
+                    return Ok(Next::Exit);
+                }
             }
         }
     }
@@ -277,15 +307,15 @@ fn recent_calls(history: &[MessageWithParts]) -> Vec<CallSignature> {
     calls
 }
 
-/// Backs off before retrying a failed step, showing the countdown.
+/// Waits `delay` before retrying a failed step, showing the countdown.
 /// Returns false when the user cancelled meanwhile.
 async fn wait_before_retry(
     ctx: &SessionCtx,
     attempt: u32,
     message: &str,
+    delay: Duration,
     cancel: &CancellationToken,
 ) -> bool {
-    let delay = Duration::from_secs(2u64.saturating_pow(attempt).min(30));
     ctx.set_status(SessionStatus::Retrying {
         attempt,
         message: message.to_string(),

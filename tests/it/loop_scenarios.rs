@@ -660,7 +660,7 @@ async fn rate_limit_is_retried_after_the_servers_wait() {
     assert!(out.contains("Done after waiting."), "{out}");
     // The server asked for 100 ms; the default backoff would be 2 s.
     assert!(started.elapsed() < Duration::from_millis(1500));
-    assert!(err.contains("retrying (attempt 1)"), "{err}");
+    assert!(err.contains("retry 1 in"), "{err}");
     let retrying = recorder
         .statuses(&session.id)
         .into_iter()

@@ -33,6 +33,7 @@ mod hardening_secrets;
 mod hardening_soak;
 mod hardening_streams;
 mod loop_scenarios;
+mod loop_steps;
 mod permission;
 mod permission_shell;
 mod permission_shell_run;

@@ -263,6 +263,7 @@ async fn overloaded_error_event_mid_stream_is_classified_and_retried_before_cont
             &hello(),
             CancellationToken::new(),
             &quick_retries(),
+            &mut 0,
             |notice| notices.push(notice),
         ),
     )
@@ -296,7 +297,13 @@ async fn error_event_after_content_is_returned_not_retried() {
     let provider = provider(&server);
     let stream = within(
         LIMIT,
-        provider.stream_with_retry(&hello(), CancellationToken::new(), &quick_retries(), |_| {}),
+        provider.stream_with_retry(
+            &hello(),
+            CancellationToken::new(),
+            &quick_retries(),
+            &mut 0,
+            |_| {},
+        ),
     )
     .await
     .unwrap();
@@ -328,6 +335,7 @@ async fn rate_limit_with_retry_after_and_529_then_success() {
             &hello(),
             CancellationToken::new(),
             &quick_retries(),
+            &mut 0,
             |notice| notices.push(notice),
         ),
     )
@@ -365,7 +373,13 @@ async fn prompt_too_long_is_context_overflow_and_not_retried() {
     let provider = provider(&server);
     let error = within(
         LIMIT,
-        provider.stream_with_retry(&hello(), CancellationToken::new(), &quick_retries(), |_| {}),
+        provider.stream_with_retry(
+            &hello(),
+            CancellationToken::new(),
+            &quick_retries(),
+            &mut 0,
+            |_| {},
+        ),
     )
     .await
     .err()

@@ -215,6 +215,7 @@ async fn llama_server_parse_failure_is_a_classified_error_and_is_retried() {
             &hello(),
             CancellationToken::new(),
             &quick_retries(),
+            &mut 0,
             |notice| notices.push(notice),
         ),
     )
@@ -244,6 +245,7 @@ async fn context_overflow_bodies_are_classified_and_never_retried() {
                 &hello(),
                 CancellationToken::new(),
                 &quick_retries(),
+                &mut 0,
                 |_| {},
             ),
         )
@@ -389,6 +391,7 @@ async fn rate_limit_with_retry_after_then_success() {
             &hello(),
             CancellationToken::new(),
             &quick_retries(),
+            &mut 0,
             |notice| notices.push(notice),
         ),
     )

@@ -90,7 +90,10 @@ fn header(message: &Message) -> Vec<Line<'static>> {
                 .add_modifier(Modifier::BOLD),
         ),
         Role::Assistant(a) if a.summary => {
-            let before = a.tokens.context_count().saturating_sub(a.tokens.output);
+            let before = a
+                .tokens
+                .context_count()
+                .saturating_sub(a.tokens.output + a.tokens.reasoning);
             let (label, color) = match (&a.error, a.finish) {
                 (Some(error), _) => (
                     format!(
