@@ -13,6 +13,9 @@ pub const EXIT_OK: u8 = 0;
 pub const EXIT_FAILURE: u8 = 1;
 /// The command line was wrong, or asks for something this build cannot do yet.
 pub const EXIT_USAGE: u8 = 2;
+/// `cairn run`: the answer was delivered on stdout, then a later step (a
+/// compaction, a prune) failed; stderr says what.
+pub const EXIT_FAILED_AFTER_ANSWER: u8 = 3;
 
 /// A terminal coding agent.
 #[derive(Debug, Parser)]

@@ -4,15 +4,20 @@
 //! prompt, prints the assistant's text to stdout as it streams and tool
 //! activity to stderr (or, with `--format json`, every event as one JSON line
 //! on stdout), and returns how the run ended. Ctrl+C interrupts like Esc.
+//!
+//! stdout carries only the visible answer: the hidden summary of a compaction
+//! made during the run is not printed (`/compact` asked for explicitly is the
+//! exception: its summary is the answer).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::Write;
 
 use tokio::sync::broadcast::error::RecvError;
 
 use crate::bus::{Bus, Event, SessionStatus};
 pub use crate::cli::Format;
-use crate::message::{PartKind, ToolState};
+use crate::cli::{EXIT_FAILED_AFTER_ANSWER, EXIT_FAILURE, EXIT_OK};
+use crate::message::{FinishReason, PartKind, Role, ToolState};
 use crate::session::command::Command;
 use crate::session::runtime::SessionHandle;
 
@@ -20,15 +25,20 @@ use crate::session::runtime::SessionHandle;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
     Success,
+    /// Nothing or only part of an answer was delivered.
     Failed,
+    /// The answer was delivered, then a later step (a compaction, a prune)
+    /// failed: a script may use the answer, and should look at stderr.
+    FailedAfterAnswer,
     Interrupted,
 }
 
 impl Outcome {
     pub fn exit_code(self) -> u8 {
         match self {
-            Outcome::Success => 0,
-            Outcome::Failed => 1,
+            Outcome::Success => EXIT_OK,
+            Outcome::Failed => EXIT_FAILURE,
+            Outcome::FailedAfterAnswer => EXIT_FAILED_AFTER_ANSWER,
             Outcome::Interrupted => 130,
         }
     }
@@ -58,7 +68,10 @@ pub async fn run(
     let mut printer = Printer {
         format,
         printed: HashMap::new(),
+        hidden: HashSet::new(),
+        answered: false,
         failed: false,
+        failed_after_answer: false,
         interrupted: false,
         seen_busy: false,
         ends_with_newline: true,
@@ -93,20 +106,24 @@ pub async fn run(
         writeln!(stdout)?;
     }
     stdout.flush()?;
-    Ok(if printer.interrupted {
-        Outcome::Interrupted
-    } else if printer.failed {
-        Outcome::Failed
-    } else {
-        Outcome::Success
-    })
+    Ok(printer.outcome())
 }
+
+/// Lines of a tool's error printed on stderr; the model sees all of it.
+const MAX_ERROR_LINES: usize = 12;
 
 struct Printer {
     format: Format,
     /// Bytes of each text part already printed.
     printed: HashMap<String, usize>,
+    /// Messages whose text is not part of the answer (compaction summaries).
+    hidden: HashSet<String>,
+    /// An assistant message finished with an answer (not tool calls, no error).
+    answered: bool,
+    /// An error came before the answer was delivered.
     failed: bool,
+    /// An error came after the answer was delivered.
+    failed_after_answer: bool,
     interrupted: bool,
     seen_busy: bool,
     ends_with_newline: bool,
@@ -115,6 +132,18 @@ struct Printer {
 }
 
 impl Printer {
+    fn outcome(&self) -> Outcome {
+        if self.interrupted {
+            Outcome::Interrupted
+        } else if self.failed {
+            Outcome::Failed
+        } else if self.failed_after_answer {
+            Outcome::FailedAfterAnswer
+        } else {
+            Outcome::Success
+        }
+    }
+
     /// Prints one event; true when the run is over.
     fn print(
         &mut self,
@@ -133,8 +162,23 @@ impl Printer {
             }
             _ => false,
         };
-        if let Event::Error { .. } = event {
-            self.failed = true;
+        match event {
+            Event::Error { .. } if self.answered => self.failed_after_answer = true,
+            Event::Error { .. } => self.failed = true,
+            Event::MessageUpdated { message } => {
+                if let Role::Assistant(assistant) = &message.role {
+                    if assistant.summary {
+                        self.hidden.insert(message.id.clone());
+                    } else if assistant.error.is_none()
+                        && assistant
+                            .finish
+                            .is_some_and(|finish| finish != FinishReason::ToolCalls)
+                    {
+                        self.answered = true;
+                    }
+                }
+            }
+            _ => {}
         }
         match self.format {
             Format::Json => {
@@ -154,17 +198,20 @@ impl Printer {
     ) -> std::io::Result<()> {
         match event {
             Event::PartDelta {
+                message_id,
                 part_id,
                 field: crate::bus::DeltaField::Text,
                 delta,
                 ..
-            } => {
+            } if !self.hidden.contains(message_id) => {
                 self.write_text(stdout, delta)?;
                 *self.printed.entry(part_id.clone()).or_default() += delta.len();
             }
             Event::PartUpdated { part } => match &part.kind {
                 PartKind::Text(text)
-                    if !text.synthetic && text.time.is_some_and(|t| t.end.is_some()) =>
+                    if !text.synthetic
+                        && text.time.is_some_and(|t| t.end.is_some())
+                        && !self.hidden.contains(&part.message_id) =>
                 {
                     let printed = self.printed.get(&part.id).copied().unwrap_or(0);
                     if let Some(rest) = text.text.get(printed..)
@@ -233,8 +280,18 @@ impl Printer {
                 )
             }
             ToolState::Error { error, .. } => {
-                let first = error.lines().next().unwrap_or("");
-                writeln!(stderr, "  {tool} failed: {first}")
+                // Whole, up to a limit: a refusal ends with the config lines
+                // that would allow the call.
+                let mut lines = error.lines();
+                writeln!(stderr, "  {tool} failed: {}", lines.next().unwrap_or(""))?;
+                for line in lines.by_ref().take(MAX_ERROR_LINES - 1) {
+                    writeln!(stderr, "    {line}")?;
+                }
+                let rest = lines.count();
+                if rest > 0 {
+                    writeln!(stderr, "    ... ({rest} more lines)")?;
+                }
+                Ok(())
             }
             ToolState::Pending { .. } => Ok(()),
         }

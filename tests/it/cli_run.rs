@@ -324,3 +324,94 @@ async fn continue_resumes_the_last_session_with_its_history() {
     let listed = project.cairn(&["sessions"]).await;
     assert_eq!(text_of(&listed.stdout).lines().count(), 1, "one session");
 }
+
+/// A text answer whose step fills the 200k window, so that a compaction
+/// follows it in the same run.
+fn answer_that_fills_the_window(answer: &str) -> support::ScriptedResponse {
+    text(answer, 190_000)
+}
+
+/// Issue #12: the hidden summary of a compaction made during the run was
+/// printed to stdout glued to the answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compaction_during_the_run_keeps_its_summary_off_stdout() {
+    let project = Project::new();
+    let server = ScriptedServer::start([
+        answer_that_fills_the_window("The answer is 42."),
+        text("SUMMARY-OF-THE-CONVERSATION", 500),
+    ])
+    .await;
+    project.use_scripted(&server);
+    let output = project.cairn(&["run", "what is the answer?"]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    assert_eq!(server.requests().len(), 2, "the answer, then the summary");
+    assert_eq!(text_of(&output.stdout), "The answer is 42.\n");
+    assert!(
+        text_of(&output.stderr).contains("compacted the conversation (auto)"),
+        "{}",
+        describe(&output)
+    );
+}
+
+/// Issue #12: a run whose answer was delivered exited 1, like a run with no
+/// answer, when the compaction after it failed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failure_after_the_answer_exits_3_with_the_answer_on_stdout() {
+    let project = Project::new();
+    let server = ScriptedServer::start([
+        answer_that_fills_the_window("The answer is 42."),
+        support::ScriptedResponse::json(
+            400,
+            r#"{"error":{"message":"summaries are not allowed","type":"invalid_request_error"}}"#,
+        ),
+    ])
+    .await;
+    project.use_scripted(&server);
+    let output = project.cairn(&["run", "what is the answer?"]).await;
+    assert_eq!(output.status.code(), Some(3), "{}", describe(&output));
+    assert_eq!(text_of(&output.stdout), "The answer is 42.\n");
+    assert!(
+        text_of(&output.stderr).contains("compaction failed"),
+        "{}",
+        describe(&output)
+    );
+}
+
+/// Issue #12: headless refusals promise the config lines that would allow
+/// the call, and stderr printed only the first line of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_permission_prints_the_config_that_would_allow_it() {
+    let project = Project::new();
+    let server = ScriptedServer::start([
+        tool_call(
+            "call_1",
+            "bash",
+            json!({ "command": "touch made.txt", "description": "make a file" }),
+            500,
+        ),
+        text("I could not make the file.", 600),
+    ])
+    .await;
+    project.use_scripted(&server);
+    let config = std::fs::read_to_string(project.path("cairn.toml")).expect("read config");
+    std::fs::write(
+        project.path("cairn.toml"),
+        config.replace("yolo = true", "yolo = false"),
+    )
+    .expect("write config");
+    let output = project.cairn(&["run", "make a file"]).await;
+    let stderr = text_of(&output.stderr);
+    assert!(stderr.contains("  bash failed: "), "{}", describe(&output));
+    assert!(
+        stderr.contains("    [permission.bash]"),
+        "{}",
+        describe(&output)
+    );
+    assert!(
+        stderr.contains("= \"allow\""),
+        "the config line: {}",
+        describe(&output)
+    );
+    assert!(stderr.contains("--yolo"), "{}", describe(&output));
+    assert!(!project.path("made.txt").exists());
+}
