@@ -12,14 +12,18 @@
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
 
-use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::broadcast::{self, error::RecvError};
+use tokio::sync::oneshot;
 
 use crate::bus::{Bus, Event, SessionStatus};
 pub use crate::cli::Format;
-use crate::cli::{EXIT_FAILED_AFTER_ANSWER, EXIT_FAILURE, EXIT_OK};
+use crate::cli::{EXIT_FAILED_AFTER_ANSWER, EXIT_FAILURE, EXIT_OK, EXIT_USAGE};
 use crate::message::{FinishReason, PartKind, Role, ToolState};
 use crate::session::command::Command;
 use crate::session::runtime::SessionHandle;
+use crate::store::Store;
+
+mod slash;
 
 /// How a headless run ended; maps to the process exit status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,6 +34,8 @@ pub enum Outcome {
     /// The answer was delivered, then a later step (a compaction, a prune)
     /// failed: a script may use the answer, and should look at stderr.
     FailedAfterAnswer,
+    /// The message named a command `cairn run` cannot do (it needs a screen).
+    Usage,
     Interrupted,
 }
 
@@ -39,69 +45,47 @@ impl Outcome {
             Outcome::Success => EXIT_OK,
             Outcome::Failed => EXIT_FAILURE,
             Outcome::FailedAfterAnswer => EXIT_FAILED_AFTER_ANSWER,
+            Outcome::Usage => EXIT_USAGE,
             Outcome::Interrupted => 130,
         }
     }
 }
 
-/// Sends `message` and prints the session's events until the loop is idle.
+/// Sends `message` (or runs the slash command it names, see [`slash`]) and
+/// prints the session's events until the work is done.
 pub async fn run(
     handle: &SessionHandle,
     bus: &Bus,
+    store: &Store,
     message: String,
     format: Format,
     stdout: &mut impl Write,
     stderr: &mut impl Write,
 ) -> std::io::Result<Outcome> {
-    let mut events = bus.subscribe();
-    if !handle.send(Command::Prompt {
-        text: message,
-        agent: None,
-        model: None,
-    }) {
-        writeln!(
-            stderr,
-            "error: the session stopped before the message was sent"
-        )?;
-        return Ok(Outcome::Failed);
-    }
-    let mut printer = Printer {
-        format,
-        printed: HashMap::new(),
-        hidden: HashSet::new(),
-        answered: false,
-        failed: false,
-        failed_after_answer: false,
-        interrupted: false,
-        seen_busy: false,
-        ends_with_newline: true,
-        announced: Default::default(),
+    let parsed = slash::parse(&message);
+    let mut watch = Watch {
+        handle,
+        events: bus.subscribe(),
+        printer: Printer::new(format),
     };
-    let interrupt = tokio::signal::ctrl_c();
-    tokio::pin!(interrupt);
-    loop {
-        let event = tokio::select! {
-            _ = &mut interrupt, if !printer.interrupted => {
-                printer.interrupted = true;
-                writeln!(stderr, "\ninterrupting...")?;
-                handle.send(Command::Interrupt);
-                continue;
-            }
-            event = events.recv() => event,
-        };
-        let event = match event {
-            Ok(event) => event,
-            // Missed deltas are printed from the part's final update instead.
-            Err(RecvError::Lagged(_)) => continue,
-            Err(RecvError::Closed) => break,
-        };
-        if event.session_id() != handle.session_id {
-            continue;
+    match parsed {
+        Err(usage) => {
+            writeln!(stderr, "error: {usage}")?;
+            return Ok(Outcome::Usage);
         }
-        if printer.print(&event, stdout, stderr)? {
-            break;
+        Ok(Some(command)) => slash::run(command, &mut watch, store, stdout, stderr).await?,
+        Ok(None) => {
+            let prompt = Command::Prompt {
+                text: message,
+                agent: None,
+                model: None,
+            };
+            if watch.send(prompt, stderr)? {
+                watch.until_idle(stdout, stderr).await?;
+            }
         }
     }
+    let printer = watch.printer;
     if format == Format::Text && !printer.ends_with_newline {
         writeln!(stdout)?;
     }
@@ -109,11 +93,120 @@ pub async fn run(
     Ok(printer.outcome())
 }
 
+/// A run in progress: the session it drives, its events, what was printed.
+struct Watch<'a> {
+    handle: &'a SessionHandle,
+    events: broadcast::Receiver<Event>,
+    printer: Printer,
+}
+
+impl Watch<'_> {
+    /// Sends `command`; false, and a failed run, when the session has stopped.
+    fn send(&mut self, command: Command, stderr: &mut impl Write) -> std::io::Result<bool> {
+        if self.handle.send(command) {
+            return Ok(true);
+        }
+        self.printer.failed = true;
+        writeln!(
+            stderr,
+            "error: the session stopped before the command was sent"
+        )?;
+        Ok(false)
+    }
+
+    /// Prints events until the session goes idle after being busy.
+    async fn until_idle(
+        &mut self,
+        stdout: &mut impl Write,
+        stderr: &mut impl Write,
+    ) -> std::io::Result<()> {
+        self.until::<()>(None, stdout, stderr).await.map(drop)
+    }
+
+    /// Prints events until `reply` answers. `None` when the session dropped
+    /// the reply or the user interrupted the wait.
+    async fn until_reply<T>(
+        &mut self,
+        reply: oneshot::Receiver<T>,
+        stdout: &mut impl Write,
+        stderr: &mut impl Write,
+    ) -> std::io::Result<Option<T>> {
+        self.until(Some(reply), stdout, stderr).await
+    }
+
+    async fn until<T>(
+        &mut self,
+        reply: Option<oneshot::Receiver<T>>,
+        stdout: &mut impl Write,
+        stderr: &mut impl Write,
+    ) -> std::io::Result<Option<T>> {
+        let waits_for_reply = reply.is_some();
+        let answer = async move {
+            match reply {
+                Some(reply) => reply.await.ok(),
+                None => std::future::pending().await,
+            }
+        };
+        tokio::pin!(answer);
+        let interrupt = tokio::signal::ctrl_c();
+        tokio::pin!(interrupt);
+        loop {
+            let event = tokio::select! {
+                // Events first: those published before the reply was sent are
+                // printed before the wait ends.
+                biased;
+                _ = &mut interrupt, if !self.printer.interrupted => {
+                    self.printer.interrupted = true;
+                    writeln!(stderr, "\ninterrupting...")?;
+                    if waits_for_reply {
+                        return Ok(None);
+                    }
+                    self.handle.send(Command::Interrupt);
+                    continue;
+                }
+                event = self.events.recv() => event,
+                answer = &mut answer => return Ok(answer),
+            };
+            let event = match event {
+                Ok(event) => event,
+                // Missed deltas are printed from the part's final update instead.
+                Err(RecvError::Lagged(_)) => continue,
+                Err(RecvError::Closed) => return Ok(None),
+            };
+            if event.session_id() != self.handle.session_id {
+                continue;
+            }
+            if self.printer.print(&event, stdout, stderr)? && !waits_for_reply {
+                return Ok(None);
+            }
+        }
+    }
+
+    /// Reports a failure of the run itself (not of the session), as the
+    /// session reports its own: an `error` event.
+    fn fail(
+        &mut self,
+        message: String,
+        stdout: &mut impl Write,
+        stderr: &mut impl Write,
+    ) -> std::io::Result<()> {
+        let event = Event::Error {
+            session_id: self.handle.session_id.clone(),
+            message,
+        };
+        self.printer.print(&event, stdout, stderr).map(drop)
+    }
+}
+
 /// Lines of a tool's error printed on stderr; the model sees all of it.
 const MAX_ERROR_LINES: usize = 12;
 
 struct Printer {
     format: Format,
+    /// Print compaction summaries as the answer (`/compact` asked for them).
+    show_summaries: bool,
+    /// Print notices on stdout: they are the answer of `/prune` and the like.
+    notices_are_answers: bool,
     /// Bytes of each text part already printed.
     printed: HashMap<String, usize>,
     /// Messages whose text is not part of the answer (compaction summaries).
@@ -132,6 +225,23 @@ struct Printer {
 }
 
 impl Printer {
+    fn new(format: Format) -> Self {
+        Self {
+            format,
+            show_summaries: false,
+            notices_are_answers: false,
+            printed: HashMap::new(),
+            hidden: HashSet::new(),
+            answered: false,
+            failed: false,
+            failed_after_answer: false,
+            interrupted: false,
+            seen_busy: false,
+            ends_with_newline: true,
+            announced: Default::default(),
+        }
+    }
+
     fn outcome(&self) -> Outcome {
         if self.interrupted {
             Outcome::Interrupted
@@ -167,7 +277,7 @@ impl Printer {
             Event::Error { .. } => self.failed = true,
             Event::MessageUpdated { message } => {
                 if let Role::Assistant(assistant) = &message.role {
-                    if assistant.summary {
+                    if assistant.summary && !self.show_summaries {
                         self.hidden.insert(message.id.clone());
                     } else if assistant.error.is_none()
                         && assistant
@@ -233,6 +343,9 @@ impl Printer {
                 _ => {}
             },
             Event::Error { message, .. } => writeln!(stderr, "error: {message}")?,
+            Event::Notice { message, .. } if self.notices_are_answers => {
+                self.write_text(stdout, &format!("{message}\n"))?;
+            }
             Event::Notice { message, .. } => writeln!(stderr, "{message}")?,
             Event::Status {
                 status:

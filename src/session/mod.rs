@@ -16,6 +16,7 @@
 //! - `shell`           `!cmd` typed by the user
 //! - `writer`          persist-then-publish of every change
 //! - `command`         what front ends ask of a session
+//! - `export`          a session as Markdown (`/export`)
 //!
 //! Reports to front ends only through the bus; never draws or prints.
 
@@ -25,6 +26,7 @@ pub mod compaction;
 pub mod compaction_task;
 pub mod context;
 pub mod doom;
+pub mod export;
 pub mod gauge;
 pub mod models;
 pub mod processor;

@@ -315,6 +315,9 @@ async fn handle(
         Command::AnswerPermission { request_id, answer } => {
             ctx.permissions.answer(&request_id, answer);
         }
+        Command::Sync { reply } => {
+            let _ = reply.send(());
+        }
     }
     Ok(())
 }

@@ -95,6 +95,7 @@ impl Scenario {
             cairn::headless::run(
                 handle,
                 &self.app.bus,
+                &self.app.store,
                 message.to_string(),
                 cairn::headless::Format::Text,
                 &mut out,
