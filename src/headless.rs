@@ -23,6 +23,7 @@ use crate::session::command::Command;
 use crate::session::runtime::SessionHandle;
 use crate::store::Store;
 
+mod result;
 mod slash;
 
 /// How a headless run ended; maps to the process exit status.
@@ -49,6 +50,17 @@ impl Outcome {
             Outcome::Interrupted => 130,
         }
     }
+
+    /// How the `result` event names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Success => "success",
+            Outcome::Failed => "failed",
+            Outcome::FailedAfterAnswer => "failed_after_answer",
+            Outcome::Usage => "usage",
+            Outcome::Interrupted => "interrupted",
+        }
+    }
 }
 
 /// Sends `message` (or runs the slash command it names, see [`slash`]) and
@@ -71,7 +83,8 @@ pub async fn run(
     match parsed {
         Err(usage) => {
             writeln!(stderr, "error: {usage}")?;
-            return Ok(Outcome::Usage);
+            watch.printer.usage = true;
+            watch.printer.tally.add_error(usage);
         }
         Ok(Some(command)) => slash::run(command, &mut watch, store, stdout, stderr).await?,
         Ok(None) => {
@@ -86,11 +99,18 @@ pub async fn run(
         }
     }
     let printer = watch.printer;
-    if format == Format::Text && !printer.ends_with_newline {
-        writeln!(stdout)?;
+    let outcome = printer.outcome();
+    match format {
+        Format::Text if !printer.ends_with_newline => writeln!(stdout)?,
+        Format::Text => {}
+        Format::Json => {
+            let result = printer.tally.result(&handle.session_id, outcome);
+            serde_json::to_writer(&mut *stdout, &result)?;
+            writeln!(stdout)?;
+        }
     }
     stdout.flush()?;
-    Ok(printer.outcome())
+    Ok(outcome)
 }
 
 /// A run in progress: the session it drives, its events, what was printed.
@@ -106,11 +126,10 @@ impl Watch<'_> {
         if self.handle.send(command) {
             return Ok(true);
         }
+        let message = "the session stopped before the command was sent";
         self.printer.failed = true;
-        writeln!(
-            stderr,
-            "error: the session stopped before the command was sent"
-        )?;
+        self.printer.tally.add_error(message.into());
+        writeln!(stderr, "error: {message}")?;
         Ok(false)
     }
 
@@ -217,6 +236,10 @@ struct Printer {
     failed: bool,
     /// An error came after the answer was delivered.
     failed_after_answer: bool,
+    /// The message named a command that needs a screen.
+    usage: bool,
+    /// What the `result` event reports.
+    tally: result::Tally,
     interrupted: bool,
     seen_busy: bool,
     ends_with_newline: bool,
@@ -235,6 +258,8 @@ impl Printer {
             answered: false,
             failed: false,
             failed_after_answer: false,
+            usage: false,
+            tally: result::Tally::new(),
             interrupted: false,
             seen_busy: false,
             ends_with_newline: true,
@@ -245,6 +270,8 @@ impl Printer {
     fn outcome(&self) -> Outcome {
         if self.interrupted {
             Outcome::Interrupted
+        } else if self.usage {
+            Outcome::Usage
         } else if self.failed {
             Outcome::Failed
         } else if self.failed_after_answer {
@@ -290,14 +317,57 @@ impl Printer {
             }
             _ => {}
         }
+        self.tally.observe(event);
+        let visible = self.visible_text(event);
+        if let Some((key, text)) = &visible {
+            self.tally.add_text(key, text);
+        }
         match self.format {
             Format::Json => {
                 serde_json::to_writer(&mut *stdout, event)?;
                 writeln!(stdout)?;
             }
-            Format::Text => self.print_text(event, stdout, stderr)?,
+            Format::Text => {
+                if let Some((_, text)) = &visible {
+                    self.write_text(stdout, text)?;
+                }
+                self.print_text(event, stdout, stderr)?;
+            }
         }
         Ok(done)
+    }
+
+    /// The answer's text that `event` adds: (message id, or the command's
+    /// report, and the text). Summaries are hidden unless asked for.
+    fn visible_text(&mut self, event: &Event) -> Option<(String, String)> {
+        match event {
+            Event::PartDelta {
+                message_id,
+                part_id,
+                field: crate::bus::DeltaField::Text,
+                delta,
+                ..
+            } if !self.hidden.contains(message_id) => {
+                *self.printed.entry(part_id.clone()).or_default() += delta.len();
+                Some((message_id.clone(), delta.clone()))
+            }
+            Event::PartUpdated { part } => match &part.kind {
+                PartKind::Text(text)
+                    if !text.synthetic
+                        && text.time.is_some_and(|t| t.end.is_some())
+                        && !self.hidden.contains(&part.message_id) =>
+                {
+                    let printed = self.printed.insert(part.id.clone(), text.text.len());
+                    let rest = text.text.get(printed.unwrap_or(0)..)?;
+                    (!rest.is_empty()).then(|| (part.message_id.clone(), rest.to_string()))
+                }
+                _ => None,
+            },
+            Event::Notice { message, .. } if self.notices_are_answers => {
+                Some(("notices".to_string(), format!("{message}\n")))
+            }
+            _ => None,
+        }
     }
 
     fn print_text(
@@ -307,31 +377,8 @@ impl Printer {
         stderr: &mut impl Write,
     ) -> std::io::Result<()> {
         match event {
-            Event::PartDelta {
-                message_id,
-                part_id,
-                field: crate::bus::DeltaField::Text,
-                delta,
-                ..
-            } if !self.hidden.contains(message_id) => {
-                self.write_text(stdout, delta)?;
-                *self.printed.entry(part_id.clone()).or_default() += delta.len();
-            }
-            Event::PartUpdated { part } => match &part.kind {
-                PartKind::Text(text)
-                    if !text.synthetic
-                        && text.time.is_some_and(|t| t.end.is_some())
-                        && !self.hidden.contains(&part.message_id) =>
-                {
-                    let printed = self.printed.get(&part.id).copied().unwrap_or(0);
-                    if let Some(rest) = text.text.get(printed..)
-                        && !rest.is_empty()
-                    {
-                        self.write_text(stdout, rest)?;
-                    }
-                    self.printed.insert(part.id.clone(), text.text.len());
-                }
-                PartKind::Tool(tool) => {
+            Event::PartUpdated { part } => {
+                if let PartKind::Tool(tool) = &part.kind {
                     // A running part is updated again for its live title; say so once.
                     let first_sight = self
                         .announced
@@ -340,12 +387,9 @@ impl Printer {
                         self.print_tool(&tool.tool, &tool.state, stdout, stderr)?;
                     }
                 }
-                _ => {}
-            },
-            Event::Error { message, .. } => writeln!(stderr, "error: {message}")?,
-            Event::Notice { message, .. } if self.notices_are_answers => {
-                self.write_text(stdout, &format!("{message}\n"))?;
             }
+            Event::Error { message, .. } => writeln!(stderr, "error: {message}")?,
+            Event::Notice { .. } if self.notices_are_answers => {}
             Event::Notice { message, .. } => writeln!(stderr, "{message}")?,
             Event::Status {
                 status:

@@ -177,10 +177,33 @@ async fn json_format_prints_one_event_per_line() {
     for expected in ["status", "part_updated", "part_delta", "message_updated"] {
         assert!(kinds.contains(&expected), "no {expected} in {kinds:?}");
     }
-    // The run ends on the idle status, and the tool and answer are in between.
-    let last = events.last().expect("events");
-    assert_eq!(last["type"], "status");
-    assert_eq!(last["status"]["type"], "idle");
+    // The session's events end on the idle status; one result event follows.
+    let (last, events) = events.split_last().expect("events");
+    let before_last = events.last().expect("events before the result");
+    assert_eq!(before_last["type"], "status");
+    assert_eq!(before_last["status"]["type"], "idle");
+    assert_eq!(last["type"], "result", "{last}");
+    assert_eq!(kinds.iter().filter(|k| **k == "result").count(), 1);
+    assert_eq!(last["text"], "Nothing much here.");
+    assert_eq!(last["stop_reason"], "stop");
+    assert_eq!(last["outcome"], "success");
+    assert_eq!(last["exit_code"], 0);
+    assert!(last["error"].is_null(), "{last}");
+    assert!(
+        last["session_id"]
+            .as_str()
+            .is_some_and(|id| id.starts_with("ses"))
+    );
+    // Two requests: 800 + 900 prompt tokens, 30 (tool call) + 20 completion.
+    assert_eq!(
+        last["tokens"]["input"].as_u64().unwrap_or(0)
+            + last["tokens"]["cache"]["read"].as_u64().unwrap_or(0),
+        1_700,
+        "{last}"
+    );
+    assert_eq!(last["tokens"]["output"], 50, "{last}");
+    assert!(last["cost"].is_number(), "{last}");
+    assert!(last["duration_ms"].is_u64(), "{last}");
     assert!(events.iter().any(|e| e["type"] == "part_updated"
         && e["part"]["tool"] == "list"
         && e["part"]["state"]["status"] == "completed"));
@@ -414,4 +437,42 @@ async fn a_refused_permission_prints_the_config_that_would_allow_it() {
     );
     assert!(stderr.contains("--yolo"), "{}", describe(&output));
     assert!(!project.path("made.txt").exists());
+}
+
+/// Issue #12: `--format json` ends with one `result` event, on failure too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_format_ends_with_a_result_event_when_the_run_fails() {
+    let project = Project::new();
+    let server = ScriptedServer::start([support::ScriptedResponse::json(
+        400,
+        r#"{"error":{"message":"the model does not exist","type":"invalid_request_error"}}"#,
+    )])
+    .await;
+    project.use_scripted(&server);
+    let output = project.cairn(&["run", "--format", "json", "hello"]).await;
+    assert_eq!(output.status.code(), Some(1), "{}", describe(&output));
+    let stdout = text_of(&output.stdout);
+    let last: Value =
+        serde_json::from_str(stdout.lines().last().expect("a line")).expect("one JSON object");
+    assert_eq!(last["type"], "result", "{stdout}");
+    assert_eq!(stdout.matches("\"type\":\"result\"").count(), 1, "{stdout}");
+    assert_eq!(last["outcome"], "failed");
+    assert_eq!(last["exit_code"], 1);
+    assert!(
+        last["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("the model does not exist")),
+        "{last}"
+    );
+
+    // A usage error, before any session work, still ends with a result.
+    let usage = project
+        .cairn(&["run", "--format", "json", "/model", "x/y"])
+        .await;
+    assert_eq!(usage.status.code(), Some(2), "{}", describe(&usage));
+    let last: Value = serde_json::from_str(text_of(&usage.stdout).lines().last().expect("a line"))
+        .expect("one JSON object");
+    assert_eq!(last["type"], "result");
+    assert_eq!(last["outcome"], "usage");
+    assert!(last["stop_reason"].is_null(), "{last}");
 }
