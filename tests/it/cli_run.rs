@@ -476,3 +476,30 @@ async fn json_format_ends_with_a_result_event_when_the_run_fails() {
     assert_eq!(last["outcome"], "usage");
     assert!(last["stop_reason"].is_null(), "{last}");
 }
+
+/// Issue #12: the 7-day sweep of saved tool outputs existed but was never
+/// called, so `tool-output/` grew forever. Any start of cairn sweeps it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn start_up_sweeps_tool_outputs_older_than_a_week() {
+    let project = Project::new();
+    let server = ScriptedServer::start([text("Hello.", 300)]).await;
+    project.use_scripted(&server);
+    let dir = project.data_dir().join("tool-output");
+    std::fs::create_dir_all(&dir).expect("create tool-output");
+    let old = dir.join("tool_old");
+    let recent = dir.join("tool_recent");
+    for path in [&old, &recent] {
+        std::fs::write(path, "saved output").expect("write a saved output");
+    }
+    let eight_days = Duration::from_secs(8 * 24 * 60 * 60);
+    std::fs::File::options()
+        .write(true)
+        .open(&old)
+        .expect("open the old output")
+        .set_modified(std::time::SystemTime::now() - eight_days)
+        .expect("age the old output");
+    let output = project.cairn(&["run", "hello"]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    assert!(!old.exists(), "an output older than 7 days is swept");
+    assert!(recent.exists(), "a recent output stays");
+}
