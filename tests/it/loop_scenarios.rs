@@ -1097,3 +1097,35 @@ async fn interrupt_while_a_doom_loop_question_is_open() {
         Some(MessageErrorKind::Aborted)
     );
 }
+
+/// Issue #12: an agent's `[agent.NAME] model` was parsed and never used.
+#[tokio::test]
+async fn an_agents_model_is_used_when_that_agent_runs() {
+    let scenario = Scenario::with_config(vec![text("Planned.", 300)], |config| {
+        let plan = cairn::config::AgentConfig {
+            model: Some(cairn::config::ModelRef::parse("scripted/planner").expect("valid model")),
+            ..Default::default()
+        };
+        config.agent.insert("plan".into(), plan);
+        let provider = config
+            .provider
+            .get_mut("scripted")
+            .expect("scripted provider");
+        let known = provider.models["test-model"].clone();
+        provider.models.insert("planner".into(), known);
+    })
+    .await;
+    let (session, handle) = scenario.session(Mode::Headless).await;
+    let recorder = scenario.record();
+    assert!(handle.send(Command::Prompt {
+        text: "plan the change".into(),
+        agent: Some("plan".into()),
+        model: None,
+    }));
+    recorder
+        .wait_idle(&session.id, 1, Duration::from_secs(10))
+        .await;
+    let requests = scenario.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0]["model"], "planner");
+}
