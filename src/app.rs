@@ -221,6 +221,7 @@ impl App {
             default_model,
             accounting: Default::default(),
             kept_context: Default::default(),
+            reported: Default::default(),
         }
     }
 }

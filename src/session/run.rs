@@ -276,7 +276,11 @@ pub fn build_request(
     view: &[MessageWithParts],
     is_last_step: bool,
 ) -> crate::provider::ChatRequest {
-    let system = prompt::build(agent, &model.model, &ctx.env).blocks();
+    let system = prompt::build(agent, &model.model, &ctx.env);
+    for problem in &system.problems {
+        ctx.report_once(problem);
+    }
+    let system = system.blocks();
     let options = context::ModelViewOptions {
         media_in_tool_results: model.media_in_tool_results(),
         ..Default::default()

@@ -503,3 +503,40 @@ async fn start_up_sweeps_tool_outputs_older_than_a_week() {
     assert!(!old.exists(), "an output older than 7 days is swept");
     assert!(recent.exists(), "a recent output stays");
 }
+
+/// Issue #12: `instructions` entries that are globs (documented in
+/// config.example.toml) were dropped with only a log line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn instruction_globs_are_expanded_and_a_broken_entry_is_shown() {
+    let project = Project::new();
+    let server = ScriptedServer::start([text("Hello.", 300)]).await;
+    project.use_scripted(&server);
+    std::fs::create_dir_all(project.path("docs/deeper")).expect("create docs");
+    std::fs::write(project.path("docs/a.md"), "RULE-ALPHA\n").expect("write a.md");
+    std::fs::write(project.path("docs/b.md"), "RULE-BRAVO\n").expect("write b.md");
+    std::fs::write(project.path("docs/deeper/c.md"), "RULE-CHARLIE\n").expect("write c.md");
+    let config = std::fs::read_to_string(project.path("cairn.toml")).expect("read config");
+    std::fs::write(
+        project.path("cairn.toml"),
+        format!("instructions = [\"docs/*.md\", \"rules/*.txt\"]\n{config}"),
+    )
+    .expect("write config");
+    let output = project.cairn(&["run", "hello"]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let request = server.requests()[0].json().to_string();
+    assert!(request.contains("RULE-ALPHA"), "{request}");
+    assert!(request.contains("RULE-BRAVO"), "{request}");
+    assert!(
+        !request.contains("RULE-CHARLIE"),
+        "* does not cross /: {request}"
+    );
+    let stderr = text_of(&output.stderr);
+    assert_eq!(
+        stderr.matches("\"rules/*.txt\"").count(),
+        1,
+        "said once: {}",
+        describe(&output)
+    );
+    assert!(stderr.contains("matches no file"), "{}", describe(&output));
+    assert_eq!(text_of(&output.stdout), "Hello.\n");
+}
