@@ -63,6 +63,7 @@ fn session_ctx(app: &App, session_id: &str) -> SessionCtx {
         accounting: Default::default(),
         kept_context: Default::default(),
         reported: Default::default(),
+        remote_instructions: Default::default(),
     }
 }
 

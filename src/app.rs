@@ -222,6 +222,7 @@ impl App {
             accounting: Default::default(),
             kept_context: Default::default(),
             reported: Default::default(),
+            remote_instructions: Default::default(),
         }
     }
 }

@@ -126,6 +126,9 @@ fn instruction_files(env: &Environment) -> (Vec<Instruction>, Vec<String>) {
     }
     paths.extend(project_instruction_files(&env.cwd, &env.root));
     for extra in &env.extra_instructions {
+        if crate::session::remote_instructions::is_url(extra) {
+            continue; // fetched by `remote_instructions`
+        }
         let path = expand_home(extra, env.home.as_deref());
         let path = if path.is_absolute() {
             path

@@ -175,6 +175,7 @@ async fn decide_and_act(
         ctx.writer.notice(&ctx.session_id, warning);
     }
     let agent = ctx.agents.get(&user.agent).clone();
+    ctx.remote_instructions.load(ctx).await;
     let is_last_step = agent.steps.is_some_and(|max| *step >= max);
     let view = context::model_view(history);
     let request = build_request(ctx, &agent, &model, &view, is_last_step);
@@ -276,7 +277,8 @@ pub fn build_request(
     view: &[MessageWithParts],
     is_last_step: bool,
 ) -> crate::provider::ChatRequest {
-    let system = prompt::build(agent, &model.model, &ctx.env);
+    let mut system = prompt::build(agent, &model.model, &ctx.env);
+    system.instructions.extend(ctx.remote_instructions.loaded());
     for problem in &system.problems {
         ctx.report_once(problem);
     }

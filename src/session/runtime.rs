@@ -121,6 +121,8 @@ pub struct SessionCtx {
     /// Configuration problems already shown to the user (a broken
     /// `instructions` entry), so each is said once per session, not per step.
     pub reported: Mutex<std::collections::HashSet<String>>,
+    /// `instructions` given as URLs, fetched once for the session.
+    pub remote_instructions: crate::session::remote_instructions::RemoteInstructions,
 }
 
 impl SessionCtx {

@@ -540,3 +540,57 @@ async fn instruction_globs_are_expanded_and_a_broken_entry_is_shown() {
     assert!(stderr.contains("matches no file"), "{}", describe(&output));
     assert_eq!(text_of(&output.stdout), "Hello.\n");
 }
+
+/// Issue #12 (seed 001: instructions are "files or URLs"): a URL entry was
+/// dropped with only a log line. It is fetched once per session; a failure
+/// is shown and the run goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn instruction_urls_are_fetched_once_and_a_failure_is_shown() {
+    let project = Project::new();
+    let notes = project.path("notes.txt");
+    std::fs::write(&notes, "milk\n").expect("write notes");
+    let server = ScriptedServer::start([
+        tool_call(
+            "call_1",
+            "read",
+            json!({ "file_path": notes.display().to_string() }),
+            300,
+        ),
+        text("It says milk.", 400),
+    ])
+    .await;
+    project.use_scripted(&server);
+    let rules = ScriptedServer::start([support::ScriptedResponse::new(200)
+        .header("content-type", "text/markdown")
+        .chunk("RULE-FROM-THE-WEB\n")])
+    .await;
+    let missing = ScriptedServer::start([support::ScriptedResponse::json(404, "{}")]).await;
+    let config = std::fs::read_to_string(project.path("cairn.toml")).expect("read config");
+    std::fs::write(
+        project.path("cairn.toml"),
+        format!(
+            "instructions = [\"{}/rules.md\", \"{}/gone.md\"]\n{config}",
+            rules.url(),
+            missing.url()
+        ),
+    )
+    .expect("write config");
+    let output = project.cairn(&["run", "what do my notes say?"]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    for request in &requests {
+        let body = request.json().to_string();
+        assert!(body.contains("RULE-FROM-THE-WEB"), "{body}");
+    }
+    assert_eq!(rules.requests().len(), 1, "fetched once for the session");
+    let stderr = text_of(&output.stderr);
+    assert_eq!(
+        stderr.matches("cannot fetch instructions from").count(),
+        1,
+        "{}",
+        describe(&output)
+    );
+    assert!(stderr.contains("404"), "{}", describe(&output));
+    assert_eq!(text_of(&output.stdout), "It says milk.\n");
+}
