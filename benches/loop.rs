@@ -63,6 +63,8 @@ fn session_ctx(app: &App, session_id: &str) -> SessionCtx {
         default_model: history::model(),
         accounting: Default::default(),
         kept_context: Default::default(),
+        reported: Default::default(),
+        remote_instructions: Default::default(),
     }
 }
 

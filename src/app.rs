@@ -25,6 +25,38 @@ use crate::tool::{OutputLimits, Registry};
 
 const NO_MODEL: &str = "no model configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY, pass --model provider/model, or set `model` in ~/.config/cairn/config.toml";
 
+/// Where full tool outputs are saved, under the data directory.
+const TOOL_OUTPUT_DIR: &str = "tool-output";
+
+/// Deletes saved tool outputs older than a week on a thread of its own, off
+/// the path to the first frame; a failure is logged, never fatal.
+fn sweep_tool_outputs(dir: PathBuf) -> Option<std::thread::JoinHandle<()>> {
+    let spawned = std::thread::Builder::new()
+        .name("tool-output-sweep".into())
+        .spawn(move || {
+            match crate::tool::truncate::sweep(&dir, crate::tool::truncate::RETENTION) {
+                Ok(0) => {}
+                Ok(removed) => {
+                    tracing::info!(removed, dir = %dir.display(), "swept old tool outputs")
+                }
+                Err(error) => {
+                    tracing::warn!(%error, dir = %dir.display(), "cannot sweep old tool outputs")
+                }
+            }
+        });
+    spawned
+        .inspect_err(|error| tracing::warn!(%error, "cannot start the tool-output sweep"))
+        .ok()
+}
+
+impl Drop for App {
+    fn drop(&mut self) {
+        if let Some(sweep) = self.sweep.take() {
+            let _ = sweep.join();
+        }
+    }
+}
+
 /// Which session to open.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SessionChoice {
@@ -42,6 +74,9 @@ pub struct App {
     pub tools: Arc<Registry>,
     pub cwd: PathBuf,
     pub data_dir: PathBuf,
+    /// The start-up sweep of old saved tool outputs, joined on drop so that
+    /// a short `cairn run` does not exit in the middle of it.
+    sweep: Option<std::thread::JoinHandle<()>>,
 }
 
 impl App {
@@ -65,6 +100,7 @@ impl App {
             tools: Arc::new(Registry::builtin()),
             cwd,
             data_dir: data_dir.to_path_buf(),
+            sweep: sweep_tool_outputs(data_dir.join(TOOL_OUTPUT_DIR)),
         })
     }
 
@@ -148,7 +184,7 @@ impl App {
                 },
             )
         }));
-        let tool_output_dir = self.data_dir.join("tool-output");
+        let tool_output_dir = self.data_dir.join(TOOL_OUTPUT_DIR);
         let mut env = Environment::discover(Path::new(&session.directory));
         env.config_dir = crate::paths::config_dir();
         env.extra_instructions = config.instructions.clone();
@@ -177,6 +213,8 @@ impl App {
             default_model,
             accounting: Default::default(),
             kept_context: Default::default(),
+            reported: Default::default(),
+            remote_instructions: Default::default(),
         }
     }
 }

@@ -13,6 +13,9 @@ pub const EXIT_OK: u8 = 0;
 pub const EXIT_FAILURE: u8 = 1;
 /// The command line was wrong, or asks for something this build cannot do yet.
 pub const EXIT_USAGE: u8 = 2;
+/// `cairn run`: the answer was delivered on stdout, then a later step (a
+/// compaction, a prune) failed; stderr says what.
+pub const EXIT_FAILED_AFTER_ANSWER: u8 = 3;
 
 /// A terminal coding agent.
 #[derive(Debug, Parser)]
@@ -94,12 +97,19 @@ pub enum Format {
 }
 
 impl Cli {
-    /// The config flags that apply to the chosen command.
-    pub fn config_flags(&self) -> &ConfigFlags {
-        match &self.command {
+    /// The config flags that apply to the chosen command: those given after
+    /// the subcommand win, those given before it (`cairn --model X run ...`)
+    /// fill in the rest.
+    pub fn config_flags(&self) -> ConfigFlags {
+        let after = match &self.command {
             Some(Command::Run(run)) => &run.config,
             Some(Command::Config { config }) => config,
-            Some(Command::Sessions) | None => &self.config,
+            Some(Command::Sessions) | None => return self.config.clone(),
+        };
+        ConfigFlags {
+            model: after.model.clone().or_else(|| self.config.model.clone()),
+            agent: after.agent.clone().or_else(|| self.config.agent.clone()),
+            yolo: after.yolo || self.config.yolo,
         }
     }
 }
@@ -123,5 +133,25 @@ mod tests {
         };
         assert_eq!(run.message, ["fix", "the test"]);
         assert_eq!(cli.config_flags().model.as_deref(), Some("a/b"));
+    }
+
+    /// Issue #12: `cairn --model X run ...` ignored the flag given before
+    /// the subcommand.
+    #[test]
+    fn flags_before_the_subcommand_apply_to_it() {
+        let cli = Cli::try_parse_from(["cairn", "--model", "a/b", "--yolo", "run", "hi"])
+            .expect("valid command line");
+        let flags = cli.config_flags();
+        assert_eq!(flags.model.as_deref(), Some("a/b"));
+        assert!(flags.yolo);
+        let cli = Cli::try_parse_from(["cairn", "-m", "a/b", "config", "--agent", "plan"])
+            .expect("valid command line");
+        let flags = cli.config_flags();
+        assert_eq!(flags.model.as_deref(), Some("a/b"));
+        assert_eq!(flags.agent.as_deref(), Some("plan"));
+        // The later flag wins.
+        let cli = Cli::try_parse_from(["cairn", "-m", "a/b", "run", "-m", "c/d", "hi"])
+            .expect("valid command line");
+        assert_eq!(cli.config_flags().model.as_deref(), Some("c/d"));
     }
 }

@@ -103,6 +103,7 @@ fn run_headless(args: RunArgs, loaded: Loaded) -> anyhow::Result<u8> {
         let outcome = headless::run(
             &handle,
             &app.bus,
+            &app.store,
             message,
             args.format,
             &mut stdout,

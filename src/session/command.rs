@@ -32,4 +32,7 @@ pub enum Command {
         request_id: String,
         answer: PermissionAnswer,
     },
+    /// Answered once every command sent before it has been served (commands
+    /// are served in order): how `cairn run` knows a `/prune` is done.
+    Sync { reply: oneshot::Sender<()> },
 }

@@ -83,6 +83,11 @@ pub struct SessionCtx {
     /// The context read of the last loop step, kept so that the next one
     /// decodes only what changed (see [`Self::read_context`]).
     pub kept_context: Mutex<Option<LiveContext>>,
+    /// Configuration problems already shown to the user (a broken
+    /// `instructions` entry), so each is said once per session, not per step.
+    pub reported: Mutex<std::collections::HashSet<String>>,
+    /// `instructions` given as URLs, fetched once for the session.
+    pub remote_instructions: crate::session::remote_instructions::RemoteInstructions,
 }
 
 impl SessionCtx {
@@ -100,6 +105,15 @@ impl SessionCtx {
     /// Keeps a context read for the next [`Self::read_context`].
     pub fn keep_context(&self, context: LiveContext) {
         *crate::shared::lock(&self.kept_context) = Some(context);
+    }
+
+    /// Shows `problem` to the user as a notice, once per session.
+    pub fn report_once(&self, problem: &str) {
+        if crate::shared::lock(&self.reported).insert(problem.to_string()) {
+            tracing::warn!(session = %self.session_id, problem, "configuration problem");
+            self.writer
+                .notice(&self.session_id, format!("warning: {problem}"));
+        }
     }
 
     pub fn set_status(&self, status: SessionStatus) {

@@ -2,9 +2,10 @@
 //!
 //! OpenCode asks after three identical consecutive calls within one message
 //! (seed 001). It misses cycles (A, B, A, B), repeats across messages and has
-//! no hard stop (spec section 16.F). We look at the session's recent tool calls
-//! across messages, ignoring text between them, and catch both repeats and
-//! short cycles; past a hard limit the turn stops without asking.
+//! no hard stop (spec section 16.F). We look at the recent tool calls of the
+//! current user turn across its messages, ignoring text between them, and
+//! catch both repeats and short cycles; past a hard limit the turn stops
+//! without asking. Calls made for earlier user messages never count.
 
 /// One tool call as the detector sees it: name and canonical JSON input.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -15,9 +15,11 @@
 //! - `prune_task`      clearing old tool outputs (the rule is `context::prune`)
 //! - `compaction_task` summarizing history (the rules are `context::compaction`)
 //! - `recovery`        closing turns a crash left unfinished
+//! - `remote_instructions`  `instructions` given as URLs, fetched once
 //! - `shell`           `!cmd` typed by the user
 //! - `writer`          persist-then-publish of every change
 //! - `command`         what front ends ask of a session
+//! - `export`          a session as Markdown (`/export`)
 //!
 //! Reports to front ends only through the bus; never draws or prints.
 
@@ -27,12 +29,14 @@ pub mod command;
 pub mod compaction_task;
 pub mod ctx;
 pub mod doom;
+pub mod export;
 pub mod gauge;
 pub mod models;
 pub mod processor;
 pub mod prompt;
 pub mod prune_task;
 pub mod recovery;
+pub mod remote_instructions;
 pub mod request;
 pub mod run;
 pub mod runtime;

@@ -29,6 +29,9 @@ pub struct SystemPrompt {
     /// Base prompt, the agent's extra prompt and the environment block.
     pub base: String,
     pub instructions: Vec<Instruction>,
+    /// Configured instructions that could not be used (a glob matching
+    /// nothing, an unreadable file), for the user to see.
+    pub problems: Vec<String>,
 }
 
 impl SystemPrompt {
@@ -84,9 +87,11 @@ pub fn build(agent: &Agent, model: &ModelRef, env: &Environment) -> SystemPrompt
     }
     base.push_str("\n\n");
     base.push_str(&environment_block(model, env));
+    let (instructions, problems) = instruction_files(env);
     SystemPrompt {
         base,
-        instructions: instruction_files(env),
+        instructions,
+        problems,
     }
 }
 
@@ -105,8 +110,10 @@ fn environment_block(model: &ModelRef, env: &Environment) -> String {
     )
 }
 
-/// Global, then project (nearest first), then config files; empty files skipped.
-fn instruction_files(env: &Environment) -> Vec<Instruction> {
+/// Global, then project (nearest first), then config files; empty files
+/// skipped. Also returns what went wrong with the configured ones.
+fn instruction_files(env: &Environment) -> (Vec<Instruction>, Vec<String>) {
+    let mut problems = Vec::new();
     let mut paths = Vec::new();
     let global = [
         env.config_dir.as_ref().map(|dir| dir.join("AGENTS.md")),
@@ -119,13 +126,34 @@ fn instruction_files(env: &Environment) -> Vec<Instruction> {
     }
     paths.extend(project_instruction_files(&env.cwd, &env.root));
     for extra in &env.extra_instructions {
+        if crate::session::remote_instructions::is_url(extra) {
+            continue; // fetched by `remote_instructions`
+        }
         let path = expand_home(extra, env.home.as_deref());
         let path = if path.is_absolute() {
             path
         } else {
             env.cwd.join(path)
         };
-        paths.push(path);
+        if !is_glob(extra) {
+            if !path.is_file() {
+                problems.push(format!(
+                    "instruction file {} (config `instructions`) does not exist",
+                    path.display()
+                ));
+            }
+            paths.push(path);
+            continue;
+        }
+        match expand_glob(&path) {
+            Ok(matches) if matches.is_empty() => problems.push(format!(
+                "instructions glob {extra:?} (config `instructions`) matches no file"
+            )),
+            Ok(matches) => paths.extend(matches),
+            Err(error) => problems.push(format!(
+                "instructions glob {extra:?} (config `instructions`) is not valid: {error}"
+            )),
+        }
     }
     let mut seen = Vec::new();
     let mut out = Vec::new();
@@ -138,12 +166,50 @@ fn instruction_files(env: &Environment) -> Vec<Instruction> {
         match std::fs::read_to_string(&path) {
             Ok(content) if !content.trim().is_empty() => out.push(Instruction { path, content }),
             Ok(_) => {}
-            Err(error) => {
-                tracing::warn!(path = %path.display(), %error, "cannot read instruction file")
+            Err(error) if path.exists() => {
+                tracing::warn!(path = %path.display(), %error, "cannot read instruction file");
+                problems.push(format!(
+                    "cannot read instruction file {}: {error}",
+                    path.display()
+                ));
             }
+            Err(_) => {} // missing: reported above when configured, optional otherwise
         }
     }
-    out
+    (out, problems)
+}
+
+/// Most files one `instructions` glob adds: each one is sent with every
+/// request, so a glob as broad as `**/*.md` must not fill the window.
+const MAX_GLOB_MATCHES: usize = 32;
+
+fn is_glob(pattern: &str) -> bool {
+    pattern.contains(['*', '?', '[', '{'])
+}
+
+/// The files matching `pattern` (absolute), sorted, at most
+/// [`MAX_GLOB_MATCHES`]. The walk starts at the pattern's literal prefix and
+/// ignores no file (the user named them), but `*` never crosses a `/`.
+fn expand_glob(pattern: &Path) -> Result<Vec<PathBuf>, globset::Error> {
+    let matcher = globset::GlobBuilder::new(&pattern.to_string_lossy())
+        .literal_separator(true)
+        .build()?
+        .compile_matcher();
+    let base: PathBuf = pattern
+        .components()
+        .take_while(|c| !is_glob(&c.as_os_str().to_string_lossy()))
+        .collect();
+    let mut found: Vec<PathBuf> = ignore::WalkBuilder::new(&base)
+        .standard_filters(false)
+        .build()
+        .flatten()
+        .filter(|entry| entry.file_type().is_some_and(|t| t.is_file()))
+        .map(ignore::DirEntry::into_path)
+        .filter(|path| matcher.is_match(path))
+        .collect();
+    found.sort();
+    found.truncate(MAX_GLOB_MATCHES);
+    Ok(found)
 }
 
 fn project_instruction_files(cwd: &Path, root: &Path) -> Vec<PathBuf> {

@@ -25,7 +25,12 @@ pub fn build_request(
     view: &[MessageWithParts],
     is_last_step: bool,
 ) -> crate::provider::ChatRequest {
-    let system = prompt::build(agent, &model.model, &ctx.env).blocks();
+    let mut system = prompt::build(agent, &model.model, &ctx.env);
+    system.instructions.extend(ctx.remote_instructions.loaded());
+    for problem in &system.problems {
+        ctx.report_once(problem);
+    }
+    let system = system.blocks();
     let options = view::ModelViewOptions {
         media_in_tool_results: model.media_in_tool_results(),
         ..Default::default()

@@ -184,6 +184,7 @@ async fn decide_and_act(
         ctx.writer.notice(&ctx.session_id, warning);
     }
     let agent = ctx.agents.get(&user.agent).clone();
+    ctx.remote_instructions.load(ctx).await;
     let is_last_step = agent.steps.is_some_and(|max| *step >= max);
     let view = view::model_view(history);
     let request = build_request(ctx, &agent, &model, &view, is_last_step);
@@ -292,9 +293,16 @@ async fn after_step(
     Ok(Next::Continue)
 }
 
-/// Recent tool calls of the session, oldest first, for the doom-loop detector.
+/// Recent tool calls of the current user turn, oldest first, for the
+/// doom-loop detector. Calls made for an earlier user message do not count:
+/// asking three times to read the same file is the user's choice, not a loop
+/// (issue #12). A compaction request is not a user turn.
 fn recent_calls(history: &[MessageWithParts]) -> Vec<CallSignature> {
-    let mut calls: Vec<CallSignature> = history
+    let turn_start = history
+        .iter()
+        .rposition(|m| m.message.is_user() && m.compaction().is_none())
+        .map_or(0, |i| i + 1);
+    let mut calls: Vec<CallSignature> = history[turn_start..]
         .iter()
         .rev()
         .flat_map(|m| m.parts.iter().rev())

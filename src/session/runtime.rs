@@ -191,6 +191,9 @@ async fn handle(
         Command::AnswerPermission { request_id, answer } => {
             ctx.permissions.answer(&request_id, answer);
         }
+        Command::Sync { reply } => {
+            let _ = reply.send(());
+        }
     }
     Ok(())
 }
@@ -202,13 +205,19 @@ async fn write_prompt(
     model: Option<ModelRef>,
 ) -> Result<(), Error> {
     let previous = last_user_or_default(ctx).await?;
+    let agent = agent.unwrap_or(previous.agent);
+    // As in OpenCode: a model named with the prompt (the TUI's /model), else
+    // the agent's own `[agent.NAME] model`, else the session's last one.
+    let model = model
+        .or_else(|| ctx.agents.get(&agent).model.clone())
+        .unwrap_or(previous.model);
     let message = Message {
         id: crate::id::message_id(),
         session_id: ctx.session_id.clone(),
         time_created: now_millis(),
         role: Role::User(UserMessage {
-            agent: agent.unwrap_or(previous.agent),
-            model: model.unwrap_or(previous.model),
+            agent,
+            model,
             system: None,
         }),
     };

@@ -5,10 +5,10 @@
 //! dispatch. No I/O: `/export` renders the Markdown here but the runner writes it.
 
 use crate::session::command::Command;
+use crate::session::export::{export_path, session_markdown};
 
 use super::TuiExit;
 use super::app::{App, Effect, Overlay, Picker, PickerKind};
-use super::export::session_markdown;
 
 pub fn run_slash(app: &mut App, input: &str) -> Vec<Effect> {
     let (name, args) = match input.split_once(char::is_whitespace) {
@@ -36,14 +36,7 @@ pub fn run_slash(app: &mut App, input: &str) -> Vec<Effect> {
         "/model" | "/models" => open_model_picker(app),
         "/sessions" | "/resume" => open_session_picker(app),
         "/export" => {
-            // The id's random tail keeps exports of different sessions apart.
-            let id = &app.session.id;
-            let tail_start = id.char_indices().rev().nth(7).map_or(0, |(i, _)| i);
-            let short = &id[tail_start..];
-            let path = format!(
-                "{}/cairn-{short}.md",
-                app.session.directory.trim_end_matches('/')
-            );
+            let path = export_path(&app.session);
             let contents = session_markdown(&app.session, app.timeline.messages());
             return vec![Effect::Export { path, contents }];
         }

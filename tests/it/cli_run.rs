@@ -107,10 +107,33 @@ async fn json_format_prints_one_event_per_line() {
     for expected in ["status", "part_updated", "part_delta", "message_updated"] {
         assert!(kinds.contains(&expected), "no {expected} in {kinds:?}");
     }
-    // The run ends on the idle status, and the tool and answer are in between.
-    let last = events.last().expect("events");
-    assert_eq!(last["type"], "status");
-    assert_eq!(last["status"]["type"], "idle");
+    // The session's events end on the idle status; one result event follows.
+    let (last, events) = events.split_last().expect("events");
+    let before_last = events.last().expect("events before the result");
+    assert_eq!(before_last["type"], "status");
+    assert_eq!(before_last["status"]["type"], "idle");
+    assert_eq!(last["type"], "result", "{last}");
+    assert_eq!(kinds.iter().filter(|k| **k == "result").count(), 1);
+    assert_eq!(last["text"], "Nothing much here.");
+    assert_eq!(last["stop_reason"], "stop");
+    assert_eq!(last["outcome"], "success");
+    assert_eq!(last["exit_code"], 0);
+    assert!(last["error"].is_null(), "{last}");
+    assert!(
+        last["session_id"]
+            .as_str()
+            .is_some_and(|id| id.starts_with("ses"))
+    );
+    // Two requests: 800 + 900 prompt tokens, 30 (tool call) + 20 completion.
+    assert_eq!(
+        last["tokens"]["input"].as_u64().unwrap_or(0)
+            + last["tokens"]["cache"]["read"].as_u64().unwrap_or(0),
+        1_700,
+        "{last}"
+    );
+    assert_eq!(last["tokens"]["output"], 50, "{last}");
+    assert!(last["cost"].is_number(), "{last}");
+    assert!(last["duration_ms"].is_u64(), "{last}");
     assert!(events.iter().any(|e| e["type"] == "part_updated"
         && e["part"]["tool"] == "list"
         && e["part"]["state"]["status"] == "completed"));
@@ -257,4 +280,251 @@ async fn continue_resumes_the_last_session_with_its_history() {
     assert!(said[2].contains("how many live there?"), "{said:?}");
     let listed = project.cairn(&["sessions"]).await;
     assert_eq!(text_of(&listed.stdout).lines().count(), 1, "one session");
+}
+
+/// A text answer whose step fills the 200k window, so that a compaction
+/// follows it in the same run.
+fn answer_that_fills_the_window(answer: &str) -> support::ScriptedResponse {
+    text(answer, 190_000)
+}
+
+/// Issue #12: the hidden summary of a compaction made during the run was
+/// printed to stdout glued to the answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compaction_during_the_run_keeps_its_summary_off_stdout() {
+    let project = Project::new();
+    let server = ScriptedServer::start([
+        answer_that_fills_the_window("The answer is 42."),
+        text("SUMMARY-OF-THE-CONVERSATION", 500),
+    ])
+    .await;
+    project.use_scripted(&server);
+    let output = project.cairn(&["run", "what is the answer?"]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    assert_eq!(server.requests().len(), 2, "the answer, then the summary");
+    assert_eq!(text_of(&output.stdout), "The answer is 42.\n");
+    assert!(
+        text_of(&output.stderr).contains("compacted the conversation (auto)"),
+        "{}",
+        describe(&output)
+    );
+}
+
+/// Issue #12: a run whose answer was delivered exited 1, like a run with no
+/// answer, when the compaction after it failed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failure_after_the_answer_exits_3_with_the_answer_on_stdout() {
+    let project = Project::new();
+    let server = ScriptedServer::start([
+        answer_that_fills_the_window("The answer is 42."),
+        support::ScriptedResponse::json(
+            400,
+            r#"{"error":{"message":"summaries are not allowed","type":"invalid_request_error"}}"#,
+        ),
+    ])
+    .await;
+    project.use_scripted(&server);
+    let output = project.cairn(&["run", "what is the answer?"]).await;
+    assert_eq!(output.status.code(), Some(3), "{}", describe(&output));
+    assert_eq!(text_of(&output.stdout), "The answer is 42.\n");
+    assert!(
+        text_of(&output.stderr).contains("compaction failed"),
+        "{}",
+        describe(&output)
+    );
+}
+
+/// Issue #12: headless refusals promise the config lines that would allow
+/// the call, and stderr printed only the first line of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_permission_prints_the_config_that_would_allow_it() {
+    let project = Project::new();
+    let server = ScriptedServer::start([
+        tool_call(
+            "call_1",
+            "bash",
+            json!({ "command": "touch made.txt", "description": "make a file" }),
+            500,
+        ),
+        text("I could not make the file.", 600),
+    ])
+    .await;
+    project.use_scripted(&server);
+    let config = std::fs::read_to_string(project.path("cairn.toml")).expect("read config");
+    std::fs::write(
+        project.path("cairn.toml"),
+        config.replace("yolo = true", "yolo = false"),
+    )
+    .expect("write config");
+    let output = project.cairn(&["run", "make a file"]).await;
+    let stderr = text_of(&output.stderr);
+    assert!(stderr.contains("  bash failed: "), "{}", describe(&output));
+    assert!(
+        stderr.contains("    [permission.bash]"),
+        "{}",
+        describe(&output)
+    );
+    assert!(
+        stderr.contains("= \"allow\""),
+        "the config line: {}",
+        describe(&output)
+    );
+    assert!(stderr.contains("--yolo"), "{}", describe(&output));
+    assert!(!project.path("made.txt").exists());
+}
+
+/// Issue #12: `--format json` ends with one `result` event, on failure too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_format_ends_with_a_result_event_when_the_run_fails() {
+    let project = Project::new();
+    let server = ScriptedServer::start([support::ScriptedResponse::json(
+        400,
+        r#"{"error":{"message":"the model does not exist","type":"invalid_request_error"}}"#,
+    )])
+    .await;
+    project.use_scripted(&server);
+    let output = project.cairn(&["run", "--format", "json", "hello"]).await;
+    assert_eq!(output.status.code(), Some(1), "{}", describe(&output));
+    let stdout = text_of(&output.stdout);
+    let last: Value =
+        serde_json::from_str(stdout.lines().last().expect("a line")).expect("one JSON object");
+    assert_eq!(last["type"], "result", "{stdout}");
+    assert_eq!(stdout.matches("\"type\":\"result\"").count(), 1, "{stdout}");
+    assert_eq!(last["outcome"], "failed");
+    assert_eq!(last["exit_code"], 1);
+    assert!(
+        last["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("the model does not exist")),
+        "{last}"
+    );
+
+    // A usage error, before any session work, still ends with a result.
+    let usage = project
+        .cairn(&["run", "--format", "json", "/model", "x/y"])
+        .await;
+    assert_eq!(usage.status.code(), Some(2), "{}", describe(&usage));
+    let last: Value = serde_json::from_str(text_of(&usage.stdout).lines().last().expect("a line"))
+        .expect("one JSON object");
+    assert_eq!(last["type"], "result");
+    assert_eq!(last["outcome"], "usage");
+    assert!(last["stop_reason"].is_null(), "{last}");
+}
+
+/// Issue #12: the 7-day sweep of saved tool outputs existed but was never
+/// called, so `tool-output/` grew forever. Any start of cairn sweeps it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn start_up_sweeps_tool_outputs_older_than_a_week() {
+    let project = Project::new();
+    let server = ScriptedServer::start([text("Hello.", 300)]).await;
+    project.use_scripted(&server);
+    let dir = project.data_dir().join("tool-output");
+    std::fs::create_dir_all(&dir).expect("create tool-output");
+    let old = dir.join("tool_old");
+    let recent = dir.join("tool_recent");
+    for path in [&old, &recent] {
+        std::fs::write(path, "saved output").expect("write a saved output");
+    }
+    let eight_days = Duration::from_secs(8 * 24 * 60 * 60);
+    std::fs::File::options()
+        .write(true)
+        .open(&old)
+        .expect("open the old output")
+        .set_modified(std::time::SystemTime::now() - eight_days)
+        .expect("age the old output");
+    let output = project.cairn(&["run", "hello"]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    assert!(!old.exists(), "an output older than 7 days is swept");
+    assert!(recent.exists(), "a recent output stays");
+}
+
+/// Issue #12: `instructions` entries that are globs (documented in
+/// config.example.toml) were dropped with only a log line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn instruction_globs_are_expanded_and_a_broken_entry_is_shown() {
+    let project = Project::new();
+    let server = ScriptedServer::start([text("Hello.", 300)]).await;
+    project.use_scripted(&server);
+    std::fs::create_dir_all(project.path("docs/deeper")).expect("create docs");
+    std::fs::write(project.path("docs/a.md"), "RULE-ALPHA\n").expect("write a.md");
+    std::fs::write(project.path("docs/b.md"), "RULE-BRAVO\n").expect("write b.md");
+    std::fs::write(project.path("docs/deeper/c.md"), "RULE-CHARLIE\n").expect("write c.md");
+    let config = std::fs::read_to_string(project.path("cairn.toml")).expect("read config");
+    std::fs::write(
+        project.path("cairn.toml"),
+        format!("instructions = [\"docs/*.md\", \"rules/*.txt\"]\n{config}"),
+    )
+    .expect("write config");
+    let output = project.cairn(&["run", "hello"]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let request = server.requests()[0].json().to_string();
+    assert!(request.contains("RULE-ALPHA"), "{request}");
+    assert!(request.contains("RULE-BRAVO"), "{request}");
+    assert!(
+        !request.contains("RULE-CHARLIE"),
+        "* does not cross /: {request}"
+    );
+    let stderr = text_of(&output.stderr);
+    assert_eq!(
+        stderr.matches("\"rules/*.txt\"").count(),
+        1,
+        "said once: {}",
+        describe(&output)
+    );
+    assert!(stderr.contains("matches no file"), "{}", describe(&output));
+    assert_eq!(text_of(&output.stdout), "Hello.\n");
+}
+
+/// Issue #12 (seed 001: instructions are "files or URLs"): a URL entry was
+/// dropped with only a log line. It is fetched once per session; a failure
+/// is shown and the run goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn instruction_urls_are_fetched_once_and_a_failure_is_shown() {
+    let project = Project::new();
+    let notes = project.path("notes.txt");
+    std::fs::write(&notes, "milk\n").expect("write notes");
+    let server = ScriptedServer::start([
+        tool_call(
+            "call_1",
+            "read",
+            json!({ "file_path": notes.display().to_string() }),
+            300,
+        ),
+        text("It says milk.", 400),
+    ])
+    .await;
+    project.use_scripted(&server);
+    let rules = ScriptedServer::start([support::ScriptedResponse::new(200)
+        .header("content-type", "text/markdown")
+        .chunk("RULE-FROM-THE-WEB\n")])
+    .await;
+    let missing = ScriptedServer::start([support::ScriptedResponse::json(404, "{}")]).await;
+    let config = std::fs::read_to_string(project.path("cairn.toml")).expect("read config");
+    std::fs::write(
+        project.path("cairn.toml"),
+        format!(
+            "instructions = [\"{}/rules.md\", \"{}/gone.md\"]\n{config}",
+            rules.url(),
+            missing.url()
+        ),
+    )
+    .expect("write config");
+    let output = project.cairn(&["run", "what do my notes say?"]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    for request in &requests {
+        let body = request.json().to_string();
+        assert!(body.contains("RULE-FROM-THE-WEB"), "{body}");
+    }
+    assert_eq!(rules.requests().len(), 1, "fetched once for the session");
+    let stderr = text_of(&output.stderr);
+    assert_eq!(
+        stderr.matches("cannot fetch instructions from").count(),
+        1,
+        "{}",
+        describe(&output)
+    );
+    assert!(stderr.contains("404"), "{}", describe(&output));
+    assert_eq!(text_of(&output.stdout), "It says milk.\n");
 }

@@ -590,6 +590,42 @@ async fn headless_doom_loop_fails_closed_and_the_run_ends() {
     assert!(err.contains("doom loop"), "{err}");
 }
 
+/// Issue #12: the doom-loop check counted calls across user turns, so a user
+/// asking three times for the same file got a doom-loop question (headless:
+/// a failed run). Only the calls of one user turn count.
+#[tokio::test]
+async fn the_same_read_in_three_user_turns_is_not_a_doom_loop() {
+    // Not yolo: a doom-loop question is real (and fails closed headless).
+    let scenario = Scenario::with_config(vec![], bash_allowed).await;
+    let file = scenario.path("notes.txt");
+    std::fs::write(&file, "remember the milk\n").expect("write notes");
+    let path = file.display().to_string();
+    for turn in 1..=3 {
+        scenario.server.push(tool_call(
+            &format!("call_{turn}"),
+            "read",
+            json!({ "file_path": path }),
+            500,
+        ));
+        scenario
+            .server
+            .push(text(&format!("It says milk ({turn})."), 600));
+    }
+    let (session, handle) = scenario.session(Mode::Headless).await;
+    for turn in 1..=3 {
+        let (code, out, err) = scenario.run(&handle, "what does notes.txt say?").await;
+        assert_eq!(code, 0, "turn {turn}: stderr: {err}");
+        assert!(out.contains(&format!("It says milk ({turn}).")), "{out}");
+        assert!(!err.contains("doom"), "turn {turn}: {err}");
+    }
+    let history = scenario.history(&session.id).await;
+    let states: Vec<&str> = tool_parts(&history)
+        .iter()
+        .map(|t| t.state.status_name())
+        .collect();
+    assert_eq!(states, ["completed", "completed", "completed"]);
+}
+
 #[tokio::test]
 async fn long_bash_output_keeps_the_tail_and_saves_the_whole() {
     let scenario = Scenario::start(vec![
@@ -1071,4 +1107,36 @@ async fn interrupt_while_a_doom_loop_question_is_open() {
         last_assistant(&history).error.map(|e| e.kind),
         Some(MessageErrorKind::Aborted)
     );
+}
+
+/// Issue #12: an agent's `[agent.NAME] model` was parsed and never used.
+#[tokio::test]
+async fn an_agents_model_is_used_when_that_agent_runs() {
+    let scenario = Scenario::with_config(vec![text("Planned.", 300)], |config| {
+        let plan = cairn::config::AgentConfig {
+            model: Some(cairn::config::ModelRef::parse("scripted/planner").expect("valid model")),
+            ..Default::default()
+        };
+        config.agent.insert("plan".into(), plan);
+        let provider = config
+            .provider
+            .get_mut("scripted")
+            .expect("scripted provider");
+        let known = provider.models["test-model"].clone();
+        provider.models.insert("planner".into(), known);
+    })
+    .await;
+    let (session, handle) = scenario.session(Mode::Headless).await;
+    let recorder = scenario.record();
+    assert!(handle.send(Command::Prompt {
+        text: "plan the change".into(),
+        agent: Some("plan".into()),
+        model: None,
+    }));
+    recorder
+        .wait_idle(&session.id, 1, Duration::from_secs(10))
+        .await;
+    let requests = scenario.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0]["model"], "planner");
 }

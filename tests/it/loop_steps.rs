@@ -386,6 +386,7 @@ async fn a_step_the_server_rejected_is_not_reopened_as_interrupted() {
     cairn::headless::run(
         &reopened,
         &restarted.bus,
+        &restarted.store,
         "still there?".to_string(),
         cairn::headless::Format::Text,
         &mut out,

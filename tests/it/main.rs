@@ -20,6 +20,7 @@ mod tools_common;
 
 mod cli;
 mod cli_run;
+mod cli_slash;
 mod config;
 mod context_compaction_flow;
 mod context_pairing;

@@ -94,6 +94,7 @@ impl Scenario {
             cairn::headless::run(
                 handle,
                 &self.app.bus,
+                &self.app.store,
                 message.to_string(),
                 cairn::headless::Format::Text,
                 &mut out,

@@ -372,6 +372,7 @@ pub async fn run(turns: usize, context: u64, output: u64, enough: Option<Enough>
             cairn::headless::run(
                 &handle,
                 &app.bus,
+                &app.store,
                 format!("turn {turn}: read the module, run the log, search, report"),
                 cairn::headless::Format::Text,
                 &mut out,

@@ -1,0 +1,147 @@
+//! The `result` event that ends `cairn run --format json`: the whole run in
+//! one line for a script (final text, session, stop reason, tokens, cost,
+//! duration, error), written whatever the outcome, failures included.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use super::Outcome;
+use crate::bus::Event;
+use crate::message::{FinishReason, Role, Tokens};
+
+/// What the run did so far, gathered from its events.
+pub struct Tally {
+    started: Instant,
+    /// The visible text of each message (or command report), in order.
+    texts: Vec<(String, String)>,
+    /// Usage and cost of each assistant message of the run, summaries
+    /// included (they are paid for too), by message id.
+    usage: HashMap<String, (Tokens, f64)>,
+    /// Why the newest answering (non-summary) assistant message stopped.
+    stop_reason: Option<FinishReason>,
+    errors: Vec<String>,
+}
+
+/// The `result` event.
+#[derive(Debug, Serialize)]
+pub struct RunResult<'a> {
+    /// Always `"result"`: the event's type, like every other line.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub session_id: &'a str,
+    /// The visible answer: the text of the last message that had any.
+    pub text: &'a str,
+    /// The finish reason of the last answer (`stop`, `tool-calls`, `length`,
+    /// `content-filter`, `error`, `unknown`), `interrupted` after Ctrl+C,
+    /// `null` when no model step ran (`/context`, `/export`, a usage error).
+    pub stop_reason: Option<String>,
+    /// `success`, `failed`, `failed_after_answer`, `usage`, `interrupted`.
+    pub outcome: &'static str,
+    pub exit_code: u8,
+    pub tokens: Tokens,
+    pub cost: f64,
+    pub duration_ms: u64,
+    /// Every error of the run, one per line; `null` when there was none.
+    pub error: Option<String>,
+}
+
+impl Tally {
+    pub fn new() -> Self {
+        Self {
+            started: Instant::now(),
+            texts: Vec::new(),
+            usage: HashMap::new(),
+            stop_reason: None,
+            errors: Vec::new(),
+        }
+    }
+
+    /// Takes what matters from a session event.
+    pub fn observe(&mut self, event: &Event) {
+        match event {
+            Event::MessageUpdated { message } => {
+                if let Role::Assistant(assistant) = &message.role {
+                    self.usage
+                        .insert(message.id.clone(), (assistant.tokens, assistant.cost));
+                    if !assistant.summary && assistant.finish.is_some() {
+                        self.stop_reason = assistant.finish;
+                    }
+                }
+            }
+            Event::Error { message, .. } => self.errors.push(message.clone()),
+            _ => {}
+        }
+    }
+
+    /// Visible text of `key` (a message id, or a command's report).
+    pub fn add_text(&mut self, key: &str, text: &str) {
+        match self.texts.last_mut() {
+            Some((last, so_far)) if last == key => so_far.push_str(text),
+            _ => self.texts.push((key.to_string(), text.to_string())),
+        }
+    }
+
+    /// A failure of the run itself that no session event reported.
+    pub fn add_error(&mut self, message: String) {
+        self.errors.push(message);
+    }
+
+    pub fn result<'a>(&'a self, session_id: &'a str, outcome: Outcome) -> RunResult<'a> {
+        let tokens = self
+            .usage
+            .values()
+            .fold(Tokens::default(), |sum, (tokens, _)| {
+                sum.saturating_add(tokens)
+            });
+        let stop_reason = match outcome {
+            Outcome::Interrupted => Some("interrupted".to_string()),
+            _ => self.stop_reason.map(finish_name),
+        };
+        RunResult {
+            kind: "result",
+            session_id,
+            text: self.texts.last().map_or("", |(_, text)| text.as_str()),
+            stop_reason,
+            outcome: outcome.name(),
+            exit_code: outcome.exit_code(),
+            tokens,
+            cost: self.usage.values().map(|(_, cost)| cost).sum(),
+            duration_ms: self.started.elapsed().as_millis() as u64,
+            error: (!self.errors.is_empty()).then(|| self.errors.join("\n")),
+        }
+    }
+}
+
+/// The finish reason as the stored messages spell it.
+fn finish_name(finish: FinishReason) -> String {
+    serde_json::to_value(finish)
+        .ok()
+        .and_then(|value| value.as_str().map(str::to_string))
+        .unwrap_or_else(|| "unknown".to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finish_reasons_are_named_as_stored() {
+        assert_eq!(finish_name(FinishReason::Stop), "stop");
+        assert_eq!(finish_name(FinishReason::ToolCalls), "tool-calls");
+        assert_eq!(finish_name(FinishReason::ContentFilter), "content-filter");
+    }
+
+    #[test]
+    fn the_text_is_the_last_message_with_text() {
+        let mut tally = Tally::new();
+        tally.add_text("msg_1", "Let me look. ");
+        tally.add_text("msg_2", "It is ");
+        tally.add_text("msg_2", "42.");
+        let result = tally.result("ses_1", Outcome::Success);
+        assert_eq!(result.text, "It is 42.");
+        assert_eq!(result.error, None);
+        assert_eq!(result.exit_code, 0);
+    }
+}

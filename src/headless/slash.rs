@@ -1,0 +1,277 @@
+//! Slash commands in `cairn run`: the TUI's commands that make sense without
+//! a screen, done through the same session commands and core functions.
+//!
+//! `/compact [focus]`, `/prune`, `/context` and `/export` run instead of
+//! being sent to the model. The TUI's screen commands (`/new`, `/model`,
+//! `/sessions`, ...) are refused with what to use in a script instead. Any
+//! other message starting with `/` (a path such as `/etc/hosts is empty?`, a
+//! word the user means) is sent to the model as text, as before.
+//!
+//! Adding a command is one arm in [`parse`]: a [`Slash::Loop`] or
+//! [`Slash::Served`] session command needs nothing else.
+
+use std::io::Write;
+
+use tokio::sync::oneshot;
+
+use super::{Format, Watch};
+use crate::context::ContextBreakdown;
+use crate::session::command::Command;
+use crate::session::export::{export_path, session_markdown};
+use crate::shared::thousands;
+use crate::store::Store;
+
+/// A slash command `cairn run` can do.
+#[derive(Debug)]
+pub enum Slash {
+    /// A session command whose work runs in the session loop (a compaction):
+    /// the run ends when the session is idle again, and what the loop writes
+    /// (the summary) is the answer.
+    Loop(Command),
+    /// A session command served at once (a prune): the run ends when the
+    /// session has served it, and its notices are the answer.
+    Served(Command),
+    /// `/context`: print the breakdown of the next request.
+    Context,
+    /// `/export`: write the session as Markdown, print where.
+    Export,
+}
+
+/// The TUI's commands that need a screen, and what a script uses instead.
+const SCREEN_ONLY: &[(&str, &str)] = &[
+    (
+        "/new",
+        "leave out --continue and --session to start a new session",
+    ),
+    (
+        "/clear",
+        "leave out --continue and --session to start a new session",
+    ),
+    (
+        "/sessions",
+        "run `cairn sessions`, then `cairn run --session ID`",
+    ),
+    (
+        "/resume",
+        "run `cairn sessions`, then `cairn run --session ID`",
+    ),
+    ("/model", "pass --model PROVIDER/MODEL"),
+    ("/models", "pass --model PROVIDER/MODEL"),
+    ("/agent", "pass --agent NAME"),
+    ("/agents", "pass --agent NAME"),
+    ("/copy", "the answer is on stdout"),
+    ("/help", "see `cairn run --help` and the README"),
+    ("/quit", "`cairn run` ends by itself"),
+    ("/exit", "`cairn run` ends by itself"),
+    ("/q", "`cairn run` ends by itself"),
+];
+
+/// The slash command `message` names: `Ok(None)` when it is text for the
+/// model.
+///
+/// # Errors
+/// A message for the user when `message` is a command that needs a screen.
+pub fn parse(message: &str) -> Result<Option<Slash>, String> {
+    let message = message.trim();
+    if !message.starts_with('/') {
+        return Ok(None);
+    }
+    let (name, args) = match message.split_once(char::is_whitespace) {
+        Some((name, args)) => (name, args.trim()),
+        None => (message, ""),
+    };
+    let slash = match name {
+        "/compact" | "/summarize" => Slash::Loop(Command::Compact {
+            instructions: (!args.is_empty()).then(|| args.to_string()),
+        }),
+        "/prune" => Slash::Served(Command::Prune),
+        "/context" => Slash::Context,
+        "/export" => Slash::Export,
+        other => {
+            return match SCREEN_ONLY.iter().find(|(screen, _)| *screen == other) {
+                Some((_, instead)) => Err(format!(
+                    "{other} needs the terminal UI; in `cairn run`, {instead}"
+                )),
+                None => Ok(None),
+            };
+        }
+    };
+    Ok(Some(slash))
+}
+
+/// Runs `slash` on the watched session, printing what it reports.
+pub(super) async fn run(
+    slash: Slash,
+    watch: &mut Watch<'_>,
+    store: &Store,
+    stdout: &mut impl Write,
+    stderr: &mut impl Write,
+) -> std::io::Result<()> {
+    match slash {
+        Slash::Loop(command) => {
+            watch.printer.show_summaries = true;
+            if watch.send(command, stderr)? {
+                watch.until_idle(stdout, stderr).await?;
+            }
+        }
+        Slash::Served(command) => {
+            watch.printer.notices_are_answers = true;
+            let (reply, served) = oneshot::channel();
+            if watch.send(command, stderr)? && watch.send(Command::Sync { reply }, stderr)? {
+                watch.until_reply(served, stdout, stderr).await?;
+            }
+        }
+        Slash::Context => {
+            let (reply, breakdown) = oneshot::channel();
+            if !watch.send(Command::Context { reply }, stderr)? {
+                return Ok(());
+            }
+            match watch.until_reply(breakdown, stdout, stderr).await? {
+                Some(breakdown) => print_breakdown(&breakdown, watch.printer.format, stdout)?,
+                // The session said why (an error event), or the user interrupted.
+                None if watch.printer.interrupted || watch.printer.failed => {}
+                None => watch.fail(
+                    "the session could not measure the context".into(),
+                    stdout,
+                    stderr,
+                )?,
+            }
+        }
+        Slash::Export => export(watch, store, stdout, stderr).await?,
+    }
+    Ok(())
+}
+
+/// `/export`: the same Markdown and file as the TUI's; prints the path.
+async fn export(
+    watch: &mut Watch<'_>,
+    store: &Store,
+    stdout: &mut impl Write,
+    stderr: &mut impl Write,
+) -> std::io::Result<()> {
+    let session_id = &watch.handle.session_id;
+    let read = async {
+        let session = store.get_session(session_id).await?;
+        let messages = store.read_all(session_id).await?;
+        Ok::<_, crate::store::Error>((session, messages))
+    };
+    let (session, messages) = match read.await {
+        Ok((Some(session), messages)) => (session, messages),
+        Ok((None, _)) => {
+            let message = format!("cannot export: no session {session_id} in the store");
+            return watch.fail(message, stdout, stderr);
+        }
+        Err(error) => {
+            let message = format!("cannot export session {session_id}: {error}");
+            return watch.fail(message, stdout, stderr);
+        }
+    };
+    let path = export_path(&session);
+    if let Err(error) = tokio::fs::write(&path, session_markdown(&session, &messages)).await {
+        return watch.fail(format!("cannot write {path}: {error}"), stdout, stderr);
+    }
+    match watch.printer.format {
+        Format::Json => {
+            serde_json::to_writer(
+                &mut *stdout,
+                &serde_json::json!({ "type": "export", "path": path }),
+            )?;
+            writeln!(stdout)
+        }
+        Format::Text => writeln!(stdout, "{path}"),
+    }
+}
+
+/// `/context` as text (one line per category, as the TUI's overlay) or as
+/// one `context` event.
+fn print_breakdown(
+    breakdown: &ContextBreakdown,
+    format: Format,
+    stdout: &mut impl Write,
+) -> std::io::Result<()> {
+    if format == Format::Json {
+        let event = serde_json::json!({ "type": "context", "breakdown": breakdown });
+        serde_json::to_writer(&mut *stdout, &event)?;
+        return writeln!(stdout);
+    }
+    let gauge = &breakdown.gauge;
+    let usable = gauge.usable.max(1) as f64;
+    let free = gauge.usable.saturating_sub(gauge.used);
+    let rows = breakdown
+        .categories
+        .iter()
+        .map(|(name, tokens)| (name.as_str(), *tokens))
+        .chain(std::iter::once(("free", free)));
+    for (name, tokens) in rows {
+        let percent = tokens as f64 * 100.0 / usable;
+        writeln!(
+            stdout,
+            "{name:<20} {:>9} {percent:>5.1}%",
+            thousands(tokens)
+        )?;
+    }
+    let tilde = if gauge.estimated { "~" } else { "" };
+    writeln!(
+        stdout,
+        "total {tilde}{} of {} usable ({} window - {} for output)",
+        thousands(gauge.used),
+        thousands(gauge.usable),
+        thousands(gauge.context),
+        thousands(gauge.reserved)
+    )?;
+    match gauge.compact_at {
+        Some(at) => writeln!(stdout, "automatic compaction at {}", thousands(at))?,
+        None => writeln!(stdout, "automatic compaction is off")?,
+    }
+    if breakdown.prunable > 0 {
+        writeln!(
+            stdout,
+            "/prune could free {} tokens of old tool output now",
+            thousands(breakdown.prunable)
+        )?;
+    }
+    if let Some((before, after)) = breakdown.last_compaction {
+        writeln!(
+            stdout,
+            "last compaction: {} -> {} tokens",
+            thousands(before),
+            thousands(after)
+        )?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headless_commands_parse_and_text_stays_text() {
+        assert!(matches!(
+            parse("/compact focus on the parser"),
+            Ok(Some(Slash::Loop(Command::Compact { instructions: Some(focus) }))) if focus == "focus on the parser"
+        ));
+        assert!(matches!(
+            parse("/compact"),
+            Ok(Some(Slash::Loop(Command::Compact { instructions: None })))
+        ));
+        assert!(matches!(
+            parse("/prune"),
+            Ok(Some(Slash::Served(Command::Prune)))
+        ));
+        assert!(matches!(parse(" /context\n"), Ok(Some(Slash::Context))));
+        assert!(matches!(parse("/export"), Ok(Some(Slash::Export))));
+        // A path or an unknown word is the user's text.
+        assert!(matches!(parse("/etc/hosts is empty, why?"), Ok(None)));
+        assert!(matches!(parse("/compactly say hi"), Ok(None)));
+        assert!(matches!(parse("fix /prune in the docs"), Ok(None)));
+    }
+
+    #[test]
+    fn screen_commands_say_what_to_use_instead() {
+        let error = parse("/model openai/gpt-5").expect_err("needs a screen");
+        assert!(error.contains("--model"), "{error}");
+        let error = parse("/sessions").expect_err("needs a screen");
+        assert!(error.contains("cairn sessions"), "{error}");
+    }
+}

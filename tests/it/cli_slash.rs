@@ -1,0 +1,204 @@
+//! Slash commands in `cairn run` (issue #12, headless parity): the real
+//! binary, the scripted server as the model. A command runs; it is never
+//! sent to the model as text.
+
+use crate::scenario;
+use crate::support;
+
+use std::process::Output;
+use std::time::Duration;
+
+use scenario::text;
+use support::ScriptedServer;
+
+/// A temp git repository with private config and data directories, its
+/// model the scripted server.
+struct Project {
+    root: tempfile::TempDir,
+    home: tempfile::TempDir,
+}
+
+impl Project {
+    fn new(server: &ScriptedServer) -> Self {
+        let root = tempfile::tempdir().expect("project dir");
+        std::fs::create_dir(root.path().join(".git")).expect("mark as git repo");
+        let config = format!(
+            "model = \"scripted/test-model\"\nyolo = true\n\n\
+             [provider.scripted]\nwire = \"openai\"\nbase_url = \"{}/v1\"\n\n\
+             [provider.scripted.models.\"test-model\"]\ncontext = 200000\noutput = 32000\n",
+            server.url()
+        );
+        std::fs::write(root.path().join("cairn.toml"), config).expect("write cairn.toml");
+        Self {
+            root,
+            home: tempfile::tempdir().expect("home dir"),
+        }
+    }
+
+    async fn cairn(&self, args: &[&str]) -> Output {
+        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_cairn"));
+        command
+            .args(args)
+            .current_dir(self.root.path())
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", self.home.path())
+            .env("XDG_CONFIG_HOME", self.home.path().join("config"))
+            .env("CAIRN_DATA_DIR", self.home.path().join("data"))
+            .kill_on_drop(true);
+        tokio::time::timeout(Duration::from_secs(60), command.output())
+            .await
+            .expect("cairn finishes within 60 s")
+            .expect("run cairn")
+    }
+
+    /// A first run, so that `--continue` has a session with an answer.
+    async fn first_answer(&self) {
+        let output = self.cairn(&["run", "what is the capital of France?"]).await;
+        assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    }
+}
+
+fn text_of(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn describe(output: &Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        output.status.code(),
+        text_of(&output.stdout),
+        text_of(&output.stderr)
+    )
+}
+
+/// Every message text the model received in `request`.
+fn said(request: &support::RecordedRequest) -> String {
+    request.json()["messages"].to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compact_with_a_focus_asks_for_a_summary_with_it_and_prints_it() {
+    let server = ScriptedServer::start([
+        text("The capital is Paris.", 300),
+        text("SUMMARY: the user asked about Paris.", 400),
+    ])
+    .await;
+    let project = Project::new(&server);
+    project.first_answer().await;
+    let output = project
+        .cairn(&["run", "--continue", "/compact focus on the capital cities"])
+        .await;
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2, "the answer, then the summary");
+    let summary_request = said(&requests[1]);
+    assert!(
+        summary_request.contains("focus on the capital cities"),
+        "{summary_request}"
+    );
+    assert!(!summary_request.contains("/compact"), "{summary_request}");
+    assert_eq!(
+        text_of(&output.stdout),
+        "SUMMARY: the user asked about Paris.\n"
+    );
+    assert!(
+        text_of(&output.stderr).contains("compacted the conversation (manual)"),
+        "{}",
+        describe(&output)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn context_prints_the_breakdown_without_calling_the_model() {
+    let server = ScriptedServer::start([text("The capital is Paris.", 300)]).await;
+    let project = Project::new(&server);
+    project.first_answer().await;
+    let output = project.cairn(&["run", "--continue", "/context"]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    assert_eq!(server.requests().len(), 1, "no model call for /context");
+    let stdout = text_of(&output.stdout);
+    assert!(stdout.starts_with("system prompt "), "{stdout}");
+    assert!(stdout.contains("\nfree "), "{stdout}");
+    assert!(
+        stdout.contains(" usable (200,000 window - 32,000 for output)"),
+        "{stdout}"
+    );
+
+    let json = project
+        .cairn(&["run", "--continue", "--format", "json", "/context"])
+        .await;
+    assert_eq!(json.status.code(), Some(0), "{}", describe(&json));
+    let events: Vec<serde_json::Value> = text_of(&json.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("one JSON object a line"))
+        .collect();
+    let context = events
+        .iter()
+        .find(|e| e["type"] == "context")
+        .expect("a context event");
+    assert_eq!(context["breakdown"]["gauge"]["context"], 200_000);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prune_runs_and_the_model_never_reads_it() {
+    let server = ScriptedServer::start([
+        text("The capital is Paris.", 300),
+        text("You are welcome.", 400),
+    ])
+    .await;
+    let project = Project::new(&server);
+    project.first_answer().await;
+    let pruned = project.cairn(&["run", "--continue", "/prune"]).await;
+    assert_eq!(pruned.status.code(), Some(0), "{}", describe(&pruned));
+    assert_eq!(server.requests().len(), 1, "no model call for /prune");
+    assert!(
+        text_of(&pruned.stdout).contains("prune"),
+        "the prune's report is the answer: {}",
+        describe(&pruned)
+    );
+    let thanks = project.cairn(&["run", "--continue", "thanks"]).await;
+    assert_eq!(thanks.status.code(), Some(0), "{}", describe(&thanks));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let history = said(&requests[1]);
+    assert!(history.contains("thanks"), "{history}");
+    assert!(!history.contains("/prune"), "{history}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn export_writes_the_session_as_markdown_and_prints_the_path() {
+    let server = ScriptedServer::start([text("The capital is Paris.", 300)]).await;
+    let project = Project::new(&server);
+    project.first_answer().await;
+    let output = project.cairn(&["run", "--continue", "/export"]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    assert_eq!(server.requests().len(), 1, "no model call for /export");
+    let stdout = text_of(&output.stdout);
+    let path = std::path::Path::new(stdout.trim_end());
+    assert_eq!(path.parent(), Some(project.root.path()), "{stdout}");
+    let markdown = std::fs::read_to_string(path).expect("read the export");
+    assert!(
+        markdown.contains("## You\n\nwhat is the capital of France?"),
+        "{markdown}"
+    );
+    assert!(markdown.contains("The capital is Paris."), "{markdown}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_screen_command_is_a_usage_error_and_a_path_is_text() {
+    let server = ScriptedServer::start([text("That file lists host names.", 300)]).await;
+    let project = Project::new(&server);
+    let output = project.cairn(&["run", "/model", "openai/gpt-5"]).await;
+    assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
+    assert!(
+        text_of(&output.stderr).contains("pass --model PROVIDER/MODEL"),
+        "{}",
+        describe(&output)
+    );
+    assert!(server.requests().is_empty());
+
+    let output = project.cairn(&["run", "/etc/hosts: what is it for?"]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    assert!(said(&server.requests()[0]).contains("/etc/hosts: what is it for?"));
+}
