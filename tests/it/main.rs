@@ -40,6 +40,7 @@ mod store_concurrency;
 mod store_history;
 mod tools_bash;
 mod tools_files;
+mod tools_hangs;
 mod tools_search;
 mod tools_truncate;
 mod tui_pty;
