@@ -64,15 +64,32 @@ pub async fn run(
         ends_with_newline: true,
         announced: Default::default(),
     };
-    let interrupt = tokio::signal::ctrl_c();
-    tokio::pin!(interrupt);
+    let mut stops = Stops::listen()?;
+    // Set at the first stop: past it (or at a second stop) the run ends
+    // without waiting for the loop, so a stuck loop can never keep it alive.
+    let mut give_up_at: Option<tokio::time::Instant> = None;
     loop {
+        let give_up = async {
+            match give_up_at {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
         let event = tokio::select! {
-            _ = &mut interrupt, if !printer.interrupted => {
+            name = stops.next() => {
+                if printer.interrupted {
+                    writeln!(stderr, "\n{name} again: stopping now; unfinished tools are marked interrupted when the session is reopened")?;
+                    return Ok(Outcome::Interrupted);
+                }
                 printer.interrupted = true;
-                writeln!(stderr, "\ninterrupting...")?;
+                give_up_at = Some(tokio::time::Instant::now() + STOP_GRACE);
+                writeln!(stderr, "\n{name}: interrupting...")?;
                 handle.send(Command::Interrupt);
                 continue;
+            }
+            () = give_up => {
+                writeln!(stderr, "the session did not stop within {}s: stopping now; unfinished tools are marked interrupted when the session is reopened", STOP_GRACE.as_secs())?;
+                return Ok(Outcome::Interrupted);
             }
             event = events.recv() => event,
         };
@@ -100,6 +117,40 @@ pub async fn run(
     } else {
         Outcome::Success
     })
+}
+
+/// How long an interrupted run waits for the loop to settle before it ends
+/// anyway.
+const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The signals that stop a run: Ctrl+C, and SIGTERM / SIGHUP (a supervisor,
+/// a closed terminal), handled the same way so the running tool is killed
+/// and recorded as interrupted instead of orphaned.
+struct Stops {
+    interrupt: tokio::signal::unix::Signal,
+    terminate: tokio::signal::unix::Signal,
+    hangup: tokio::signal::unix::Signal,
+}
+
+impl Stops {
+    fn listen() -> std::io::Result<Self> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Self {
+            interrupt: signal(SignalKind::interrupt())?,
+            terminate: signal(SignalKind::terminate())?,
+            hangup: signal(SignalKind::hangup())?,
+        })
+    }
+
+    /// Waits for the next stop signal; returns its name for the message.
+    /// Cancel-safe: a signal that arrives between two calls is kept.
+    async fn next(&mut self) -> &'static str {
+        tokio::select! {
+            _ = self.interrupt.recv() => "Ctrl+C",
+            _ = self.terminate.recv() => "SIGTERM",
+            _ = self.hangup.recv() => "SIGHUP",
+        }
+    }
 }
 
 struct Printer {

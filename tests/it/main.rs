@@ -41,6 +41,7 @@ mod store_history;
 mod tools_bash;
 mod tools_files;
 mod tools_hangs;
+mod tools_kill;
 mod tools_search;
 mod tools_truncate;
 mod tui_pty;
