@@ -146,14 +146,15 @@ struct Watcher {
     /// Killed on drop (`kill_on_drop`); declared before `_cairn_end` so it
     /// is gone before the pipe closes.
     _process: tokio::process::Child,
-    _cairn_end: std::io::PipeWriter,
+    _cairn_end: tokio::net::unix::pipe::Sender,
 }
 
 impl Watcher {
     /// Best effort: without a watcher the command still runs, only a kill -9
     /// of cairn would leave it behind (logged).
     fn start(pgid: i32, cwd: &PathBuf) -> Option<Self> {
-        let started = std::io::pipe().and_then(|(watch_end, cairn_end)| {
+        let started = tokio::net::unix::pipe::pipe().and_then(|(cairn_end, watch_end)| {
+            let watch_end = watch_end.into_blocking_fd()?;
             let process = tokio::process::Command::new("bash")
                 .arg("-c")
                 .arg("read -r _; kill -KILL -- -\"$1\" 2>/dev/null")
