@@ -37,6 +37,7 @@ mod recovery;
 mod store;
 mod store_cache;
 mod store_concurrency;
+mod store_failures;
 mod store_history;
 mod tools_bash;
 mod tools_files;
