@@ -95,7 +95,8 @@ fn run_headless(args: RunArgs, loaded: Loaded) -> anyhow::Result<u8> {
         (false, None) => SessionChoice::New,
     };
     let message = args.message.join(" ");
-    runtime()?.block_on(async {
+    let runtime = runtime()?;
+    let code = runtime.block_on(async {
         let (session, handle) = app.start(choice, Mode::Headless).await?;
         tracing::info!(session = %session.id, "headless run");
         let mut stdout = std::io::stdout().lock();
@@ -111,7 +112,11 @@ fn run_headless(args: RunArgs, loaded: Loaded) -> anyhow::Result<u8> {
         )
         .await?;
         Ok(outcome.exit_code())
-    })
+    });
+    // An interrupted run does not wait for a store call or tool still stuck
+    // in a blocking thread: the session is repaired when it is reopened.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    code
 }
 
 /// `cairn`: the terminal UI, reopened on another session when the user

@@ -167,21 +167,38 @@ impl Watch<'_> {
             }
         };
         tokio::pin!(answer);
-        let interrupt = tokio::signal::ctrl_c();
-        tokio::pin!(interrupt);
+        let mut stops = Stops::listen()?;
+        // Set at the first stop: past it (or at a second stop) the run ends
+        // without waiting for the loop, so a stuck loop can never keep it alive.
+        let mut give_up_at: Option<tokio::time::Instant> = None;
         loop {
+            let give_up = async {
+                match give_up_at {
+                    Some(at) => tokio::time::sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            };
             let event = tokio::select! {
                 // Events first: those published before the reply was sent are
                 // printed before the wait ends.
                 biased;
-                _ = &mut interrupt, if !self.printer.interrupted => {
+                name = stops.next() => {
+                    if self.printer.interrupted {
+                        writeln!(stderr, "\n{name} again: stopping now; unfinished tools are marked interrupted when the session is reopened")?;
+                        return Ok(None);
+                    }
                     self.printer.interrupted = true;
-                    writeln!(stderr, "\ninterrupting...")?;
+                    give_up_at = Some(tokio::time::Instant::now() + STOP_GRACE);
+                    writeln!(stderr, "\n{name}: interrupting...")?;
                     if waits_for_reply {
                         return Ok(None);
                     }
                     self.handle.send(Command::Interrupt);
                     continue;
+                }
+                () = give_up => {
+                    writeln!(stderr, "the session did not stop within {}s: stopping now; unfinished tools are marked interrupted when the session is reopened", STOP_GRACE.as_secs())?;
+                    return Ok(None);
                 }
                 event = self.events.recv() => event,
                 answer = &mut answer => return Ok(answer),
@@ -219,6 +236,40 @@ impl Watch<'_> {
 
 /// Lines of a tool's error printed on stderr; the model sees all of it.
 const MAX_ERROR_LINES: usize = 12;
+
+/// How long an interrupted run waits for the loop to settle before it ends
+/// anyway.
+const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The signals that stop a run: Ctrl+C, and SIGTERM / SIGHUP (a supervisor,
+/// a closed terminal), handled the same way so the running tool is killed
+/// and recorded as interrupted instead of orphaned.
+struct Stops {
+    interrupt: tokio::signal::unix::Signal,
+    terminate: tokio::signal::unix::Signal,
+    hangup: tokio::signal::unix::Signal,
+}
+
+impl Stops {
+    fn listen() -> std::io::Result<Self> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Self {
+            interrupt: signal(SignalKind::interrupt())?,
+            terminate: signal(SignalKind::terminate())?,
+            hangup: signal(SignalKind::hangup())?,
+        })
+    }
+
+    /// Waits for the next stop signal; returns its name for the message.
+    /// Cancel-safe: a signal that arrives between two calls is kept.
+    async fn next(&mut self) -> &'static str {
+        tokio::select! {
+            _ = self.interrupt.recv() => "Ctrl+C",
+            _ = self.terminate.recv() => "SIGTERM",
+            _ = self.hangup.recv() => "SIGHUP",
+        }
+    }
+}
 
 struct Printer {
     format: Format,

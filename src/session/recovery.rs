@@ -5,7 +5,9 @@
 //! such tools as interrupted, but the user would see cards running forever
 //! and the loop would take the message for a live one. So when a runtime
 //! starts, the newest assistant messages that never completed are closed the
-//! way an interrupt closes them. Nothing committed is removed.
+//! way an interrupt closes them, and every tool part still pending or running
+//! (even under a step already marked finished) is marked interrupted.
+//! Nothing committed is removed.
 
 use serde_json::json;
 
@@ -30,10 +32,17 @@ pub async fn repair(ctx: &SessionCtx) -> Result<usize, Error> {
         let Some(assistant) = entry.message.as_assistant() else {
             continue;
         };
-        if assistant.time_completed.is_some()
-            || assistant.finish.is_some()
-            || assistant.error.is_some()
-        {
+        // A step that ended with tool calls is finished (`finish =
+        // tool-calls`) while its tools still run: look at the tools whatever
+        // the message says.
+        let message_open = assistant.time_completed.is_none()
+            && assistant.finish.is_none()
+            && assistant.error.is_none();
+        let has_open_tool = entry
+            .parts
+            .iter()
+            .any(|part| matches!(&part.kind, PartKind::Tool(tool) if !tool.state.is_finished()));
+        if !message_open && !has_open_tool {
             continue;
         }
         let now = now_millis();
@@ -59,6 +68,10 @@ pub async fn repair(ctx: &SessionCtx) -> Result<usize, Error> {
                 },
             };
             ctx.writer.part(part).await?;
+        }
+        if !message_open {
+            repaired += 1;
+            continue;
         }
         if let Some(info) = entry.message.as_assistant_mut() {
             info.error = Some(MessageError {

@@ -111,11 +111,28 @@ pub async fn run(ctx: Arc<SessionCtx>, cancel: CancellationToken) -> Result<(), 
         // The last step's usage is the gauge's new anchor: show it.
         gauge::refresh_session(&ctx).await;
     }
+    // A failure is said before idle: a front end that stops at idle (cairn
+    // run) would otherwise end with exit 0 and never show it.
+    if let Err(error) = &result {
+        tracing::error!(session = %ctx.session_id, %error, "session loop failed");
+        ctx.writer.error(&ctx.session_id, failure_message(error));
+    }
     // Idle last: a front end that waits for idle sees the prune's result too.
     if worked {
         ctx.set_status(SessionStatus::Idle);
     }
-    result
+    // Reported above, not again by the runtime.
+    Ok(())
+}
+
+/// A store failure means what was shown may not be saved: say so, and what to do.
+fn failure_message(error: &Error) -> String {
+    match error {
+        Error::Store(_) => format!(
+            "{error}. The answer shown so far may NOT be saved in the session: check free disk space and whether another program holds the database, then send the message again."
+        ),
+        Error::Internal(_) => error.to_string(),
+    }
 }
 
 async fn iterate(

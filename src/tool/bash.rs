@@ -123,8 +123,61 @@ struct Run {
 
 /// Kills the process group when dropped, unless the shell exited on its
 /// own: a dropped call (cancelled turn) must not leave children behind.
+/// Its [`Watcher`] covers the case where cairn itself dies.
 struct GroupGuard {
     pgid: Option<i32>,
+    _watcher: Option<Watcher>,
+}
+
+/// Kills the command's process group if cairn dies while the command runs,
+/// however it dies (kill -9 included): a tiny `bash` in its own group that
+/// reads a pipe only cairn writes to. cairn never writes, so the read ends
+/// only when the kernel closes cairn's end, that is when cairn is gone; then
+/// it kills the group. When the call ends normally the watcher is killed
+/// first (drop order below), so intentionally backgrounded jobs of a command
+/// that exited by itself are left alone.
+///
+/// Not `PR_SET_PDEATHSIG`: it reaches only the direct child (bash), not the
+/// commands bash started, and it fires when the spawning *thread* exits,
+/// which for a tokio worker is not cairn's death.
+struct Watcher {
+    /// Killed on drop (`kill_on_drop`); declared before `_cairn_end` so it
+    /// is gone before the pipe closes.
+    _process: tokio::process::Child,
+    _cairn_end: tokio::net::unix::pipe::Sender,
+}
+
+impl Watcher {
+    /// Best effort: without a watcher the command still runs, only a kill -9
+    /// of cairn would leave it behind (logged).
+    fn start(pgid: i32, cwd: &PathBuf) -> Option<Self> {
+        let started = tokio::net::unix::pipe::pipe().and_then(|(cairn_end, watch_end)| {
+            let watch_end = watch_end.into_blocking_fd()?;
+            let process = tokio::process::Command::new("bash")
+                .arg("-c")
+                .arg("read -r _; kill -KILL -- -\"$1\" 2>/dev/null")
+                .arg("cairn-watch")
+                .arg(pgid.to_string())
+                .current_dir(cwd)
+                .stdin(Stdio::from(watch_end))
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .process_group(0)
+                .kill_on_drop(true)
+                .spawn()?;
+            Ok(Self {
+                _process: process,
+                _cairn_end: cairn_end,
+            })
+        });
+        match started {
+            Ok(watcher) => Some(watcher),
+            Err(error) => {
+                tracing::warn!(%error, pgid, "no watcher for a bash command: it would outlive a killed cairn");
+                None
+            }
+        }
+    }
 }
 
 impl GroupGuard {
@@ -173,8 +226,10 @@ async fn run_command(
         .kill_on_drop(true)
         .spawn()
         .map_err(|e| ToolError::io("run bash in", cwd, e))?;
+    let pgid = child.id().and_then(|pid| i32::try_from(pid).ok());
     let mut guard = GroupGuard {
-        pgid: child.id().and_then(|pid| i32::try_from(pid).ok()),
+        pgid,
+        _watcher: pgid.and_then(|pgid| Watcher::start(pgid, cwd)),
     };
     let mut sink = OutputSink::new(ctx);
     let mut buffer = vec![0u8; CHUNK];

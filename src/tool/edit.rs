@@ -59,6 +59,9 @@ impl Tool for Edit {
         let path = ctx.resolve(&args.path);
         let shown = ctx.display_path(&path);
         ctx.check_external(&path, false).await?;
+        if let Ok(meta) = std::fs::metadata(&path) {
+            super::refuse_special_file(&path, &meta)?;
+        }
         let old = match std::fs::read_to_string(&path) {
             Ok(text) => text,
             Err(error)
@@ -196,17 +199,46 @@ fn trimmed_line_match(text: &str, old: &str) -> Result<std::ops::Range<usize>, M
 }
 
 /// A unified diff of `old` -> `new`, with `path` in the headers.
+/// Above this many bytes (old and new together) no line diff is computed:
+/// the permission prompt and the stored metadata get a summary instead. A
+/// line diff of two 100 MB files is hours of CPU and a diff nobody reads.
+pub const MAX_DIFF_BYTES: usize = 4 * 1024 * 1024;
+/// Line diffs below the size cap still stop refining after this long and
+/// return a coarser (still correct) diff: Myers is quadratic on files whose
+/// every line changed.
+const DIFF_DEADLINE: std::time::Duration = std::time::Duration::from_secs(1);
+
 pub fn unified_diff(path: &str, old: &str, new: &str) -> String {
-    similar::TextDiff::from_lines(old, new)
+    if old.len() + new.len() > MAX_DIFF_BYTES {
+        return too_large_to_diff(path, old.len(), new.len());
+    }
+    line_diff(old, new)
         .unified_diff()
         .context_radius(3)
         .header(path, path)
         .to_string()
 }
 
+/// What the prompt shows in place of a diff over the size cap.
+pub fn too_large_to_diff(path: &str, old_bytes: usize, new_bytes: usize) -> String {
+    format!(
+        "--- {path}\n+++ {path}\n(diff not shown: {old_bytes} bytes replaced by {new_bytes} bytes; files over {} MB together are not diffed)\n",
+        MAX_DIFF_BYTES / (1024 * 1024)
+    )
+}
+
+fn line_diff<'a>(old: &'a str, new: &'a str) -> similar::TextDiff<'a, 'a, 'a, str> {
+    similar::TextDiff::configure()
+        .timeout(DIFF_DEADLINE)
+        .diff_lines(old, new)
+}
+
 fn count_changes(old: &str, new: &str) -> (usize, usize) {
-    let diff = similar::TextDiff::from_lines(old, new);
-    diff.iter_all_changes()
+    if old.len() + new.len() > MAX_DIFF_BYTES {
+        return (new.lines().count(), old.lines().count());
+    }
+    line_diff(old, new)
+        .iter_all_changes()
         .fold((0, 0), |(add, del), change| match change.tag() {
             similar::ChangeTag::Insert => (add + 1, del),
             similar::ChangeTag::Delete => (add, del + 1),

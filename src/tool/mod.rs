@@ -312,6 +312,27 @@ impl ToolContext {
 }
 
 /// Parses a call's JSON input into the tool's argument struct.
+/// Refuses anything that is not a regular file or a directory: opening a
+/// FIFO blocks until a writer comes, a device such as /dev/zero never ends,
+/// so either would hang the tool call for good.
+pub(crate) fn refuse_special_file(path: &Path, meta: &std::fs::Metadata) -> Result<(), ToolError> {
+    use std::os::unix::fs::FileTypeExt;
+    let kind = meta.file_type();
+    let what = if kind.is_fifo() {
+        "a named pipe (FIFO)"
+    } else if kind.is_char_device() || kind.is_block_device() {
+        "a device"
+    } else if kind.is_socket() {
+        "a socket"
+    } else {
+        return Ok(());
+    };
+    Err(ToolError::Failed(format!(
+        "{} is {what}, not a regular file: reading or writing it could block forever. Use bash with a timeout if you really need it.",
+        path.display()
+    )))
+}
+
 pub(crate) fn parse_args<T: DeserializeOwned>(tool: &str, input: Value) -> Result<T, ToolError> {
     serde_json::from_value(input).map_err(|error| ToolError::InvalidArguments {
         tool: tool.to_string(),

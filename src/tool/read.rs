@@ -86,6 +86,7 @@ impl Tool for Read {
         if meta.is_dir() {
             return read_dir(&path, &shown);
         }
+        super::refuse_special_file(&path, &meta)?;
         if let Some(mime) = image_mime(&path) {
             if meta.len() > MAX_IMAGE_BYTES {
                 return Err(ToolError::Failed(format!(

@@ -1,11 +1,13 @@
 //! The `write` tool: writes a whole file, creating parent directories.
 //! Asks the `edit` permission with the diff against the old content.
 
+use std::path::Path;
+
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::edit::unified_diff;
+use super::edit::{MAX_DIFF_BYTES, too_large_to_diff, unified_diff};
 use super::{Tool, ToolContext, ToolError, ToolOutput, parse_args, schema_for};
 
 /// The name the model calls it by, which is also its permission.
@@ -50,8 +52,7 @@ impl Tool for Write {
             )));
         }
         ctx.check_external(&path, false).await?;
-        let old = std::fs::read_to_string(&path).ok();
-        let diff = unified_diff(&shown, old.as_deref().unwrap_or(""), &args.content);
+        let (exists, diff) = old_content_diff(&path, &shown, &args.content)?;
         ctx.ask(
             "edit",
             vec![shown.clone()],
@@ -65,11 +66,7 @@ impl Tool for Write {
                 .map_err(|e| ToolError::io("create directory", parent, e))?;
         }
         std::fs::write(&path, &args.content).map_err(|e| ToolError::io(NAME, &path, e))?;
-        let verb = if old.is_some() {
-            "Overwrote"
-        } else {
-            "Created"
-        };
+        let verb = if exists { "Overwrote" } else { "Created" };
         let output = format!(
             "{verb} {shown} ({} bytes, {} lines).",
             args.content.len(),
@@ -78,7 +75,22 @@ impl Tool for Write {
         Ok(ToolOutput::text(
             shown,
             output,
-            json!({ "diff": diff, "exists": old.is_some() }),
+            json!({ "diff": diff, "exists": exists }),
         ))
     }
+}
+
+/// Whether the file exists, and the diff the prompt shows. A special file is
+/// refused (reading a FIFO blocks); a file too large to diff is not even read.
+fn old_content_diff(path: &Path, shown: &str, new: &str) -> Result<(bool, String), ToolError> {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Ok((false, unified_diff(shown, "", new)));
+    };
+    super::refuse_special_file(path, &meta)?;
+    let old_bytes = usize::try_from(meta.len()).unwrap_or(usize::MAX);
+    if old_bytes.saturating_add(new.len()) > MAX_DIFF_BYTES {
+        return Ok((true, too_large_to_diff(shown, old_bytes, new.len())));
+    }
+    let old = std::fs::read_to_string(path).unwrap_or_default();
+    Ok((true, unified_diff(shown, &old, new)))
 }
