@@ -13,6 +13,7 @@
 //! - `provider`   LLM backends: one request type, one stream of events, two wire formats
 //! - `token`      token counting and context-window arithmetic (pure)
 //! - `permission` allow / ask / deny rules and the waiting for answers
+//! - `secret`     provider keys and other secrets, redacted from tool outputs and messages
 //! - `tool`       the tools the model calls, and truncation of their output
 //! - `session`    the agent: the loop, the stream processor, context building,
 //!   prune and compaction
@@ -33,6 +34,7 @@ pub mod message;
 pub mod paths;
 pub mod permission;
 pub mod provider;
+pub mod secret;
 pub mod session;
 pub mod store;
 pub mod token;
