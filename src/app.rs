@@ -114,7 +114,10 @@ impl App {
                     format!("no session with id {id}; `cairn sessions` lists them")
                 })?,
             };
-        let ctx = Arc::new(self.session_ctx(&session, mode, default_model));
+        let ctx = self.session_ctx(&session, mode, default_model);
+        let project = ctx.env.root.display().to_string();
+        crate::session::remembered::load(&self.store, &project, &ctx.permissions).await?;
+        let ctx = Arc::new(ctx);
         let (handle, _task) = spawn(ctx);
         Ok((session, handle))
     }

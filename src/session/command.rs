@@ -32,4 +32,7 @@ pub enum Command {
         request_id: String,
         answer: PermissionAnswer,
     },
+    /// `/permissions`: list the "always" answers this project remembers, or
+    /// forget one (`/permissions revoke N`); the result is a notice.
+    Permissions { revoke: Option<i64> },
 }

@@ -13,6 +13,7 @@
 //! - `prune`, `prune_task`             clearing old tool outputs (rule, then act)
 //! - `compaction`, `compaction_task`   summarizing history (rules, then act)
 //! - `recovery`        closing turns a crash left unfinished
+//! - `remembered`      "always" answers kept per project; `/permissions`
 //! - `shell`           `!cmd` typed by the user
 //! - `writer`          persist-then-publish of every change
 //! - `command`         what front ends ask of a session
@@ -32,6 +33,7 @@ pub mod prompt;
 pub mod prune;
 pub mod prune_task;
 pub mod recovery;
+pub mod remembered;
 pub mod run;
 pub mod runtime;
 pub mod shell;

@@ -23,7 +23,7 @@ use crate::session::agent::Agents;
 use crate::session::command::Command;
 use crate::session::prompt::Environment;
 use crate::session::writer::Writer;
-use crate::session::{Error, gauge, prune_task, run, shell};
+use crate::session::{Error, gauge, prune_task, remembered, run, shell};
 use crate::store::{self, LiveContext};
 use crate::tool::{Limits, Registry};
 
@@ -313,8 +313,12 @@ async fn handle(
             }
         }
         Command::AnswerPermission { request_id, answer } => {
-            ctx.permissions.answer(&request_id, answer);
+            let before = ctx.permissions.approved();
+            if ctx.permissions.answer(&request_id, answer) {
+                remembered::save_new(ctx, &before).await;
+            }
         }
+        Command::Permissions { revoke } => remembered::command(ctx, revoke).await?,
     }
     Ok(())
 }

@@ -31,6 +31,7 @@ mod loop_scenarios;
 mod permission;
 mod permission_shell;
 mod permission_shell_run;
+mod permission_store;
 mod provider_anthropic;
 mod provider_openai;
 mod recovery;
