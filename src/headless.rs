@@ -233,13 +233,31 @@ impl Printer {
                 )
             }
             ToolState::Error { error, .. } => {
-                let first = error.lines().next().unwrap_or("");
-                writeln!(stderr, "  {tool} failed: {first}")
+                // Whole, not the first line: a refused ask ends with the
+                // config lines that would allow it.
+                let mut lines = error.lines();
+                writeln!(stderr, "  {tool} failed: {}", lines.next().unwrap_or(""))?;
+                let rest: Vec<&str> = lines.collect();
+                for line in rest.iter().take(MAX_ERROR_LINES) {
+                    writeln!(stderr, "    {line}")?;
+                }
+                if rest.len() > MAX_ERROR_LINES {
+                    writeln!(
+                        stderr,
+                        "    ... ({} more lines)",
+                        rest.len() - MAX_ERROR_LINES
+                    )?;
+                }
+                Ok(())
             }
             ToolState::Pending { .. } => Ok(()),
         }
     }
 }
+
+/// Lines of a tool's error shown on stderr after its first: enough for a
+/// refusal's config lines, not a whole compiler log.
+const MAX_ERROR_LINES: usize = 12;
 
 /// The argument that says most about a call: the command, the path, the pattern.
 pub fn key_argument(input: &serde_json::Value) -> String {

@@ -180,3 +180,36 @@ async fn a_deny_rule_holds_under_yolo_whatever_the_flag_order() {
         );
     }
 }
+
+/// Headless stays fail-closed, and the refusal names the exact config lines
+/// that would allow the call, whole, on stderr and in the model's result
+/// (stderr showed only the first line, cut before the config).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_ask_prints_the_whole_config_line_that_would_allow_it() {
+    let server = ScriptedServer::start([
+        tool_call(
+            "call_1",
+            "bash",
+            json!({ "command": "touch made-here" }),
+            1_000,
+        ),
+        text("Done.", 1_000),
+    ])
+    .await;
+    let project = Project::new(&server, "");
+    let output = project.cairn(&["run", "make a file"]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    assert!(!project.root.path().join("made-here").exists());
+    let config_lines = "[permission.bash]\n\"touch made-here\" = \"allow\"";
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let unindented: String = stderr.lines().map(str::trim).collect::<Vec<_>>().join("\n");
+    assert!(
+        unindented.contains(config_lines),
+        "stderr lacks the config lines: {}",
+        describe(&output)
+    );
+    let result = tool_result(&server, "call_1");
+    let result: String =
+        serde_json::from_str(&format!("\"{}\"", result.trim_matches('"'))).unwrap_or(result);
+    assert!(result.contains(config_lines), "tool result: {result}");
+}
