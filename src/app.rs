@@ -153,7 +153,9 @@ impl App {
                 },
             )
         }));
-        let tool_output_dir = self.data_dir.join("tool-output");
+        // One directory per session: the model may page through its own
+        // saved outputs unasked, not through other sessions' (or projects').
+        let tool_output_dir = self.data_dir.join("tool-output").join(&session.id);
         let mut env = Environment::discover(Path::new(&session.directory));
         env.config_dir = crate::paths::config_dir();
         env.extra_instructions = config.instructions.clone();

@@ -213,3 +213,76 @@ async fn a_refused_ask_prints_the_whole_config_line_that_would_allow_it() {
         serde_json::from_str(&format!("\"{}\"", result.trim_matches('"'))).unwrap_or(result);
     assert!(result.contains(config_lines), "tool result: {result}");
 }
+
+/// The output a tool saved in one project's session is outside any other
+/// project: reading it from there asks (refused without a terminal), while
+/// the session that saved it reads it unasked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_projects_saved_output_is_outside_the_project() {
+    let server = ScriptedServer::start([
+        tool_call(
+            "call_big",
+            "bash",
+            json!({ "command": "seq 1 100000" }),
+            1_000,
+        ),
+        text("Counted.", 1_000),
+    ])
+    .await;
+    let first = Project::new(&server, "[permission.bash]\n\"seq *\" = \"allow\"\n");
+    let output = first.cairn(&["run", "count"]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let result = tool_result(&server, "call_big");
+    let saved = result
+        .split("saved to: ")
+        .nth(1)
+        .and_then(|rest| rest.split("\\n").next())
+        .unwrap_or_else(|| panic!("no saved path in {result}"))
+        .to_string();
+    assert!(saved.contains("tool-output"), "{saved}");
+
+    // Its own session reads it unasked.
+    server.push(tool_call(
+        "call_own",
+        "read",
+        json!({ "path": saved }),
+        1_000,
+    ));
+    server.push(text("Read it.", 1_000));
+    let output = first.cairn(&["run", "--continue", "read it"]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let own = tool_result(&server, "call_own");
+    assert!(own.contains("99999"), "{own}");
+
+    // Another project, same data directory: asked, and refused headless.
+    server.push(tool_call(
+        "call_other",
+        "read",
+        json!({ "path": saved }),
+        1_000,
+    ));
+    server.push(text("Could not.", 1_000));
+    let second = Project::new(&server, "");
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_cairn"));
+    command
+        .args(["run", "read the other project's output"])
+        .current_dir(second.root.path())
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", second.home.path())
+        .env("XDG_CONFIG_HOME", second.home.path().join("config"))
+        .env("CAIRN_DATA_DIR", first.home.path().join("data"))
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true);
+    let output = tokio::time::timeout(Duration::from_secs(60), command.output())
+        .await
+        .expect("cairn finishes")
+        .expect("run cairn");
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let other = tool_result(&server, "call_other");
+    assert!(other.contains("external_directory"), "{other}");
+    assert!(
+        !other.contains("99999"),
+        "read another project's output: {other}"
+    );
+}
