@@ -92,6 +92,8 @@ impl App {
                 .filter_map(|p| p.api_key_env.as_ref().map(|v| v.as_str().to_string()))
                 .chain(crate::provider::presets::key_variables().map(str::to_string)),
         );
+        // ... but /proc/$PPID/environ still shows them: redact them from every output.
+        crate::secret::register(config_secrets(&config));
         Ok(Self {
             config,
             store,
@@ -148,7 +150,10 @@ impl App {
                     format!("no session with id {id}; `cairn sessions` lists them")
                 })?,
             };
-        let ctx = Arc::new(self.session_ctx(&session, mode, default_model));
+        let ctx = self.session_ctx(&session, mode, default_model);
+        let project = ctx.env.root.display().to_string();
+        crate::session::remembered::load(&self.store, &project, &ctx.permissions).await?;
+        let ctx = Arc::new(ctx);
         let (handle, _task) = spawn(ctx);
         Ok((session, handle))
     }
@@ -184,7 +189,9 @@ impl App {
                 },
             )
         }));
-        let tool_output_dir = self.data_dir.join(TOOL_OUTPUT_DIR);
+        // One directory per session: the model may page through its own
+        // saved outputs unasked, not through other sessions' (or projects').
+        let tool_output_dir = self.data_dir.join(TOOL_OUTPUT_DIR).join(&session.id);
         let mut env = Environment::discover(Path::new(&session.directory));
         env.config_dir = crate::paths::config_dir();
         env.extra_instructions = config.instructions.clone();
@@ -217,4 +224,33 @@ impl App {
             remote_instructions: Default::default(),
         }
     }
+}
+
+/// Every secret the config gives cairn: provider keys (inline, from their
+/// variables, and any `*_API_KEY` variable), custom header values, and
+/// passwords in a `base_url`.
+fn config_secrets(config: &Config) -> Vec<String> {
+    let from_env = |name: &str| std::env::var(name).ok();
+    let mut secrets: Vec<String> = std::env::vars()
+        .filter(|(name, _)| name.ends_with("_API_KEY"))
+        .map(|(_, value)| value)
+        .collect();
+    secrets.extend(crate::provider::presets::key_variables().filter_map(from_env));
+    for provider in config.provider.values() {
+        secrets.extend(provider.api_key.clone());
+        secrets.extend(
+            provider
+                .api_key_env
+                .as_ref()
+                .and_then(|name| from_env(name.as_str())),
+        );
+        secrets.extend(provider.headers.values().cloned());
+        secrets.extend(
+            provider
+                .base_url
+                .as_ref()
+                .and_then(|url| crate::secret::url_password(url.as_str()).map(str::to_string)),
+        );
+    }
+    secrets
 }

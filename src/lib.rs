@@ -10,9 +10,10 @@
 //!   runner, and the tasks that apply prune and compaction
 //! - `context`    the pure rules of what the model sees and how the window is
 //!   managed: model view, counting, gauge and overflow, prune, compaction
-//! - `provider`, `tool`, `store`, `permission`   LLM backends (one request type,
+//! - `provider`, `tool`, `store`, `permission`, `secret`   LLM backends (one request type,
 //!   one event stream, two wires); the tools and truncation of their output;
-//!   SQLite persistence (the source of truth); allow / ask / deny rules
+//!   SQLite persistence (the source of truth); allow / ask / deny rules; secrets
+//!   redacted from tool outputs and messages
 //! - `token`      tokenizer counts and estimates (pure)
 //! - `message`, `bus`, `id`, `clock`, `config`, `paths`, `cli`, `shared`   the
 //!   data model, the change broadcast, ids, time, configuration, file
@@ -35,6 +36,7 @@ pub mod message;
 pub mod paths;
 pub mod permission;
 pub mod provider;
+pub mod secret;
 pub mod session;
 pub mod shared;
 pub mod store;

@@ -1,5 +1,6 @@
 //! `cairn config`'s view: the merged configuration as TOML with a comment after
-//! each value naming its source, inline API keys redacted.
+//! each value naming its source, inline API keys, header values and URL
+//! passwords redacted.
 //!
 //! Formatting only; loading and merging live in `load.rs`.
 
@@ -12,7 +13,7 @@ use super::locate::dotted;
 
 impl Loaded {
     /// The merged config as TOML, each value followed by a comment naming its source.
-    /// Inline API keys are shown as `<redacted>`.
+    /// Inline API keys, header values and `base_url` passwords are shown as `<redacted>`.
     pub fn render(&self) -> String {
         let mut table =
             Table::try_from(&self.config).expect("Config serializes: every map key is a string");
@@ -26,10 +27,22 @@ impl Loaded {
 fn redact_api_keys(table: &mut Table) {
     if let Some(Value::Table(providers)) = table.get_mut("provider") {
         for (_, provider) in providers.iter_mut() {
-            if let Value::Table(provider) = provider
-                && let Some(key) = provider.get_mut("api_key")
-            {
+            let Value::Table(provider) = provider else {
+                continue;
+            };
+            if let Some(key) = provider.get_mut("api_key") {
                 *key = Value::String("<redacted>".to_owned());
+            }
+            // Header values are credentials more often than not.
+            if let Some(Value::Table(headers)) = provider.get_mut("headers") {
+                for (_, value) in headers.iter_mut() {
+                    *value = Value::String("<redacted>".to_owned());
+                }
+            }
+            if let Some(Value::String(url)) = provider.get_mut("base_url")
+                && let Some(password) = crate::secret::url_password(url)
+            {
+                *url = url.replacen(&format!(":{password}@"), ":<redacted>@", 1);
             }
         }
     }

@@ -480,8 +480,13 @@ fn flag_orders(words: &[Word]) -> Vec<String> {
         if text == "--" {
             options_done = true;
             operands.push(text);
-        } else if is_cluster {
-            for c in text[1..].chars() {
+        } else if is_cluster || (!options_done && short_flag(name.text(), text).is_some()) {
+            let cluster: Vec<char> = match short_flag(name.text(), text) {
+                Some(c) => vec![c],
+                None => text[1..].chars().collect(),
+            };
+            for c in cluster {
+                let c = short_flag(name.text(), &format!("-{c}")).unwrap_or(c);
                 if !letters.contains(&c) {
                     letters.push(c);
                 }
@@ -517,6 +522,31 @@ fn flag_orders(words: &[Word]) -> Vec<String> {
         }
     }
     out
+}
+
+/// Spellings of a flag that mean the same as one short letter, per command,
+/// so that a deny rule written with short flags (`rm -rf *`) also denies
+/// `rm --recursive --force x` and `rm -R -f x`.
+const FLAG_SYNONYMS: &[(&str, &str, char)] = &[
+    ("rm", "--recursive", 'r'),
+    ("rm", "-R", 'r'),
+    ("rm", "--force", 'f'),
+    ("rm", "--verbose", 'v'),
+    ("rm", "--dir", 'd'),
+    ("cp", "--recursive", 'r'),
+    ("cp", "-R", 'r'),
+    ("cp", "--force", 'f'),
+    ("mv", "--force", 'f'),
+    ("chmod", "--recursive", 'R'),
+    ("chown", "--recursive", 'R'),
+];
+
+/// The short letter `flag` stands for in `command`, when it is a synonym.
+fn short_flag(command: &str, flag: &str) -> Option<char> {
+    FLAG_SYNONYMS
+        .iter()
+        .find(|(name, spelling, _)| *name == command && *spelling == flag)
+        .map(|(_, _, letter)| *letter)
 }
 
 fn permutations(items: &[char]) -> Vec<Vec<char>> {

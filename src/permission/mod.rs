@@ -291,6 +291,38 @@ impl Permissions {
         }
     }
 
+    /// Allows `permission` on `pattern` from now on, as an "always" answer
+    /// does: for the answers a project remembers, loaded at start.
+    pub fn approve(&self, permission: &str, pattern: &str) {
+        let rule = Rule::new(permission, pattern, Action::Allow);
+        let mut approved = self.lock_approved();
+        if !approved.contains(&rule) {
+            approved.push(rule);
+        }
+    }
+
+    /// Stops allowing what [`Permissions::approve`] or an "always" answer
+    /// allowed; returns whether it was allowed that way.
+    pub fn revoke(&self, permission: &str, pattern: &str) -> bool {
+        let rule = Rule::new(permission, pattern, Action::Allow);
+        let mut approved = self.lock_approved();
+        let before = approved.len();
+        approved.retain(|kept| *kept != rule);
+        approved.len() != before
+    }
+
+    /// The allow rules added by "always" answers and [`Permissions::approve`],
+    /// oldest first.
+    pub fn approved(&self) -> Vec<Rule> {
+        self.lock_approved().clone()
+    }
+
+    fn lock_approved(&self) -> std::sync::MutexGuard<'_, Vec<Rule>> {
+        self.approved
+            .lock()
+            .expect("permission lock is never poisoned: no panics while held")
+    }
+
     /// What the rules say about every pattern of `request`, without asking:
     /// deny if any pattern is denied, allow if all are allowed, else ask.
     pub fn check(&self, request: &PermissionRequest) -> (Action, Option<Rule>) {

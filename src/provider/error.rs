@@ -211,12 +211,17 @@ impl Error {
         Self::new(ErrorKind::Config, message)
     }
 
-    /// Removes `secret` from the message: servers echo keys back in 401 bodies.
+    /// Removes `secret` and every registered secret (`crate::secret`) from
+    /// the message: servers echo keys back in 401 bodies, and URLs may hold
+    /// passwords. A value too short to be a secret (`x`) is left alone, so
+    /// words holding it stay whole.
     pub fn redact(mut self, secret: Option<&str>) -> Self {
-        if let Some(secret) = secret.filter(|secret| !secret.is_empty()) {
-            if self.message.contains(secret) {
-                self.message = self.message.replace(secret, "[redacted]");
-            }
+        let mut secrets = crate::secret::registered();
+        if let Some(secret) = secret {
+            secrets.add(secret);
+        }
+        if let std::borrow::Cow::Owned(clean) = secrets.redact(&self.message) {
+            self.message = clean;
         }
         self
     }
@@ -266,5 +271,15 @@ mod tests {
         assert!(!error.to_string().contains("sk-secret-123"));
         assert!(!format!("{error:?}").contains("sk-secret-123"));
         assert!(error.to_string().contains("[redacted]"));
+    }
+
+    /// Issue #12: with `OPENAI_API_KEY=x`, every `x` became `[redacted]`.
+    #[test]
+    fn a_key_too_short_to_be_a_secret_leaves_words_whole() {
+        let error = http(400, "the request exceeds the context window").redact(Some("x"));
+        assert!(
+            error.to_string().contains("exceeds the context window"),
+            "{error}"
+        );
     }
 }

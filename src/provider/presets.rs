@@ -124,6 +124,8 @@ pub fn preset(name: &str) -> Option<&'static Preset> {
 pub struct ProviderOverrides {
     pub base_url: Option<String>,
     pub api_key_env: Option<String>,
+    /// The key itself (`api_key` in config): used before any variable.
+    pub api_key: Option<String>,
     pub headers: Vec<(String, String)>,
     pub wire: Option<Wire>,
 }
@@ -165,7 +167,11 @@ pub fn resolve_provider_with_env(
         .or_else(|| preset.base_url_env.and_then(env_value))
         .unwrap_or_else(|| preset.base_url.to_owned());
     let key_variable = overrides.api_key_env.as_deref().or(preset.api_key_env);
-    let api_key = key_variable.and_then(env_value);
+    let api_key = overrides
+        .api_key
+        .clone()
+        .filter(|key| !key.trim().is_empty())
+        .or_else(|| key_variable.and_then(env_value));
     let key_required = preset.requires_key || overrides.api_key_env.is_some();
     if let (None, Some(variable), true) = (&api_key, key_variable, key_required) {
         return Err(Error::config(format!(
@@ -241,6 +247,7 @@ mod tests {
             api_key_env: Some("MY_KEY".into()),
             headers: vec![("x-team".into(), "a".into())],
             wire: Some(Wire::OpenAi),
+            ..ProviderOverrides::default()
         };
         let provider =
             resolve_provider_with_env("mine", &overrides, env_of(&[("MY_KEY", "k1")])).unwrap();
@@ -251,5 +258,19 @@ mod tests {
         assert_eq!(provider.config().api_key.as_deref(), Some("k1"));
         let error = resolve_provider_with_env("mine", &overrides, env_of(&[])).unwrap_err();
         assert!(error.to_string().contains("MY_KEY"), "{error}");
+    }
+
+    /// An inline `api_key` for a server of the user's own, with no
+    /// `api_key_env`: it was silently never sent.
+    #[test]
+    fn an_inline_key_without_a_variable_is_used() {
+        let overrides = ProviderOverrides {
+            base_url: Some("http://10.0.0.2:9000/v1".into()),
+            api_key: Some("inline-key-123".into()),
+            wire: Some(Wire::OpenAi),
+            ..ProviderOverrides::default()
+        };
+        let provider = resolve_provider_with_env("mine", &overrides, env_of(&[])).unwrap();
+        assert_eq!(provider.config().api_key.as_deref(), Some("inline-key-123"));
     }
 }

@@ -35,4 +35,7 @@ pub enum Command {
     /// Answered once every command sent before it has been served (commands
     /// are served in order): how `cairn run` knows a `/prune` is done.
     Sync { reply: oneshot::Sender<()> },
+    /// `/permissions`: list the "always" answers this project remembers, or
+    /// forget one (`/permissions revoke N`); the result is a notice.
+    Permissions { revoke: Option<i64> },
 }

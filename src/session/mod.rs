@@ -16,6 +16,7 @@
 //! - `compaction_task` summarizing history (the rules are `context::compaction`)
 //! - `recovery`        closing turns a crash left unfinished
 //! - `remote_instructions`  `instructions` given as URLs, fetched once
+//! - `remembered`      "always" answers kept per project; `/permissions`
 //! - `shell`           `!cmd` typed by the user
 //! - `writer`          persist-then-publish of every change
 //! - `command`         what front ends ask of a session
@@ -36,6 +37,7 @@ pub mod processor;
 pub mod prompt;
 pub mod prune_task;
 pub mod recovery;
+pub mod remembered;
 pub mod remote_instructions;
 pub mod request;
 pub mod run;

@@ -62,6 +62,7 @@ impl ConfiguredModels {
         let overrides = ProviderOverrides {
             base_url: custom.base_url.as_ref().map(|u| u.as_str().to_string()),
             api_key_env: custom.api_key_env.as_ref().map(|v| v.as_str().to_string()),
+            api_key: custom.api_key.clone(),
             headers: custom
                 .headers
                 .iter()
@@ -69,11 +70,7 @@ impl ConfiguredModels {
                 .collect(),
             wire: custom.wire,
         };
-        let inline_key = custom.api_key.clone();
-        let provider =
-            presets::resolve_provider_with_env(&model.provider, &overrides, |variable| {
-                inline_key.clone().or_else(|| std::env::var(variable).ok())
-            })
+        let provider = presets::resolve_provider(&model.provider, &overrides)
             .map_err(|error| format!("cannot use model {model}: {error}"))?;
         let is_local = presets::preset(&model.provider).is_some_and(|p| p.is_local)
             || is_loopback(&provider.config().base_url);

@@ -19,7 +19,7 @@ use crate::message::{
 };
 use crate::session::command::Command;
 use crate::session::ctx::{SessionCtx, last_user_or_default};
-use crate::session::{Error, gauge, prune_task, request, run, shell};
+use crate::session::{Error, gauge, prune_task, remembered, request, run, shell};
 
 /// A front end's handle on a running session.
 #[derive(Clone)]
@@ -189,11 +189,15 @@ async fn handle(
             }
         }
         Command::AnswerPermission { request_id, answer } => {
-            ctx.permissions.answer(&request_id, answer);
+            let before = ctx.permissions.approved();
+            if ctx.permissions.answer(&request_id, answer) {
+                remembered::save_new(ctx, &before).await;
+            }
         }
         Command::Sync { reply } => {
             let _ = reply.send(());
         }
+        Command::Permissions { revoke } => remembered::command(ctx, revoke).await?,
     }
     Ok(())
 }

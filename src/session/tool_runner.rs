@@ -212,6 +212,7 @@ impl Worker {
             Some(refusal) => refusal,
             None => self.execute(&part, &name, input.clone()).await,
         };
+        let result = redact_result(result);
         self.history.push(signature);
         set_state(&mut part, finished_state(input, start, result));
         self.ctx.writer.part(&part).await?;
@@ -370,6 +371,8 @@ impl LiveOutput {
     async fn apply(&mut self, ctx: &SessionCtx, progress: ToolProgress) {
         match progress {
             ToolProgress::Output(text) => {
+                // Best effort per chunk: the stored result is redacted whole.
+                let text = crate::secret::redact(&text).into_owned();
                 ctx.writer.delta(&self.part, DeltaField::ToolOutput, &text);
                 self.output.push_str(&text);
                 if self.output.len() > LIVE_OUTPUT_MAX {
@@ -381,6 +384,7 @@ impl LiveOutput {
                 }
             }
             ToolProgress::Title(title) => {
+                let title = crate::secret::redact(&title).into_owned();
                 if let PartKind::Tool(ToolPart {
                     state: ToolState::Running { title: slot, .. },
                     ..
@@ -392,7 +396,8 @@ impl LiveOutput {
                     tracing::warn!(%error, "cannot persist a running tool's title");
                 }
             }
-            ToolProgress::Metadata(metadata) => {
+            ToolProgress::Metadata(mut metadata) => {
+                crate::secret::redact_json(&mut metadata);
                 if let PartKind::Tool(ToolPart {
                     state: ToolState::Running { metadata: slot, .. },
                     ..
@@ -463,5 +468,29 @@ pub fn finished_state(
             metadata: failure.metadata,
             time,
         },
+    }
+}
+
+/// The result without any secret: the model may have printed one (the key
+/// in `/proc/$PPID/environ`), and it must reach neither the store nor the
+/// next request.
+fn redact_result(
+    result: Result<crate::tool::ToolOutput, ToolFailure>,
+) -> Result<crate::tool::ToolOutput, ToolFailure> {
+    use crate::secret::{redact, redact_json};
+    match result {
+        Ok(mut output) => {
+            output.title = redact(&output.title).into_owned();
+            output.output = redact(&output.output).into_owned();
+            redact_json(&mut output.metadata);
+            Ok(output)
+        }
+        Err(mut failure) => {
+            failure.error = redact(&failure.error).into_owned();
+            if let Some(metadata) = &mut failure.metadata {
+                redact_json(metadata);
+            }
+            Err(failure)
+        }
     }
 }

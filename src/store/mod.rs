@@ -11,7 +11,8 @@
 //! `sessions`, `writes`, `reads` (SQL), `cache` (the reader's decoded rows,
 //! checked against row revisions), `live` and `refresh` (a caller's own kept
 //! context read and how it is brought up to date),
-//! `part_json` (stored part JSON), `error`.
+//! `part_json` (stored part JSON), `remembered` (permission answers kept per
+//! project), `error`.
 
 mod cache;
 mod error;
@@ -19,6 +20,7 @@ mod live;
 mod part_json;
 mod reads;
 mod refresh;
+mod remembered;
 mod schema;
 mod sessions;
 mod thread;
@@ -32,6 +34,7 @@ use rusqlite::{Connection, TransactionBehavior};
 pub use error::Error;
 pub use live::LiveContext;
 pub use reads::CONTEXT_PAGE;
+pub use remembered::RememberedRule;
 pub use schema::SCHEMA_VERSION;
 
 use crate::message::{Message, MessageWithParts, Part, Session};

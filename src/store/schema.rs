@@ -97,6 +97,18 @@ const MIGRATIONS: &[&str] = &[
         UPDATE revision SET value = value + 1;
         UPDATE part SET rev = (SELECT value FROM revision) WHERE id = NEW.id;
     END;",
+    // 3: permission answers given with "always", per project (its root
+    // directory), so that they outlive the session and the process. One row
+    // per (project, permission, pattern); `id` is what `/permissions revoke`
+    // names.
+    "CREATE TABLE permission_rule (
+        id INTEGER PRIMARY KEY,
+        project TEXT NOT NULL,
+        permission TEXT NOT NULL,
+        pattern TEXT NOT NULL,
+        time_created INTEGER NOT NULL,
+        UNIQUE (project, permission, pattern)
+    );",
 ];
 
 /// The schema version this build writes and understands.

@@ -37,7 +37,10 @@ pub(super) struct OutputSink<'a> {
 struct Spill {
     path: PathBuf,
     file: std::fs::File,
+    /// Input bytes taken (before redaction).
     written: u64,
+    /// Keeps secrets out of the file, even one split across two chunks.
+    redactor: crate::secret::StreamRedactor,
 }
 
 /// Output waiting to be streamed live, sent at most every [`LIVE_INTERVAL`].
@@ -78,6 +81,7 @@ impl<'a> OutputSink<'a> {
                 path,
                 file,
                 written: 0,
+                redactor: crate::secret::StreamRedactor::new(crate::secret::registered()),
             };
             spill.write(&self.window)?;
             self.spill = Some(spill);
@@ -167,6 +171,8 @@ impl<'a> OutputSink<'a> {
             };
             return Ok((text, None));
         };
+        let rest = std::mem::take(&mut spill.redactor).finish();
+        spill.file.write_all(&rest)?;
         spill.file.flush()?;
         let tail = truncate::preview(&text, limits, Direction::Tail).map_or(text, |cut| cut.text);
         let saved = if spill.written < self.total_bytes {
@@ -192,7 +198,8 @@ impl Spill {
         let room = SPILL_MAX_BYTES.saturating_sub(self.written);
         let take = bytes.len().min(usize::try_from(room).unwrap_or(usize::MAX));
         if take > 0 {
-            self.file.write_all(&bytes[..take])?;
+            let clean = self.redactor.push(&bytes[..take]);
+            self.file.write_all(&clean)?;
             self.written += take as u64;
         }
         Ok(())

@@ -472,6 +472,8 @@ impl Registry {
             })?;
         let mut output = tool.execute(input, ctx).await?;
         if output.metadata.get("truncated").is_none() {
+            // The full text is saved to a file the model may read back.
+            output.output = crate::secret::redact(&output.output).into_owned();
             let result = truncate::truncate(
                 &output.output,
                 &ctx.limits,

@@ -164,8 +164,9 @@ pub fn create_spill_file(dir: &Path) -> std::io::Result<(PathBuf, std::fs::File)
     Ok((path, file))
 }
 
-/// Deletes `tool_*` files in `dir` last modified more than `older_than` ago;
-/// returns how many. A missing directory means nothing to sweep.
+/// Deletes `tool_*` files in `dir` and in its per-session folders last
+/// modified more than `older_than` ago, and the folders left empty; returns
+/// how many files. A missing directory means nothing to sweep.
 ///
 /// # Errors
 /// When `dir` exists but cannot be listed.
@@ -178,6 +179,12 @@ pub fn sweep(dir: &Path, older_than: Duration) -> std::io::Result<usize> {
     let now = SystemTime::now();
     let mut removed = 0;
     for entry in entries.flatten() {
+        if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
+            removed += sweep(&entry.path(), older_than)?;
+            // Only an emptied folder goes; one with newer outputs stays.
+            let _ = std::fs::remove_dir(entry.path());
+            continue;
+        }
         let is_spill = entry.file_name().to_string_lossy().starts_with("tool_");
         let age = entry
             .metadata()
@@ -291,5 +298,24 @@ mod properties {
                 }
             }
         }
+    }
+
+    #[test]
+    fn sweep_reaches_into_session_folders_and_removes_them_when_empty() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let old_session = dir.path().join("ses_old");
+        let live_session = dir.path().join("ses_live");
+        std::fs::create_dir_all(&old_session).expect("folder");
+        std::fs::create_dir_all(&live_session).expect("folder");
+        let week_ago = SystemTime::now() - Duration::from_secs(8 * 24 * 3600);
+        for path in [old_session.join("tool_1"), live_session.join("tool_2")] {
+            let file = std::fs::File::create(&path).expect("spill file");
+            file.set_modified(week_ago).expect("set mtime");
+        }
+        std::fs::write(live_session.join("tool_3"), "new").expect("new spill file");
+        let removed = sweep(dir.path(), RETENTION).expect("sweep");
+        assert_eq!(removed, 2);
+        assert!(!old_session.exists(), "an emptied session folder goes");
+        assert!(live_session.join("tool_3").exists(), "newer outputs stay");
     }
 }

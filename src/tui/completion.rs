@@ -25,6 +25,11 @@ pub const SLASH_COMMANDS: &[(&str, &str, &str)] = &[
         "clear old tool outputs now and say what it freed",
     ),
     ("/context", "", "what fills the context window, by category"),
+    (
+        "/permissions",
+        "[revoke N]",
+        "list the \"always\" answers this project remembers, or forget one",
+    ),
     ("/new", "", "start a new session"),
     ("/sessions", "", "switch to another session"),
     ("/model", "", "choose the model for the next messages"),

@@ -21,6 +21,10 @@ pub fn run_slash(app: &mut App, input: &str) -> Vec<Effect> {
             return vec![Effect::Send(Command::Compact { instructions })];
         }
         "/prune" => return vec![Effect::Send(Command::Prune)],
+        "/permissions" => match permissions_revoke(args) {
+            Ok(revoke) => return vec![Effect::Send(Command::Permissions { revoke })],
+            Err(usage) => app.flash = Some(usage),
+        },
         "/context" => {
             app.overlay = Some(Overlay::Context(None));
             return vec![Effect::RequestContext];
@@ -95,4 +99,17 @@ fn open_session_picker(app: &mut App) {
         entries,
         selected,
     }));
+}
+
+/// `/permissions` lists, `/permissions revoke N` forgets rule N.
+fn permissions_revoke(args: &str) -> Result<Option<i64>, String> {
+    let words: Vec<&str> = args.split_whitespace().collect();
+    match words[..] {
+        [] => Ok(None),
+        ["revoke", number] => number
+            .parse()
+            .map(Some)
+            .map_err(|_| format!("`{number}` is not a rule number: `/permissions` lists them")),
+        _ => Err("usage: /permissions, or /permissions revoke N".to_string()),
+    }
 }

@@ -181,7 +181,10 @@ async fn bash_printing_300_mb_keeps_the_tail_with_bounded_memory_and_spill() {
         "{}",
         &result[result.len() - 200..]
     );
-    let spilled = files_in(&project.data_dir().join("tool-output"));
+    // One directory per session, holding its saved outputs.
+    let sessions = files_in(&project.data_dir().join("tool-output"));
+    assert_eq!(sessions.len(), 1, "{sessions:?}");
+    let spilled = files_in(&sessions[0]);
     assert_eq!(spilled.len(), 1, "{spilled:?}");
     let size = std::fs::metadata(&spilled[0]).expect("spill file").len();
     assert_eq!(size, 256 * 1024 * 1024, "the spill file stops at its cap");

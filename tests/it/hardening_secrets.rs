@@ -207,3 +207,182 @@ async fn a_command_the_model_runs_does_not_see_the_key() {
     assert!(!result.contains(&project.key), "the model received the key");
     assert_no_key_in_data(&project.data(), &project.key);
 }
+
+/// How a secret-reading command is stopped.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Guard {
+    /// The command reads cairn's own environment through `/proc`: the key is
+    /// printed and must be replaced by `[redacted]` in the result.
+    Redaction,
+    /// The command reads its own environment, which holds no key.
+    ScrubbedEnv,
+}
+
+/// Commands the model may run to read the provider key (issue #11). Not in
+/// this table because redaction cannot catch them (documented in
+/// `src/secret.rs`): encodings of the environment (`base64`, `xxd`, `od -c`,
+/// `rev`) and pieces of the key (`cut -c1-10`).
+const ATTACKS: &[(&str, Guard)] = &[
+    ("cat /proc/$PPID/environ", Guard::Redaction),
+    ("tr '\\0' '\\n' < /proc/$PPID/environ", Guard::Redaction),
+    // The key glued to the next variable's name.
+    ("tr -d '\\0' < /proc/$PPID/environ", Guard::Redaction),
+    (
+        "grep -a -o 'CAIRN_TEST_KEY=[^[:cntrl:]]*' /proc/$PPID/environ",
+        Guard::Redaction,
+    ),
+    ("cat /proc/$PPID/environ >&2", Guard::Redaction),
+    ("env; echo done", Guard::ScrubbedEnv),
+    ("printenv CAIRN_TEST_KEY; echo done", Guard::ScrubbedEnv),
+    ("echo \"k=$CAIRN_TEST_KEY\"", Guard::ScrubbedEnv),
+];
+
+/// The tool result the model received for `call_id` in `request`.
+fn tool_result_in(request: &support::RecordedRequest, call_id: &str) -> String {
+    request.json()["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .find(|m| m["tool_call_id"] == call_id)
+        .map(|m| m["content"].to_string())
+        .unwrap_or_else(|| panic!("no tool result for {call_id}"))
+}
+
+/// The model reads cairn's environment through `/proc/$PPID/environ` and
+/// its own: the key reaches neither the next request, nor the database nor
+/// any saved output, whether the output is short or spills to a file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_key_read_through_proc_never_reaches_the_model_or_the_store() {
+    let server = ScriptedServer::start([]).await;
+    let project = Project::new(&server.url());
+    for (i, (command, _)) in ATTACKS.iter().enumerate() {
+        server.push(scenario::tool_call(
+            &format!("call_{i}"),
+            "bash",
+            json!({"command": command, "description": "look"}),
+            100,
+        ));
+    }
+    // A spill file full of environments: the key split across read chunks.
+    server.push(scenario::tool_call(
+        "call_spill",
+        "bash",
+        json!({"command": "for i in $(seq 3000); do cat /proc/$PPID/environ; echo; done",
+               "description": "many"}),
+        100,
+    ));
+    server.push(scenario::tool_call(
+        "call_read",
+        "read",
+        json!({"filePath": "/proc/self/environ"}),
+        100,
+    ));
+    server.push(scenario::text("Done.", 200));
+    let output = project.run(&["run", "read the environment"]).await;
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), ATTACKS.len() + 3);
+    let last = requests.last().expect("requests");
+    let body = String::from_utf8_lossy(&last.body).to_string();
+    assert!(
+        !body.contains(&project.key),
+        "the key is in the next request"
+    );
+    for (i, (command, guard)) in ATTACKS.iter().enumerate() {
+        let result = tool_result_in(last, &format!("call_{i}"));
+        match guard {
+            Guard::Redaction => assert!(
+                result.contains("[redacted]"),
+                "`{command}` read the environment and was redacted: {result}"
+            ),
+            Guard::ScrubbedEnv => {
+                assert!(result.contains("done") || result.contains("k="), "{result}")
+            }
+        }
+    }
+    let spill = tool_result_in(last, "call_spill");
+    assert!(spill.contains("saved to"), "the output spilled: {spill}");
+    assert_no_key_in_output(&output, &project.key, "run");
+    let files = assert_no_key_in_data(&project.data(), &project.key);
+    assert!(
+        files
+            .iter()
+            .any(|f| f.starts_with(project.data().join("tool-output"))),
+        "a spill file was written and checked: {files:?}"
+    );
+}
+
+/// An inline `api_key` with no `api_key_env` is sent (it was silently
+/// dropped), and it, a custom header's value and a `base_url` password stay
+/// out of `cairn config` and of what the model reads (`cat cairn.toml`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inline_keys_are_sent_and_config_secrets_are_redacted_everywhere() {
+    let server = ScriptedServer::start([]).await;
+    let project = Project::new(&server.url());
+    let work = project.root.path().join("work");
+    let suffix = format!("{:016x}", fastrand::u64(..));
+    let (inline, header, password) = (
+        format!("sk-inline-{suffix}"),
+        format!("hdr-secret-{suffix}"),
+        format!("url-secret-{suffix}"),
+    );
+    let config = format!(
+        "model = \"scripted/test-model\"\nyolo = true\n\n\
+         [provider.scripted]\nwire = \"openai\"\nbase_url = \"{}/v1\"\napi_key = \"{inline}\"\n\
+         headers = {{ \"x-team-token\" = \"{header}\" }}\n\n\
+         [provider.scripted.models.\"test-model\"]\ncontext = 200000\noutput = 32000\n\n\
+         [provider.other]\nwire = \"openai\"\nbase_url = \"http://me:{password}@10.0.0.1/v1\"\n",
+        server.url()
+    );
+    let path = work.join("cairn.toml");
+    std::fs::write(&path, config).expect("write cairn.toml");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    server.push(scenario::tool_call(
+        "call_1",
+        "bash",
+        json!({"command": "cat cairn.toml", "description": "config"}),
+        100,
+    ));
+    server.push(scenario::text("Done.", 200));
+    let output = project.run(&["run", "show the config"]).await;
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let requests = server.requests();
+    assert_eq!(
+        requests[0].header("authorization"),
+        Some(format!("Bearer {inline}").as_str()),
+        "the inline key is sent"
+    );
+    assert_eq!(requests[0].header("x-team-token"), Some(header.as_str()));
+    let result = tool_result_in(&requests[1], "call_1");
+    assert!(
+        result.contains("x-team-token"),
+        "the file was read: {result}"
+    );
+    let body = String::from_utf8_lossy(&requests[1].body).to_string();
+    let shown = project.run(&["config"]).await;
+    assert_eq!(shown.status.code(), Some(0));
+    let config_text = String::from_utf8_lossy(&shown.stdout).to_string();
+    assert!(config_text.contains("<redacted>"), "{config_text}");
+    for secret in [&inline, &header, &password] {
+        assert!(
+            !body.contains(secret.as_str()),
+            "{secret} reached the model"
+        );
+        assert!(
+            !config_text.contains(secret.as_str()),
+            "{secret} in cairn config"
+        );
+        assert_no_key_in_output(&output, secret, "run");
+        assert_no_key_in_data(&project.data(), secret);
+    }
+}

@@ -38,6 +38,7 @@ mod loop_steps;
 mod permission;
 mod permission_shell;
 mod permission_shell_run;
+mod permission_store;
 mod provider_anthropic;
 mod provider_openai;
 mod recovery;

@@ -248,6 +248,11 @@ const DENY_SPELLINGS: &[&str] = &[
     "bash -c 'rm -rf x'",
     "sh -c \"ls; rm -fr x\"",
     "eval 'rm -rf x'",
+    // Long options and `-R` mean the same as the short flags.
+    "rm --recursive --force x",
+    "rm -r --force x",
+    "rm --force -R x",
+    "rm -R -f x",
 ];
 
 const NOT_DENIED: &[&str] = &[
@@ -256,6 +261,7 @@ const NOT_DENIED: &[&str] = &[
     "echo rm -rf x",
     "ls 'rm -rf x'",
     "rmdir x",
+    "rm --recursive x",
 ];
 
 #[test]

@@ -123,3 +123,104 @@ async fn a_deny_rule_holds_under_yolo_whatever_the_flag_order() {
         );
     }
 }
+
+/// Headless stays fail-closed, and the refusal names the exact config lines
+/// that would allow the call, whole, on stderr and in the model's result
+/// (stderr showed only the first line, cut before the config).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_ask_prints_the_whole_config_line_that_would_allow_it() {
+    let server = ScriptedServer::start([
+        tool_call(
+            "call_1",
+            "bash",
+            json!({ "command": "touch made-here" }),
+            1_000,
+        ),
+        text("Done.", 1_000),
+    ])
+    .await;
+    let project = Project::new();
+    project.use_scripted_with(&server, "", "");
+    let output = project.cairn(&["run", "make a file"]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    assert!(!project.root.path().join("made-here").exists());
+    let config_lines = "[permission.bash]\n\"touch made-here\" = \"allow\"";
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let unindented: String = stderr.lines().map(str::trim).collect::<Vec<_>>().join("\n");
+    assert!(
+        unindented.contains(config_lines),
+        "stderr lacks the config lines: {}",
+        describe(&output)
+    );
+    let result = tool_result(&server, "call_1");
+    let result: String =
+        serde_json::from_str(&format!("\"{}\"", result.trim_matches('"'))).unwrap_or(result);
+    assert!(result.contains(config_lines), "tool result: {result}");
+}
+
+/// The output a tool saved in one project's session is outside any other
+/// project: reading it from there asks (refused without a terminal), while
+/// the session that saved it reads it unasked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_projects_saved_output_is_outside_the_project() {
+    let server = ScriptedServer::start([
+        tool_call(
+            "call_big",
+            "bash",
+            json!({ "command": "seq 1 100000" }),
+            1_000,
+        ),
+        text("Counted.", 1_000),
+    ])
+    .await;
+    let first = Project::new();
+    first.use_scripted_with(&server, "", "[permission.bash]\n\"seq *\" = \"allow\"\n");
+    let output = first.cairn(&["run", "count"]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let result = tool_result(&server, "call_big");
+    let saved = result
+        .split("saved to: ")
+        .nth(1)
+        .and_then(|rest| rest.split("\\n").next())
+        .unwrap_or_else(|| panic!("no saved path in {result}"))
+        .to_string();
+    assert!(saved.contains("tool-output"), "{saved}");
+
+    // Its own session reads it unasked.
+    server.push(tool_call(
+        "call_own",
+        "read",
+        json!({ "path": saved }),
+        1_000,
+    ));
+    server.push(text("Read it.", 1_000));
+    let output = first.cairn(&["run", "--continue", "read it"]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let own = tool_result(&server, "call_own");
+    assert!(own.contains("99999"), "{own}");
+
+    // Another project, same data directory: asked, and refused headless.
+    server.push(tool_call(
+        "call_other",
+        "read",
+        json!({ "path": saved }),
+        1_000,
+    ));
+    server.push(text("Could not.", 1_000));
+    let second = Project::new();
+    second.use_scripted_with(&server, "", "");
+    // Same data directory as the first project.
+    let mut command = second.command(&["run", "read the other project's output"]);
+    command.env("CAIRN_DATA_DIR", first.data_dir());
+    let output = tokio::time::timeout(std::time::Duration::from_secs(60), command.output())
+        .await
+        .expect("cairn finishes")
+        .expect("run cairn");
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let other = tool_result(&server, "call_other");
+    assert!(other.contains("external_directory"), "{other}");
+    assert!(
+        !other.contains("99999"),
+        "read another project's output: {other}"
+    );
+}

@@ -18,14 +18,14 @@ const ROWS: u16 = 40;
 const COLS: u16 = 120;
 
 /// A running `cairn` in a pty, its screen kept current by a reader thread.
-struct Terminal {
+pub(crate) struct Terminal {
     screen: Arc<Mutex<vt100::Parser>>,
     writer: Box<dyn Write + Send>,
     child: Box<dyn portable_pty::Child + Send + Sync>,
 }
 
 impl Terminal {
-    fn start(project: &Path, data: &Path, config: &Path, args: &[&str]) -> Self {
+    pub(crate) fn start(project: &Path, data: &Path, config: &Path, args: &[&str]) -> Self {
         let pair = native_pty_system()
             .openpty(PtySize {
                 rows: ROWS,
@@ -64,12 +64,12 @@ impl Terminal {
         }
     }
 
-    fn contents(&self) -> String {
+    pub(crate) fn contents(&self) -> String {
         self.screen.lock().expect("screen lock").screen().contents()
     }
 
     /// Waits until the screen satisfies `test`; panics with the screen otherwise.
-    fn wait_for(&self, what: &str, test: impl Fn(&str) -> bool) -> String {
+    pub(crate) fn wait_for(&self, what: &str, test: impl Fn(&str) -> bool) -> String {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             let screen = self.contents();
@@ -83,13 +83,13 @@ impl Terminal {
         }
     }
 
-    fn type_text(&mut self, text: &str) {
+    pub(crate) fn type_text(&mut self, text: &str) {
         self.writer.write_all(text.as_bytes()).expect("type");
         self.writer.flush().expect("flush");
         std::thread::sleep(Duration::from_millis(100));
     }
 
-    fn wait_exit(&mut self) {
+    pub(crate) fn wait_exit(&mut self) {
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
             if let Ok(Some(status)) = self.child.try_wait() {
