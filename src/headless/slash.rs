@@ -85,6 +85,9 @@ pub fn parse(message: &str) -> Result<Option<Slash>, String> {
             instructions: (!args.is_empty()).then(|| args.to_string()),
         }),
         "/prune" => Slash::Served(Command::Prune),
+        "/permissions" => Slash::Served(Command::Permissions {
+            revoke: crate::session::remembered::parse_args(args)?,
+        }),
         "/context" => Slash::Context,
         "/export" => Slash::Export,
         other => {

@@ -128,6 +128,20 @@ fn civil_from_days(days: i64) -> (i64, i64, i64) {
     (year, month, day)
 }
 
+/// The arguments of `/permissions` (lists) and `/permissions revoke N`
+/// (forgets rule N), shared by the TUI and `cairn run`.
+pub fn parse_args(args: &str) -> Result<Option<i64>, String> {
+    let words: Vec<&str> = args.split_whitespace().collect();
+    match words[..] {
+        [] => Ok(None),
+        ["revoke", number] => number
+            .parse()
+            .map(Some)
+            .map_err(|_| format!("`{number}` is not a rule number: `/permissions` lists them")),
+        _ => Err("usage: /permissions, or /permissions revoke N".to_string()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

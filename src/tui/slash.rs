@@ -7,6 +7,8 @@
 use crate::session::command::Command;
 use crate::session::export::{export_path, session_markdown};
 
+use crate::session::remembered;
+
 use super::TuiExit;
 use super::app::{App, Effect, Overlay, Picker, PickerKind};
 
@@ -21,7 +23,7 @@ pub fn run_slash(app: &mut App, input: &str) -> Vec<Effect> {
             return vec![Effect::Send(Command::Compact { instructions })];
         }
         "/prune" => return vec![Effect::Send(Command::Prune)],
-        "/permissions" => match permissions_revoke(args) {
+        "/permissions" => match remembered::parse_args(args) {
             Ok(revoke) => return vec![Effect::Send(Command::Permissions { revoke })],
             Err(usage) => app.flash = Some(usage),
         },
@@ -99,17 +101,4 @@ fn open_session_picker(app: &mut App) {
         entries,
         selected,
     }));
-}
-
-/// `/permissions` lists, `/permissions revoke N` forgets rule N.
-fn permissions_revoke(args: &str) -> Result<Option<i64>, String> {
-    let words: Vec<&str> = args.split_whitespace().collect();
-    match words[..] {
-        [] => Ok(None),
-        ["revoke", number] => number
-            .parse()
-            .map(Some)
-            .map_err(|_| format!("`{number}` is not a rule number: `/permissions` lists them")),
-        _ => Err("usage: /permissions, or /permissions revoke N".to_string()),
-    }
 }

@@ -2,74 +2,23 @@
 //! binary, the scripted server as the model. A command runs; it is never
 //! sent to the model as text.
 
+use crate::project::{Project, describe, text_of};
 use crate::scenario;
 use crate::support;
-
-use std::process::Output;
-use std::time::Duration;
 
 use scenario::text;
 use support::ScriptedServer;
 
-/// A temp git repository with private config and data directories, its
-/// model the scripted server.
-struct Project {
-    root: tempfile::TempDir,
-    home: tempfile::TempDir,
-}
-
-impl Project {
-    fn new(server: &ScriptedServer) -> Self {
-        let root = tempfile::tempdir().expect("project dir");
-        std::fs::create_dir(root.path().join(".git")).expect("mark as git repo");
-        let config = format!(
-            "model = \"scripted/test-model\"\nyolo = true\n\n\
-             [provider.scripted]\nwire = \"openai\"\nbase_url = \"{}/v1\"\n\n\
-             [provider.scripted.models.\"test-model\"]\ncontext = 200000\noutput = 32000\n",
-            server.url()
-        );
-        std::fs::write(root.path().join("cairn.toml"), config).expect("write cairn.toml");
-        Self {
-            root,
-            home: tempfile::tempdir().expect("home dir"),
-        }
-    }
-
-    async fn cairn(&self, args: &[&str]) -> Output {
-        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_cairn"));
-        command
-            .args(args)
-            .current_dir(self.root.path())
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", self.home.path())
-            .env("XDG_CONFIG_HOME", self.home.path().join("config"))
-            .env("CAIRN_DATA_DIR", self.home.path().join("data"))
-            .kill_on_drop(true);
-        tokio::time::timeout(Duration::from_secs(60), command.output())
-            .await
-            .expect("cairn finishes within 60 s")
-            .expect("run cairn")
-    }
-
-    /// A first run, so that `--continue` has a session with an answer.
-    async fn first_answer(&self) {
-        let output = self.cairn(&["run", "what is the capital of France?"]).await;
-        assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
-    }
-}
-
-fn text_of(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn describe(output: &Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        output.status.code(),
-        text_of(&output.stdout),
-        text_of(&output.stderr)
-    )
+/// A project on the scripted server, after a first run so that `--continue`
+/// has a session with an answer.
+async fn answered_project(server: &ScriptedServer) -> Project {
+    let project = Project::new();
+    project.use_scripted(server);
+    let output = project
+        .cairn(&["run", "what is the capital of France?"])
+        .await;
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    project
 }
 
 /// Every message text the model received in `request`.
@@ -84,8 +33,7 @@ async fn compact_with_a_focus_asks_for_a_summary_with_it_and_prints_it() {
         text("SUMMARY: the user asked about Paris.", 400),
     ])
     .await;
-    let project = Project::new(&server);
-    project.first_answer().await;
+    let project = answered_project(&server).await;
     let output = project
         .cairn(&["run", "--continue", "/compact focus on the capital cities"])
         .await;
@@ -112,8 +60,7 @@ async fn compact_with_a_focus_asks_for_a_summary_with_it_and_prints_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn context_prints_the_breakdown_without_calling_the_model() {
     let server = ScriptedServer::start([text("The capital is Paris.", 300)]).await;
-    let project = Project::new(&server);
-    project.first_answer().await;
+    let project = answered_project(&server).await;
     let output = project.cairn(&["run", "--continue", "/context"]).await;
     assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
     assert_eq!(server.requests().len(), 1, "no model call for /context");
@@ -147,8 +94,7 @@ async fn prune_runs_and_the_model_never_reads_it() {
         text("You are welcome.", 400),
     ])
     .await;
-    let project = Project::new(&server);
-    project.first_answer().await;
+    let project = answered_project(&server).await;
     let pruned = project.cairn(&["run", "--continue", "/prune"]).await;
     assert_eq!(pruned.status.code(), Some(0), "{}", describe(&pruned));
     assert_eq!(server.requests().len(), 1, "no model call for /prune");
@@ -169,8 +115,7 @@ async fn prune_runs_and_the_model_never_reads_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn export_writes_the_session_as_markdown_and_prints_the_path() {
     let server = ScriptedServer::start([text("The capital is Paris.", 300)]).await;
-    let project = Project::new(&server);
-    project.first_answer().await;
+    let project = answered_project(&server).await;
     let output = project.cairn(&["run", "--continue", "/export"]).await;
     assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
     assert_eq!(server.requests().len(), 1, "no model call for /export");
@@ -188,7 +133,8 @@ async fn export_writes_the_session_as_markdown_and_prints_the_path() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_screen_command_is_a_usage_error_and_a_path_is_text() {
     let server = ScriptedServer::start([text("That file lists host names.", 300)]).await;
-    let project = Project::new(&server);
+    let project = Project::new();
+    project.use_scripted(&server);
     let output = project.cairn(&["run", "/model", "openai/gpt-5"]).await;
     assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
     assert!(
@@ -201,4 +147,23 @@ async fn a_screen_command_is_a_usage_error_and_a_path_is_text() {
     let output = project.cairn(&["run", "/etc/hosts: what is it for?"]).await;
     assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
     assert!(said(&server.requests()[0]).contains("/etc/hosts: what is it for?"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn permissions_lists_the_remembered_answers_without_calling_the_model() {
+    let server = ScriptedServer::start([text("The capital is Paris.", 300)]).await;
+    let project = answered_project(&server).await;
+    let output = project.cairn(&["run", "--continue", "/permissions"]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    assert_eq!(server.requests().len(), 1, "no model call for /permissions");
+    assert!(
+        text_of(&output.stdout).contains("no remembered permissions"),
+        "{}",
+        describe(&output)
+    );
+    let bad = project
+        .cairn(&["run", "--continue", "/permissions revoke x"])
+        .await;
+    assert_eq!(bad.status.code(), Some(2), "{}", describe(&bad));
+    assert_eq!(server.requests().len(), 1);
 }
