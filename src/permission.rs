@@ -33,6 +33,26 @@ pub struct PermissionRequest {
     /// One line for the dialog: `Run: cargo test`, `Edit src/main.rs`.
     pub title: String,
     pub metadata: Value,
+    /// What answering yes will do, shown in the dialog before the answer.
+    pub preview: Option<Preview>,
+}
+
+/// What an asked action would do, for the user to read before answering.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Preview {
+    /// `edit`, or `write` over an existing file: the unified diff that will
+    /// be applied (the same text the tool card shows afterwards).
+    Diff { path: String, diff: String },
+    /// `write` of a file that does not exist yet: its whole content.
+    Content { path: String, content: String },
+    /// `bash`: the command and the model's own description of it.
+    Command {
+        command: String,
+        description: Option<String>,
+    },
+    /// `external_directory`: the path as it resolves (`~`, `..`, symlinks).
+    Path { resolved: String },
 }
 
 /// The user's answer to a [`PermissionRequest`].
@@ -40,7 +60,11 @@ pub struct PermissionRequest {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum PermissionAnswer {
     Once,
+    /// Allow the request's `always` patterns (the exact command or path).
     Always,
+    /// Allow the request's `always_broad` patterns (`git status *`);
+    /// the same as `Always` when none was offered.
+    AlwaysBroad,
     /// Refuse; `message` goes back to the model as the tool's error.
     Reject {
         message: Option<String>,
@@ -485,13 +509,20 @@ impl Permissions {
             PermissionAnswer::Once => {
                 let _ = answered.reply.send(Ok(()));
             }
-            PermissionAnswer::Always => {
+            PermissionAnswer::Always | PermissionAnswer::AlwaysBroad => {
+                let request = &answered.request;
+                let patterns = match answer {
+                    PermissionAnswer::AlwaysBroad if !request.always_broad.is_empty() => {
+                        &request.always_broad
+                    }
+                    _ => &request.always,
+                };
                 {
                     let mut approved = self
                         .approved
                         .lock()
                         .expect("permission lock is never poisoned: no panics while held");
-                    for pattern in &answered.request.always {
+                    for pattern in patterns {
                         approved.push(Rule::new(
                             &answered.request.permission,
                             pattern,

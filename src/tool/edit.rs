@@ -8,6 +8,8 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::permission::Preview;
+
 use super::{Tool, ToolContext, ToolError, ToolOutput, parse_args};
 
 pub struct Edit;
@@ -87,7 +89,12 @@ impl Tool for Edit {
                 .map_err(|miss| ToolError::Failed(miss.message(&shown)))?
         };
         let diff = unified_diff(&shown, &old, &new);
-        ctx.ask(
+        let preview = Preview::Diff {
+            path: shown.clone(),
+            diff: diff.clone(),
+        };
+        ctx.ask_showing(
+            Some(preview),
             "edit",
             vec![shown.clone()],
             vec![shown.clone()],

@@ -5,6 +5,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::edit::unified_diff;
+use crate::permission::Preview;
+
 use super::{Tool, ToolContext, ToolError, ToolOutput, parse_args};
 
 pub struct Write;
@@ -53,7 +55,19 @@ impl Tool for Write {
         ctx.check_external(&path, false).await?;
         let old = std::fs::read_to_string(&path).ok();
         let diff = unified_diff(&shown, old.as_deref().unwrap_or(""), &args.content);
-        ctx.ask(
+        // Over an existing file the change is what matters; a new file is all new.
+        let preview = match old {
+            Some(_) => Preview::Diff {
+                path: shown.clone(),
+                diff: diff.clone(),
+            },
+            None => Preview::Content {
+                path: shown.clone(),
+                content: args.content.clone(),
+            },
+        };
+        ctx.ask_showing(
+            Some(preview),
             "edit",
             vec![shown.clone()],
             vec![shown.clone()],
