@@ -291,6 +291,9 @@ pub struct Permissions {
     /// Added by "always" answers; evaluated after `rules`, so they win.
     approved: Mutex<Vec<Rule>>,
     pending: Mutex<HashMap<String, Pending>>,
+    /// Milliseconds each tool call (by call id) spent waiting for answers,
+    /// so its duration can leave out the user's thinking time.
+    waited: Mutex<HashMap<String, i64>>,
     bus: Bus,
     mode: Mode,
 }
@@ -310,9 +313,21 @@ impl Permissions {
             rules,
             approved: Mutex::new(Vec::new()),
             pending: Mutex::new(HashMap::new()),
+            waited: Mutex::new(HashMap::new()),
             bus,
             mode,
         }
+    }
+
+    /// How long the call `call_id` waited for answers so far (then forgotten).
+    pub fn take_waited(&self, call_id: &str) -> i64 {
+        self.lock_waited().remove(call_id).unwrap_or(0)
+    }
+
+    fn lock_waited(&self) -> std::sync::MutexGuard<'_, HashMap<String, i64>> {
+        self.waited
+            .lock()
+            .expect("permission lock is never poisoned: no panics while held")
     }
 
     /// What the rules say about every pattern of `request`, without asking:
@@ -454,6 +469,21 @@ impl Permissions {
 
     /// Publishes the question and waits for its answer or for `cancel`.
     async fn wait_for_answer(
+        &self,
+        request: PermissionRequest,
+        cancel: &CancellationToken,
+    ) -> Result<(), PermissionError> {
+        let asked_at = tokio::time::Instant::now();
+        let call_id = request.call_id.clone();
+        let result = self.publish_and_wait(request, cancel).await;
+        if let Some(call_id) = call_id {
+            let waited = i64::try_from(asked_at.elapsed().as_millis()).unwrap_or(i64::MAX);
+            *self.lock_waited().entry(call_id).or_default() += waited;
+        }
+        result
+    }
+
+    async fn publish_and_wait(
         &self,
         request: PermissionRequest,
         cancel: &CancellationToken,
