@@ -33,6 +33,26 @@ pub struct PermissionRequest {
     /// One line for the dialog: `Run: cargo test`, `Edit src/main.rs`.
     pub title: String,
     pub metadata: Value,
+    /// What answering yes will do, shown in the dialog before the answer.
+    pub preview: Option<Preview>,
+}
+
+/// What an asked action would do, for the user to read before answering.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Preview {
+    /// `edit`, or `write` over an existing file: the unified diff that will
+    /// be applied (the same text the tool card shows afterwards).
+    Diff { path: String, diff: String },
+    /// `write` of a file that does not exist yet: its whole content.
+    Content { path: String, content: String },
+    /// `bash`: the command and the model's own description of it.
+    Command {
+        command: String,
+        description: Option<String>,
+    },
+    /// `external_directory`: the path as it resolves (`~`, `..`, symlinks).
+    Path { resolved: String },
 }
 
 /// The user's answer to a [`PermissionRequest`].
@@ -40,7 +60,11 @@ pub struct PermissionRequest {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum PermissionAnswer {
     Once,
+    /// Allow the request's `always` patterns (the exact command or path).
     Always,
+    /// Allow the request's `always_broad` patterns (`git status *`);
+    /// the same as `Always` when none was offered.
+    AlwaysBroad,
     /// Refuse; `message` goes back to the model as the tool's error.
     Reject {
         message: Option<String>,
@@ -267,6 +291,9 @@ pub struct Permissions {
     /// Added by "always" answers; evaluated after `rules`, so they win.
     approved: Mutex<Vec<Rule>>,
     pending: Mutex<HashMap<String, Pending>>,
+    /// Milliseconds each tool call (by call id) spent waiting for answers,
+    /// so its duration can leave out the user's thinking time.
+    waited: Mutex<HashMap<String, i64>>,
     bus: Bus,
     mode: Mode,
 }
@@ -286,6 +313,7 @@ impl Permissions {
             rules,
             approved: Mutex::new(Vec::new()),
             pending: Mutex::new(HashMap::new()),
+            waited: Mutex::new(HashMap::new()),
             bus,
             mode,
         }
@@ -319,6 +347,17 @@ impl Permissions {
 
     fn lock_approved(&self) -> std::sync::MutexGuard<'_, Vec<Rule>> {
         self.approved
+            .lock()
+            .expect("permission lock is never poisoned: no panics while held")
+    }
+
+    /// How long the call `call_id` waited for answers so far (then forgotten).
+    pub fn take_waited(&self, call_id: &str) -> i64 {
+        self.lock_waited().remove(call_id).unwrap_or(0)
+    }
+
+    fn lock_waited(&self) -> std::sync::MutexGuard<'_, HashMap<String, i64>> {
+        self.waited
             .lock()
             .expect("permission lock is never poisoned: no panics while held")
     }
@@ -466,6 +505,21 @@ impl Permissions {
         request: PermissionRequest,
         cancel: &CancellationToken,
     ) -> Result<(), PermissionError> {
+        let asked_at = tokio::time::Instant::now();
+        let call_id = request.call_id.clone();
+        let result = self.publish_and_wait(request, cancel).await;
+        if let Some(call_id) = call_id {
+            let waited = i64::try_from(asked_at.elapsed().as_millis()).unwrap_or(i64::MAX);
+            *self.lock_waited().entry(call_id).or_default() += waited;
+        }
+        result
+    }
+
+    async fn publish_and_wait(
+        &self,
+        request: PermissionRequest,
+        cancel: &CancellationToken,
+    ) -> Result<(), PermissionError> {
         let (reply, answer) = oneshot::channel();
         let id = request.id.clone();
         let session_id = request.session_id.clone();
@@ -517,13 +571,20 @@ impl Permissions {
             PermissionAnswer::Once => {
                 let _ = answered.reply.send(Ok(()));
             }
-            PermissionAnswer::Always => {
+            PermissionAnswer::Always | PermissionAnswer::AlwaysBroad => {
+                let request = &answered.request;
+                let patterns = match answer {
+                    PermissionAnswer::AlwaysBroad if !request.always_broad.is_empty() => {
+                        &request.always_broad
+                    }
+                    _ => &request.always,
+                };
                 {
                     let mut approved = self
                         .approved
                         .lock()
                         .expect("permission lock is never poisoned: no panics while held");
-                    for pattern in &answered.request.always {
+                    for pattern in patterns {
                         approved.push(Rule::new(
                             &answered.request.permission,
                             pattern,

@@ -214,7 +214,12 @@ impl Worker {
         };
         let result = redact_result(result);
         self.history.push(signature);
-        set_state(&mut part, finished_state(input, start, result));
+        // The duration is the tool's own work: the time the user took to
+        // answer its asks is left out by starting the clock that much later.
+        let waited = part
+            .as_tool()
+            .map_or(0, |tool| self.ctx.permissions.take_waited(&tool.call_id));
+        set_state(&mut part, finished_state(input, start + waited, result));
         self.ctx.writer.part(&part).await?;
         Ok(blocked)
     }

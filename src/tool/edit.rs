@@ -10,6 +10,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{Tool, ToolContext, ToolError, ToolOutput, parse_args, schema_for};
+use crate::permission::Preview;
 
 /// The name the model calls it by, which is also its permission.
 const NAME: &str = "edit";
@@ -89,7 +90,12 @@ impl Tool for Edit {
                 .map_err(|miss| ToolError::Failed(miss.message(&shown)))?
         };
         let diff = unified_diff(&shown, &old, &new);
-        ctx.ask(
+        let preview = Preview::Diff {
+            path: shown.clone(),
+            diff: diff.clone(),
+        };
+        ctx.ask_showing(
+            Some(preview),
             NAME,
             vec![shown.clone()],
             vec![shown.clone()],

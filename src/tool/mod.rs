@@ -29,7 +29,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::message::FilePart;
-use crate::permission::{PermissionError, PermissionRequest, Permissions};
+use crate::permission::{PermissionError, PermissionRequest, Permissions, Preview};
 use crate::provider::ToolSpec;
 
 pub use bash::hide_from_commands;
@@ -208,6 +208,21 @@ impl ToolContext {
         title: String,
         metadata: Value,
     ) -> Result<(), ToolError> {
+        self.ask_showing(None, permission, patterns, always, title, metadata)
+            .await
+    }
+
+    /// [`ToolContext::ask`] with what the call will do (a diff, the new
+    /// content) for the dialog to show before the user answers.
+    pub async fn ask_showing(
+        &self,
+        preview: Option<Preview>,
+        permission: &str,
+        patterns: Vec<String>,
+        always: Vec<String>,
+        title: String,
+        metadata: Value,
+    ) -> Result<(), ToolError> {
         let request = PermissionRequest {
             id: format!("per_{}", crate::id::part_id().trim_start_matches("prt_")),
             session_id: self.session_id.clone(),
@@ -217,6 +232,7 @@ impl ToolContext {
             always,
             title,
             metadata,
+            preview,
             ..Default::default()
         };
         Ok(self
@@ -232,6 +248,7 @@ impl ToolContext {
         &self,
         ask: crate::permission::bash_rules::Ask,
         command: &str,
+        description: Option<&str>,
     ) -> Result<(), ToolError> {
         use crate::permission::Action;
         match self.permissions.check_planned(&ask) {
@@ -275,6 +292,10 @@ impl ToolContext {
             reasons,
             title,
             metadata: json!({ "command": command }),
+            preview: Some(Preview::Command {
+                command: command.to_string(),
+                description: description.map(str::to_string),
+            }),
         };
         let answer = if ask.forced.is_empty() {
             self.permissions
@@ -300,7 +321,9 @@ impl ToolContext {
             path.parent().unwrap_or(path)
         };
         let pattern = format!("{}/*", dir.display());
-        self.ask(
+        let resolved = path.display().to_string();
+        self.ask_showing(
+            Some(Preview::Path { resolved }),
             "external_directory",
             vec![pattern.clone()],
             vec![pattern],

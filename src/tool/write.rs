@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 
 use super::edit::{MAX_DIFF_BYTES, too_large_to_diff, unified_diff};
 use super::{Tool, ToolContext, ToolError, ToolOutput, parse_args, schema_for};
+use crate::permission::Preview;
 
 /// The name the model calls it by, which is also its permission.
 const NAME: &str = "write";
@@ -53,7 +54,20 @@ impl Tool for Write {
         }
         ctx.check_external(&path, false).await?;
         let (exists, diff) = old_content_diff(&path, &shown, &args.content)?;
-        ctx.ask(
+        // Over an existing file the change is what matters; a new file is all new.
+        let preview = if exists {
+            Preview::Diff {
+                path: shown.clone(),
+                diff: diff.clone(),
+            }
+        } else {
+            Preview::Content {
+                path: shown.clone(),
+                content: args.content.clone(),
+            }
+        };
+        ctx.ask_showing(
+            Some(preview),
             "edit",
             vec![shown.clone()],
             vec![shown.clone()],

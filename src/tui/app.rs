@@ -72,6 +72,76 @@ pub struct Picker {
 pub struct PermissionDialog {
     /// `Some` while the user types a reason for rejecting.
     pub reason: Option<String>,
+    /// Index into [`choices`] of the highlighted answer.
+    pub selected: usize,
+    /// Text was typed while the dialog was open: keys go to the composer
+    /// (Enter sends or queues the message) until ↑/↓ focus the dialog again.
+    pub composer_focused: bool,
+    /// Lines the preview (diff, content, command) is scrolled down.
+    pub preview_scroll: u16,
+    /// No key answers before this time: see [`PermissionGuard`].
+    pub armed_at: Millis,
+}
+
+/// An answer the dialog offers, in the order shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Choice {
+    Once,
+    /// The request's `always` patterns (exact command or path).
+    Always,
+    /// The request's `always_broad` patterns (`git status *`).
+    AlwaysBroad,
+    /// Opens the reason line; Enter there rejects.
+    Reject,
+}
+
+/// The answers offered for `request`: "always" only when it has patterns,
+/// the broad one only when it differs from the exact one.
+pub fn choices(request: &PermissionRequest) -> Vec<Choice> {
+    let mut out = vec![Choice::Once];
+    if !request.always.is_empty() {
+        out.push(Choice::Always);
+    }
+    if !request.always_broad.is_empty() && request.always_broad != request.always {
+        out.push(Choice::AlwaysBroad);
+    }
+    out.push(Choice::Reject);
+    out
+}
+
+/// How long a newly opened dialog ignores keys, so that keys typed for the
+/// composer just before it appeared cannot answer it. Injected (not a
+/// constant) so tests move the clock instead of sleeping.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PermissionGuard {
+    /// Ignore keys this long after the dialog opens.
+    pub quiet_ms: i64,
+    /// ...or this long when the user was typing when it opened.
+    pub typing_ms: i64,
+    /// "Was typing": a key within this long before the dialog opened.
+    pub recent_key_ms: i64,
+}
+
+impl Default for PermissionGuard {
+    fn default() -> Self {
+        Self {
+            quiet_ms: 400,
+            typing_ms: 800,
+            recent_key_ms: 1000,
+        }
+    }
+}
+
+impl PermissionGuard {
+    /// When a dialog opening at `now` starts taking answers.
+    pub fn armed_at(&self, now: Millis, last_key: Option<Millis>) -> Millis {
+        let typing = last_key.is_some_and(|at| now - at <= self.recent_key_ms);
+        now + if typing {
+            self.typing_ms
+        } else {
+            self.quiet_ms
+        }
+    }
 }
 
 /// Two presses of Esc or Ctrl+C within this many milliseconds count as a double press.
@@ -94,9 +164,9 @@ pub struct App {
     pub overlay: Option<Overlay>,
     pub permissions: VecDeque<Arc<PermissionRequest>>,
     pub permission_dialog: PermissionDialog,
-    /// When the front permission request appeared; keys typed just before it
-    /// (meant for the composer) must not answer it.
-    pub permission_since: Millis,
+    pub permission_guard: PermissionGuard,
+    /// When the user last pressed a key, for [`PermissionGuard`].
+    pub last_key: Option<Millis>,
     /// Prompts typed while busy, sent when the agent is free again.
     pub queued: VecDeque<String>,
     pub completion: Vec<Candidate>,
@@ -155,7 +225,8 @@ impl App {
             overlay: init.first_run.map(Overlay::FirstRun),
             permissions: VecDeque::new(),
             permission_dialog: PermissionDialog::default(),
-            permission_since: init.now,
+            permission_guard: PermissionGuard::default(),
+            last_key: None,
             queued: VecDeque::new(),
             completion: Vec::new(),
             completion_selected: 0,
@@ -232,24 +303,32 @@ impl App {
             Event::Notice { message, .. } => self.timeline.push_note(false, message.clone()),
             Event::PermissionAsked { request, .. } => {
                 if self.permissions.is_empty() {
-                    self.permission_since = self.now;
+                    self.open_permission_dialog();
                 }
                 self.permissions.push_back(request.clone());
             }
             Event::PermissionReplied { request_id, .. } => {
-                if self
+                let front_answered = self
                     .permissions
                     .front()
-                    .is_some_and(|r| &r.id == request_id)
-                {
-                    self.permission_dialog = PermissionDialog::default();
-                }
+                    .is_some_and(|r| &r.id == request_id);
                 self.permissions.retain(|r| &r.id != request_id);
-                self.permission_since = self.now;
+                if front_answered {
+                    self.open_permission_dialog();
+                }
             }
             Event::Gauge { gauge, .. } => self.gauge = Some(*gauge),
         }
         effects
+    }
+
+    /// A fresh dialog for the (next) front request, taking focus and
+    /// ignoring keys until its guard time has passed.
+    pub fn open_permission_dialog(&mut self) {
+        self.permission_dialog = PermissionDialog {
+            armed_at: self.permission_guard.armed_at(self.now, self.last_key),
+            ..PermissionDialog::default()
+        };
     }
 
     /// The receiver lagged: deltas were lost, so ask for the stored history.

@@ -61,6 +61,9 @@ pub fn action_for_key(key: &KeyEvent) -> Option<Action> {
         KeyCode::Right if alt || ctrl => Action::WordForward,
         KeyCode::Left => Action::Left,
         KeyCode::Right => Action::Right,
+        // Line by line, like the wheel: the transcript, or a dialog's preview.
+        KeyCode::Up if shift || alt => Action::ScrollLines(-1),
+        KeyCode::Down if shift || alt => Action::ScrollLines(1),
         KeyCode::Up => Action::Up,
         KeyCode::Down => Action::Down,
         KeyCode::Esc => Action::Escape,

@@ -9,7 +9,7 @@ use serde_json::json;
 use crate::bus::{DeltaField, Event, SessionStatus};
 use crate::context::ContextBreakdown;
 use crate::message::*;
-use crate::permission::PermissionRequest;
+use crate::permission::{PermissionRequest, Preview};
 
 use super::app::Overlay;
 use super::fixtures::*;
@@ -297,17 +297,52 @@ fn context_overlay_bars_add_up_to_the_gauge() {
 }
 
 #[test]
-fn permission_dialog_offers_once_always_reject() {
+fn bash_dialog_shows_the_command_why_it_asks_and_both_always_scopes() {
     let mut app = app(exchange(1));
+    let command = "git status -s && echo $(curl -s x.sh)";
     let request = PermissionRequest {
         id: "per_1".into(),
         session_id: SESSION.into(),
         call_id: Some("call_bash".into()),
         permission: "bash".into(),
-        patterns: vec!["rm -rf target".into()],
-        always: vec!["rm *".into()],
-        title: "Run: rm -rf target".into(),
+        patterns: vec!["git status -s".into(), "curl -s x.sh".into()],
+        always: vec!["curl -s x.sh".into()],
+        always_broad: vec!["curl *".into()],
+        reasons: vec!["the `$(curl -s x.sh)` substitution".into()],
+        title: format!("Run: {command}"),
         metadata: json!({}),
+        preview: Some(Preview::Command {
+            command: command.into(),
+            description: Some("Show status and fetch the script".into()),
+        }),
+    };
+    apply(
+        &mut app,
+        Event::PermissionAsked {
+            session_id: SESSION.into(),
+            request: Arc::new(request),
+        },
+    );
+    assert_snapshot!(render(&mut app, 80, 24));
+}
+
+#[test]
+fn edit_dialog_shows_the_diff_that_will_be_applied() {
+    let mut app = app(exchange(1));
+    let diff = "--- src/main.rs\n+++ src/main.rs\n@@ -1,3 +1,3 @@\n fn main() {\n-    println!(\"hi\");\n+    println!(\"hello\");\n }\n";
+    let request = PermissionRequest {
+        id: "per_1".into(),
+        session_id: SESSION.into(),
+        call_id: Some("call_edit".into()),
+        permission: "edit".into(),
+        patterns: vec!["src/main.rs".into()],
+        always: vec!["src/main.rs".into()],
+        title: "Edit src/main.rs".into(),
+        metadata: json!({}),
+        preview: Some(Preview::Diff {
+            path: "src/main.rs".into(),
+            diff: diff.into(),
+        }),
         ..Default::default()
     };
     apply(
@@ -317,7 +352,7 @@ fn permission_dialog_offers_once_always_reject() {
             request: Arc::new(request),
         },
     );
-    assert_snapshot!(render(&mut app, 80, 20));
+    assert_snapshot!(render(&mut app, 80, 24));
 }
 
 #[test]

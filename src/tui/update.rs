@@ -11,20 +11,15 @@ use crate::session::command::Command;
 
 use super::TuiExit;
 use super::action::Action;
-use super::app::{App, DOUBLE_PRESS_MS, Effect, Overlay, PickerKind};
+use super::app::{App, Choice, DOUBLE_PRESS_MS, Effect, Overlay, PickerKind, choices};
 use super::completion::{file_candidates, slash_candidates};
 use super::slash::run_slash;
-
-/// Keys arriving this soon after a permission dialog opens were typed for the
-/// composer; they are dropped rather than taken as an answer.
-pub const PERMISSION_GRACE_MS: i64 = 400;
-
 pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
     app.dirty = true;
     match action {
         Action::Resize => return Vec::new(),
         Action::Suspend => return vec![Effect::Suspend],
-        _ => {}
+        _ => app.last_key = Some(app.now),
     }
     if !app.permissions.is_empty() {
         return permission_key(app, action);
@@ -42,51 +37,118 @@ pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
     effects
 }
 
+/// Keys while a permission dialog is open. Nothing typed by chance answers
+/// it: text keys go to the composer (and move the focus there, so the Enter
+/// ending a message sends the message); only ↑/↓, Enter and Esc pressed with
+/// the dialog focused and after its guard time answer. Scrolling is never an
+/// answer and works at any time.
 fn permission_key(app: &mut App, action: Action) -> Vec<Effect> {
     let Some(request) = app.permissions.front().cloned() else {
         return Vec::new();
     };
-    let answer = match (&mut app.permission_dialog.reason, action) {
-        (Some(reason), Action::Insert(c)) => {
-            reason.push(c);
+    match action {
+        Action::PageUp
+        | Action::PageDown
+        | Action::ScrollTop
+        | Action::ScrollBottom
+        | Action::ToggleDetails
+        | Action::ToggleReasoning
+        | Action::CtrlC => return composer_key(app, action),
+        Action::ScrollLines(n) => {
+            let dialog = &mut app.permission_dialog;
+            dialog.preview_scroll = dialog.preview_scroll.saturating_add_signed(n as i16);
             return Vec::new();
         }
-        (Some(reason), Action::Paste(text)) => {
-            reason.push_str(&text);
-            return Vec::new();
-        }
-        (Some(reason), Action::Backspace) => {
-            reason.pop();
-            return Vec::new();
-        }
-        (Some(_), Action::Escape) => {
-            app.permission_dialog.reason = None;
-            return Vec::new();
-        }
-        (Some(reason), Action::Enter) => {
-            let message = reason.trim().to_string();
-            PermissionAnswer::Reject {
-                message: (!message.is_empty()).then_some(message),
+        _ => {}
+    }
+    if let Some(reason) = &mut app.permission_dialog.reason {
+        // Reached only through a deliberate Enter on "Reject": typing here is for the reason.
+        match action {
+            Action::Insert(c) => reason.push(c),
+            Action::Paste(text) => reason.push_str(&text),
+            Action::Backspace => {
+                reason.pop();
             }
+            Action::Escape => app.permission_dialog.reason = None,
+            Action::Enter => {
+                let message = reason.trim().to_string();
+                let answer = PermissionAnswer::Reject {
+                    message: (!message.is_empty()).then_some(message),
+                };
+                return answer_permission(app, &request.id, answer);
+            }
+            _ => {}
         }
-        (None, Action::Insert('o' | 'y' | '1')) | (None, Action::Enter) => PermissionAnswer::Once,
-        (None, Action::Insert('a' | '2')) => PermissionAnswer::Always,
-        (None, Action::Insert('r' | 'n' | '3')) => {
-            app.permission_dialog.reason = Some(String::new());
-            return Vec::new();
+        return Vec::new();
+    }
+    if is_text_key(&action) {
+        app.permission_dialog.composer_focused = true;
+        let effects = composer_key(app, action);
+        refresh_completion(app);
+        return effects;
+    }
+    let dialog = &mut app.permission_dialog;
+    if dialog.composer_focused && action == Action::Enter {
+        return composer_key(app, action);
+    }
+    if app.now < dialog.armed_at {
+        return Vec::new();
+    }
+    let offered = choices(&request);
+    match action {
+        Action::Up | Action::Down if dialog.composer_focused => dialog.composer_focused = false,
+        Action::Up => dialog.selected = dialog.selected.saturating_sub(1),
+        Action::Down => dialog.selected = (dialog.selected + 1).min(offered.len() - 1),
+        Action::Escape => {
+            return answer_permission(app, &request.id, PermissionAnswer::Reject { message: None });
         }
-        (None, Action::Escape) => PermissionAnswer::Reject { message: None },
-        (_, Action::ScrollLines(n)) => {
-            app.scroll.by(n.into());
-            return Vec::new();
+        Action::Enter => {
+            let answer = match offered
+                .get(dialog.selected)
+                .copied()
+                .unwrap_or(Choice::Reject)
+            {
+                Choice::Once => PermissionAnswer::Once,
+                Choice::Always => PermissionAnswer::Always,
+                Choice::AlwaysBroad => PermissionAnswer::AlwaysBroad,
+                Choice::Reject => {
+                    dialog.reason = Some(String::new());
+                    return Vec::new();
+                }
+            };
+            return answer_permission(app, &request.id, answer);
         }
-        _ => return Vec::new(),
-    };
+        _ => {}
+    }
+    Vec::new()
+}
+
+/// Keys that edit text: while a dialog is open they go to the composer.
+fn is_text_key(action: &Action) -> bool {
+    matches!(
+        action,
+        Action::Insert(_)
+            | Action::Paste(_)
+            | Action::Newline
+            | Action::Backspace
+            | Action::Delete
+            | Action::Left
+            | Action::Right
+            | Action::LineStart
+            | Action::LineEnd
+            | Action::KillToEnd
+            | Action::KillToStart
+            | Action::DeleteWordBack
+            | Action::WordBack
+            | Action::WordForward
+    )
+}
+
+fn answer_permission(app: &mut App, request_id: &str, answer: PermissionAnswer) -> Vec<Effect> {
     app.permissions.pop_front();
-    app.permission_dialog = Default::default();
-    app.permission_since = app.now;
+    app.open_permission_dialog();
     vec![Effect::Send(Command::AnswerPermission {
-        request_id: request.id.clone(),
+        request_id: request_id.to_string(),
         answer,
     })]
 }

@@ -225,40 +225,208 @@ fn model_picker_changes_the_model_of_the_next_prompt() {
     }
 }
 
-#[test]
-fn permission_reject_with_a_typed_reason() {
-    let mut app = app(Vec::new());
-    let request = PermissionRequest {
-        id: "per_1".into(),
-        session_id: SESSION.into(),
-        call_id: None,
-        permission: "edit".into(),
-        patterns: vec!["src/main.rs".into()],
-        always: vec![],
-        title: "Edit src/main.rs".into(),
-        metadata: serde_json::json!({}),
-        ..Default::default()
-    };
+fn ask(app: &mut App, id: &str) {
+    ask_with(
+        app,
+        PermissionRequest {
+            id: id.into(),
+            session_id: SESSION.into(),
+            permission: "bash".into(),
+            patterns: vec!["git status -s".into()],
+            always: vec!["git status -s".into()],
+            always_broad: vec!["git status *".into()],
+            title: "Run: git status -s".into(),
+            ..Default::default()
+        },
+    );
+}
+
+fn ask_with(app: &mut App, request: PermissionRequest) {
     app.apply_event(&Event::PermissionAsked {
         session_id: SESSION.into(),
         request: Arc::new(request),
     });
-    update(&mut app, Action::Insert('r'));
+}
+
+fn answers(effects: &[Effect]) -> Vec<(String, PermissionAnswer)> {
+    effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Send(Command::AnswerPermission { request_id, answer }) => {
+                Some((request_id.clone(), answer.clone()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// Moves the clock past the open dialog's guard time.
+fn past_guard(app: &mut App) {
+    app.now = app.permission_dialog.armed_at;
+}
+
+#[test]
+fn permission_reject_with_a_typed_reason() {
+    let mut app = app(Vec::new());
+    ask(&mut app, "per_1");
+    past_guard(&mut app);
+    for _ in 0..3 {
+        update(&mut app, Action::Down);
+    }
+    assert!(answers(&update(&mut app, Action::Enter)).is_empty());
     typed(&mut app, "not now");
     let effects = update(&mut app, Action::Enter);
-    match &effects[..] {
-        [Effect::Send(Command::AnswerPermission { request_id, answer })] => {
-            assert_eq!(request_id, "per_1");
-            assert_eq!(
-                answer,
-                &PermissionAnswer::Reject {
-                    message: Some("not now".into())
-                }
-            );
-        }
-        other => panic!("expected an answer, got {other:?}"),
-    }
+    assert_eq!(
+        answers(&effects),
+        [(
+            "per_1".to_string(),
+            PermissionAnswer::Reject {
+                message: Some("not now".into())
+            }
+        )]
+    );
     assert!(app.permissions.is_empty());
+    assert!(app.composer.is_empty(), "the reason is not a message");
+}
+
+/// The typing race of issue 11: "also check the readme" typed while a
+/// dialog opens mid-sentence. No letter answers it (the old dialog took
+/// the `a` as "always"), and the Enter that ends the sentence queues it.
+#[test]
+fn text_typed_as_a_dialog_opens_stays_in_the_composer_and_answers_nothing() {
+    let mut app = app(Vec::new());
+    busy(&mut app);
+    typed(&mut app, "also check ");
+    ask(&mut app, "per_1");
+    let mut effects = Vec::new();
+    for c in "the readme, and yes: 1 2 3 o a y r".chars() {
+        app.now += 150; // well past the guard by the end
+        effects.extend(update(&mut app, Action::Insert(c)));
+    }
+    assert!(app.now > app.permission_dialog.armed_at);
+    effects.extend(update(&mut app, Action::Enter));
+    assert!(answers(&effects).is_empty(), "answered: {effects:?}");
+    assert_eq!(app.permissions.len(), 1, "the dialog is still open");
+    assert_eq!(
+        app.queued,
+        ["also check the readme, and yes: 1 2 3 o a y r".to_string()]
+    );
+    // Back to the dialog only on purpose: ↑/↓ focus it, Enter then answers.
+    update(&mut app, Action::Down);
+    assert!(!app.permission_dialog.composer_focused);
+    let effects = update(&mut app, Action::Enter);
+    assert_eq!(
+        answers(&effects),
+        [("per_1".to_string(), PermissionAnswer::Once)]
+    );
+}
+
+#[test]
+fn keys_are_ignored_for_the_guard_time_and_longer_after_typing() {
+    let mut app = app(Vec::new());
+    app.permission_guard.quiet_ms = 400;
+    app.permission_guard.typing_ms = 800;
+    ask(&mut app, "per_1");
+    app.now += 399;
+    assert!(answers(&update(&mut app, Action::Enter)).is_empty());
+    assert!(answers(&update(&mut app, Action::Escape)).is_empty());
+    app.now += 1;
+    assert_eq!(
+        answers(&update(&mut app, Action::Enter)),
+        [("per_1".to_string(), PermissionAnswer::Once)]
+    );
+    // That Enter was a key in the last second: the next dialog waits longer.
+    let opened = app.now;
+    ask(&mut app, "per_2");
+    app.now = opened + 799;
+    assert!(answers(&update(&mut app, Action::Escape)).is_empty());
+    app.now = opened + 800;
+    assert_eq!(
+        answers(&update(&mut app, Action::Escape)),
+        [(
+            "per_2".to_string(),
+            PermissionAnswer::Reject { message: None }
+        )]
+    );
+}
+
+#[test]
+fn a_double_enter_answers_one_of_two_queued_dialogs() {
+    let mut app = app(Vec::new());
+    ask(&mut app, "per_1");
+    ask(&mut app, "per_2");
+    past_guard(&mut app);
+    let first = update(&mut app, Action::Enter);
+    app.now += 120;
+    let second = update(&mut app, Action::Enter);
+    assert_eq!(answers(&first).len(), 1);
+    assert!(answers(&second).is_empty(), "the next dialog is guarded");
+    assert_eq!(app.permissions.len(), 1);
+}
+
+#[test]
+fn arrows_choose_the_exact_or_the_broad_always() {
+    let mut app = app(Vec::new());
+    ask(&mut app, "per_1");
+    past_guard(&mut app);
+    update(&mut app, Action::Down);
+    assert_eq!(
+        answers(&update(&mut app, Action::Enter)),
+        [("per_1".to_string(), PermissionAnswer::Always)]
+    );
+    ask(&mut app, "per_2");
+    past_guard(&mut app);
+    update(&mut app, Action::Down);
+    update(&mut app, Action::Down);
+    assert_eq!(
+        answers(&update(&mut app, Action::Enter)),
+        [("per_2".to_string(), PermissionAnswer::AlwaysBroad)]
+    );
+}
+
+#[test]
+fn page_keys_scroll_the_transcript_behind_an_open_dialog() {
+    let history: Vec<MessageWithParts> = (0..30).flat_map(exchange).collect();
+    let mut app = app(history);
+    ask(&mut app, "per_1");
+    let before = render(&mut app, 60, 30);
+    update(&mut app, Action::PageUp);
+    let screen = render(&mut app, 60, 30);
+    assert!(app.scroll.anchor.is_some(), "scrolled away from the bottom");
+    assert_ne!(before, screen);
+    assert!(screen.contains("permission: bash"), "{screen}");
+    assert_eq!(app.permissions.len(), 1);
+}
+
+#[test]
+fn a_long_preview_scrolls_inside_the_dialog() {
+    let mut app = app(Vec::new());
+    let content: String = (1..=80).map(|n| format!("line {n}\n")).collect();
+    ask_with(
+        &mut app,
+        PermissionRequest {
+            id: "per_1".into(),
+            session_id: SESSION.into(),
+            permission: "edit".into(),
+            patterns: vec!["notes.txt".into()],
+            title: "Write notes.txt".into(),
+            preview: Some(crate::permission::Preview::Content {
+                path: "notes.txt".into(),
+                content,
+            }),
+            ..Default::default()
+        },
+    );
+    let before = render(&mut app, 60, 30);
+    assert!(before.contains("line 1 ") && !before.contains("line 40"));
+    for _ in 0..40 {
+        update(&mut app, Action::ScrollLines(1));
+    }
+    let after = render(&mut app, 60, 30);
+    assert!(
+        after.contains("line 41") && !after.contains("line 1 "),
+        "{after}"
+    );
 }
 
 #[test]

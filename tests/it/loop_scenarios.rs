@@ -1140,3 +1140,53 @@ async fn an_agents_model_is_used_when_that_agent_runs() {
     assert_eq!(requests.len(), 1);
     assert_eq!(requests[0]["model"], "planner");
 }
+
+/// Issue 11: a tool's duration is its own work, not the time the user took
+/// to answer its ask. The sleep is the subject (the user thinking), not a
+/// wait for an event.
+#[tokio::test]
+async fn time_spent_answering_an_ask_is_not_in_the_tool_duration() {
+    let scenario = Scenario::with_config(
+        vec![
+            tool_call(
+                "call_w",
+                "write",
+                json!({ "file_path": "notes.txt", "content": "one\n" }),
+                500,
+            ),
+            text("written", 500),
+        ],
+        |config| config.yolo = false,
+    )
+    .await;
+    let (session, handle) = scenario.session(Mode::Interactive).await;
+    let recorder = scenario.record();
+    prompt(&handle, "write the notes");
+    let asked = recorder
+        .wait_for(Duration::from_secs(10), |e| {
+            matches!(e, Event::PermissionAsked { .. })
+        })
+        .await;
+    let Event::PermissionAsked { request, .. } = asked else {
+        unreachable!("matched above")
+    };
+    let thinking = Duration::from_millis(1_500);
+    tokio::time::sleep(thinking).await;
+    assert!(handle.send(Command::AnswerPermission {
+        request_id: request.id.clone(),
+        answer: PermissionAnswer::Once,
+    }));
+    recorder
+        .wait_idle(&session.id, 1, Duration::from_secs(10))
+        .await;
+    let history = scenario.history(&session.id).await;
+    let tools = tool_parts(&history);
+    let ToolState::Completed { time, .. } = &tools[0].state else {
+        panic!("expected a completed write, got {:?}", tools[0].state);
+    };
+    let took = time.end.expect("finished") - time.start;
+    assert!(
+        (0..1_000).contains(&took),
+        "the write took {took} ms, including the {thinking:?} spent answering"
+    );
+}

@@ -327,3 +327,27 @@ async fn cancel_ends_a_waiting_ask() {
     assert_eq!(result, Err(PermissionError::Cancelled));
     assert!(permissions.pending().is_empty());
 }
+
+/// The dialog offers the exact command and, when safe, a broader pattern:
+/// each answer allows only what it named.
+#[tokio::test]
+async fn always_broad_allows_the_broad_pattern_and_always_only_the_exact_one() {
+    let bus = Bus::new();
+    let mut events = bus.subscribe();
+    let permissions = Arc::new(Permissions::new(default_rules(), bus, Mode::Interactive));
+    let mut exact = request("per_1", "bash", "git status -s", "git status -s");
+    exact.always_broad = vec!["git status *".into()];
+    let mut broad = request("per_2", "bash", "git status --short", "git status --short");
+    broad.always_broad = vec!["git status *".into()];
+    let waiting = asked(&permissions, &mut events, exact).await;
+    assert!(permissions.answer("per_1", PermissionAnswer::Always));
+    waiting.await.expect("joined").expect("allowed");
+    assert!(permissions.allows("bash", "git status -s"));
+    assert!(!permissions.allows("bash", "git status --porcelain"));
+
+    let waiting = asked(&permissions, &mut events, broad).await;
+    assert!(permissions.answer("per_2", PermissionAnswer::AlwaysBroad));
+    waiting.await.expect("joined").expect("allowed");
+    assert!(permissions.allows("bash", "git status --porcelain"));
+    assert!(!permissions.allows("bash", "git stash"));
+}

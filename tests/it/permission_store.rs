@@ -23,9 +23,24 @@ fn quit(mut terminal: Terminal) {
     terminal.wait_exit();
 }
 
-/// The dialog's "always" key on this branch.
+/// Answers the open dialog "Always allow" the exact command, as a person
+/// does: after reading it (keys within its guard time are ignored, which is
+/// the dialog's point, so the wait is the subject here), ↓ until "Always
+/// allow" is chosen (the first ↓ may only focus the dialog), then Enter.
 fn answer_always(terminal: &mut Terminal) {
-    terminal.type_text("a");
+    std::thread::sleep(std::time::Duration::from_millis(1_000));
+    for _ in 0..3 {
+        terminal.type_text("\x1b[B");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        while std::time::Instant::now() < deadline {
+            if terminal.contents().contains("› Always allow") {
+                terminal.type_text("\r");
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+    panic!("could not choose Always allow:\n{}", terminal.contents());
 }
 
 fn start(project: &Path, data: &Path, config: &Path) -> Terminal {
@@ -75,7 +90,7 @@ async fn an_always_answer_outlives_the_process_until_revoked() {
         // 1. The model asks; the user answers "always".
         let mut first = start(&project_path, &data_path, &config_path);
         first.type_text("make the file\r");
-        first.wait_for("the question", |s| s.contains("always would allow"));
+        first.wait_for("the question", |s| s.contains("Always allow `"));
         answer_always(&mut first);
         first.wait_for("the first answer", |s| s.contains("First run done."));
         assert!(marker.exists(), "the allowed command ran");
@@ -105,7 +120,9 @@ async fn an_always_answer_outlives_the_process_until_revoked() {
 
         // 4. Revoked in this process: cairn asks again; the user says no.
         second.type_text("once more\r");
-        second.wait_for("the question again", |s| s.contains("always would allow"));
+        second.wait_for("the question again", |s| s.contains("Always allow `"));
+        // Past the dialog's guard time, like a person who read it.
+        std::thread::sleep(std::time::Duration::from_millis(1_000));
         second.type_text("\x1b");
         second.wait_for("the refusal", |s| {
             s.contains("The user rejected permission")

@@ -206,3 +206,99 @@ async fn a_user_session_in_a_real_terminal() {
     let summary_prompt = requests[2].json()["messages"].to_string();
     assert!(summary_prompt.contains("keep the plan"));
 }
+
+/// Issue 11's typing race, through the real binary: a message is being typed
+/// while the agent works, and an edit ask opens in the middle of it. The
+/// letters (including the old answer keys `a`, `y`, `o`, `1`) end up in the
+/// composer, the dialog stays open showing the diff, the file is untouched;
+/// only ↓ + Enter, pressed on purpose later, answer it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typing_while_an_ask_opens_fills_the_composer_and_answers_nothing() {
+    let server = ScriptedServer::start([]).await;
+    let project = tempfile::tempdir().expect("project");
+    let data = tempfile::tempdir().expect("data");
+    let config_home = tempfile::tempdir().expect("config home");
+    std::fs::create_dir(project.path().join(".git")).expect("git dir");
+    std::fs::write(
+        project.path().join("cairn.toml"),
+        format!(
+            "model = \"scripted/test-model\"\n[provider.scripted]\nwire = \"openai\"\nbase_url = \"{}/v1\"\n[provider.scripted.models.\"test-model\"]\ncontext = 32000\noutput = 4000\n",
+            server.url()
+        ),
+    )
+    .expect("config");
+    let greeting = project.path().join("greeting.txt");
+    std::fs::write(&greeting, "hello world\n").expect("file to edit");
+    server.push(tool_call(
+        "call_1",
+        "edit",
+        json!({ "file_path": "greeting.txt", "old_string": "world", "new_string": "cairn" }),
+        2_000,
+    ));
+    server.push(text("Edited the greeting.", 2_500));
+
+    let project_path = project.path().to_path_buf();
+    let (data_path, config_path) = (data.path().to_path_buf(), config_home.path().to_path_buf());
+    let edited = greeting.clone();
+    tokio::task::spawn_blocking(move || {
+        let mut terminal = Terminal::start(&project_path, &data_path, &config_path, &[]);
+        terminal.wait_for("the status line", |s| s.contains("scripted/test-model"));
+        terminal.type_text("greet cairn\r");
+        // Typed while the agent works; the ask opens somewhere in here.
+        for word in ["also ", "check ", "the ", "readme "] {
+            terminal.type_text(word);
+        }
+        let screen = terminal.wait_for("the edit dialog", |s| s.contains("permission: edit"));
+        // Straight on, as a typist does: the old dialog's answer keys.
+        terminal.type_text("a y o 1 2");
+        let screen_after = terminal.wait_for("the typed text in the composer", |s| {
+            s.contains("also check the readme a y o 1 2")
+        });
+        assert!(
+            screen_after.contains("permission: edit"),
+            "the dialog is still open:\n{screen_after}"
+        );
+        for line in ["-hello world", "+hello cairn"] {
+            assert!(
+                screen.contains(line),
+                "the dialog shows the diff line {line}:\n{screen}"
+            );
+        }
+        assert_eq!(
+            std::fs::read_to_string(&edited).expect("greeting"),
+            "hello world\n",
+            "nothing answered the ask"
+        );
+
+        // On purpose: ↓ focuses the dialog (it does not move the choice), ↑
+        // stays on "Allow once", Enter answers.
+        // A person reads the dialog first; keys within its guard time (800 ms
+        // after typing) are ignored, which is the point, so wait it out.
+        std::thread::sleep(Duration::from_millis(1_000));
+        terminal.type_text("\x1b[B");
+        terminal.wait_for("the dialog focused", |s| {
+            !s.contains("typing goes to the composer")
+        });
+        terminal.type_text("\x1b[A");
+        terminal.type_text("\r");
+        terminal.wait_for("the answer after the edit", |s| {
+            s.contains("Edited the greeting.")
+        });
+        assert_eq!(
+            std::fs::read_to_string(&edited).expect("greeting"),
+            "hello cairn\n"
+        );
+        let screen = terminal.contents();
+        assert!(
+            screen.contains("also check the readme a y o 1 2"),
+            "the draft is still in the composer:\n{screen}"
+        );
+        // The first Ctrl+C clears the draft, the next two quit.
+        for _ in 0..3 {
+            terminal.type_text("\x03");
+        }
+        terminal.wait_exit();
+    })
+    .await
+    .expect("the terminal session");
+}

@@ -120,8 +120,9 @@ pub fn draw(app: &App, frame: &mut Frame<'_>, area: Rect) {
         ..area
     };
     frame.render_widget(Paragraph::new(lines), text_area);
-    let no_dialog = app.overlay.is_none() && app.permissions.is_empty();
-    if no_dialog {
+    let has_keys = app.overlay.is_none()
+        && (app.permissions.is_empty() || app.permission_dialog.composer_focused);
+    if has_keys {
         frame.set_cursor_position(Position {
             x: area.x + GUTTER + cursor_col as u16,
             y: text_area.y + (cursor_row - first) as u16,

@@ -125,7 +125,7 @@ pub fn draw(app: &App, frame: &mut Frame<'_>) {
             &app.permission_dialog,
             app.permissions.len(),
             frame,
-            area,
+            areas.transcript,
         );
     }
 }
