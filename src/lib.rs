@@ -14,6 +14,7 @@
 //! - `token`      token counting and context-window arithmetic (pure)
 //! - `permission` allow / ask / deny rules and the waiting for answers
 //! - `tool`       the tools the model calls, and truncation of their output
+//! - `snapshot`   private snapshots of the working tree, for patches and /undo
 //! - `session`    the agent: the loop, the stream processor, context building,
 //!   prune and compaction
 //! - `headless`   `cairn run`: the loop without a terminal UI
@@ -34,6 +35,7 @@ pub mod paths;
 pub mod permission;
 pub mod provider;
 pub mod session;
+pub mod snapshot;
 pub mod store;
 pub mod token;
 pub mod tool;
