@@ -62,6 +62,7 @@ fn session_ctx(app: &App, session_id: &str) -> SessionCtx {
         default_model: history::model(),
         accounting: Default::default(),
         kept_context: Default::default(),
+        snapshots: None,
     }
 }
 

@@ -173,6 +173,13 @@ impl App {
             default_agent: config.default_agent.as_str().to_string(),
             retry: Default::default(),
         };
+        let snapshots = config.snapshot.enabled.then(|| {
+            crate::snapshot::Snapshots::new(
+                &self.data_dir,
+                &env.root,
+                config.snapshot.max_file_bytes,
+            )
+        });
         SessionCtx {
             session_id: session.id.clone(),
             writer: Writer::new(self.store.clone(), self.bus.clone()),
@@ -185,6 +192,7 @@ impl App {
             default_model,
             accounting: Default::default(),
             kept_context: Default::default(),
+            snapshots,
         }
     }
 }

@@ -35,6 +35,7 @@ pub mod recovery;
 pub mod run;
 pub mod runtime;
 pub mod shell;
+pub mod snapshot_step;
 pub mod tool_runner;
 pub mod writer;
 

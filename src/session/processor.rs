@@ -20,6 +20,7 @@ use crate::message::{
 };
 use crate::provider::{self, ChatRequest, StreamEvent};
 use crate::session::runtime::{ResolvedModel, SessionCtx};
+use crate::session::snapshot_step::StepSnapshots;
 use crate::session::tool_runner::{ToolCall, ToolRunner};
 use crate::session::{Error, gauge};
 
@@ -64,6 +65,8 @@ struct Building {
     tool_calls_started: usize,
     /// Set while recording an error the loop will retry.
     retrying: bool,
+    /// Snapshots around the step; taken when the patch is recorded.
+    snapshots: Option<StepSnapshots>,
 }
 
 pub async fn process(step: Step<'_>, runner: &mut ToolRunner) -> Result<StepOutcome, Error> {
@@ -82,6 +85,11 @@ pub async fn process(step: Step<'_>, runner: &mut ToolRunner) -> Result<StepOutc
         pending_tools: HashMap::new(),
         tool_calls_started: 0,
         retrying: false,
+        snapshots: Some(if step.summary {
+            StepSnapshots::off()
+        } else {
+            StepSnapshots::start(ctx)
+        }),
     };
 
     let session_id = ctx.session_id.clone();
@@ -118,6 +126,7 @@ pub async fn process(step: Step<'_>, runner: &mut ToolRunner) -> Result<StepOutc
             biased;
             _ = step.cancel.cancelled() => {
                 interrupt(ctx, &mut building, runner).await?;
+                record_patch(ctx, &mut building).await?;
                 return Ok(StepOutcome::Stop);
             }
             event = stream.next() => event,
@@ -156,9 +165,11 @@ pub async fn process(step: Step<'_>, runner: &mut ToolRunner) -> Result<StepOutc
         Some(finished) => finished?,
         None => {
             interrupt(ctx, &mut building, runner).await?;
+            record_patch(ctx, &mut building).await?;
             return Ok(StepOutcome::Stop);
         }
     }
+    record_patch(ctx, &mut building).await?;
     if step.cancel.is_cancelled() {
         // The tools ended on the interrupt before the select saw it.
         interrupt(ctx, &mut building, runner).await?;
@@ -309,6 +320,9 @@ async fn apply(
                     )
                 }
             };
+            if let Some(snapshots) = &mut building.snapshots {
+                snapshots.before_tool(&name, &input).await;
+            }
             runner.submit(ToolCall { part, name, input });
         }
         StreamEvent::Finish { reason, usage } => {
@@ -414,6 +428,14 @@ async fn finish_tools(
             .await?;
     }
     Ok(())
+}
+
+/// The step's `patch` part, once its tools are done.
+async fn record_patch(ctx: &SessionCtx, building: &mut Building) -> Result<(), Error> {
+    match building.snapshots.take() {
+        Some(snapshots) => snapshots.finish(ctx, &building.assistant).await,
+        None => Ok(()),
+    }
 }
 
 /// Esc: keep what arrived, stop tools, mark the message aborted.

@@ -118,6 +118,8 @@ pub struct SessionCtx {
     /// The context read of the last loop step, kept so that the next one
     /// decodes only what changed (see [`Self::read_context`]).
     pub kept_context: Mutex<Option<LiveContext>>,
+    /// The project's snapshot store; `None` when snapshots are off.
+    pub snapshots: Option<crate::snapshot::Snapshots>,
 }
 
 impl SessionCtx {

@@ -72,30 +72,36 @@ pub struct FileChange {
 #[derive(Debug, Clone)]
 pub struct Snapshots {
     git_dir: PathBuf,
+    data_dir: PathBuf,
     work_tree: PathBuf,
     max_file_bytes: u64,
 }
 
 impl Snapshots {
-    /// Opens (creating on first use) the store for `work_tree` under `data_dir`.
-    /// `data_dir` itself is never snapshotted, even when inside the project.
-    pub fn open(data_dir: &Path, work_tree: &Path, max_file_bytes: u64) -> Result<Self, Error> {
+    /// The store for `work_tree` under `data_dir`; nothing is read or
+    /// created until the first snapshot. `data_dir` itself is never
+    /// snapshotted, even when inside the project.
+    pub fn new(data_dir: &Path, work_tree: &Path, max_file_bytes: u64) -> Self {
         let work_tree = work_tree
             .canonicalize()
-            .map_err(|source| Error::Io {
-                path: work_tree.to_owned(),
-                source,
-            })?;
-        let git_dir = data_dir.join("snapshot").join(project_key(&work_tree));
-        let store = Self {
-            git_dir,
+            .unwrap_or_else(|_| work_tree.to_owned());
+        let data_dir = data_dir
+            .canonicalize()
+            .unwrap_or_else(|_| data_dir.to_owned());
+        Self {
+            git_dir: data_dir.join("snapshot").join(project_key(&work_tree)),
+            data_dir,
             work_tree,
             max_file_bytes,
-        };
-        if !store.git_dir.join("HEAD").exists() {
-            store.init(data_dir)?;
         }
-        Ok(store)
+    }
+
+    /// Creates the store on first use.
+    fn ready(&self) -> Result<(), Error> {
+        if self.git_dir.join("HEAD").exists() {
+            return Ok(());
+        }
+        self.init()
     }
 
     pub fn git_dir(&self) -> &Path {
@@ -106,7 +112,7 @@ impl Snapshots {
         &self.work_tree
     }
 
-    fn init(&self, data_dir: &Path) -> Result<(), Error> {
+    fn init(&self) -> Result<(), Error> {
         crate::paths::create_private_dir(&self.git_dir).map_err(|e| Error::Io {
             path: self.git_dir.clone(),
             source: std::io::Error::other(e.to_string()),
@@ -127,8 +133,7 @@ impl Snapshots {
             source,
         })?;
         let mut exclude = String::from("# written by cairn: never snapshot cairn's data\n");
-        if let Ok(data) = data_dir.canonicalize()
-            && let Ok(inside) = data.strip_prefix(&self.work_tree)
+        if let Ok(inside) = self.data_dir.strip_prefix(&self.work_tree)
             && !inside.as_os_str().is_empty()
         {
             exclude.push_str(&format!("/{}/\n", inside.to_string_lossy()));
@@ -139,6 +144,7 @@ impl Snapshots {
 
     /// Records the working tree now.
     pub fn track(&self) -> Result<Snapshot, Error> {
+        self.ready()?;
         let skipped = self.oversized()?;
         if !skipped.is_empty() {
             let mut args = vec!["rm", "--cached", "--quiet", "--ignore-unmatch", "--"];
@@ -214,7 +220,13 @@ impl Snapshots {
 
     /// The unified diff from `from` to `to`.
     pub fn diff(&self, from: &str, to: &str) -> Result<String, Error> {
-        Ok(text(self.git(["diff", "--no-renames", "--no-color", from, to])?))
+        Ok(text(self.git([
+            "diff",
+            "--no-renames",
+            "--no-color",
+            from,
+            to,
+        ])?))
     }
 
     /// Puts each of `paths` back as snapshot `hash` had it: written when the

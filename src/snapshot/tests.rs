@@ -11,7 +11,11 @@ use super::*;
 fn read_tree(root: &Path) -> BTreeMap<String, Vec<u8>> {
     let mut files = BTreeMap::new();
     for entry in walk(root) {
-        let rel = entry.strip_prefix(root).expect("inside").to_string_lossy().into_owned();
+        let rel = entry
+            .strip_prefix(root)
+            .expect("inside")
+            .to_string_lossy()
+            .into_owned();
         if rel == ".git" || rel.starts_with(".git/") {
             continue;
         }
@@ -37,7 +41,12 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
 fn read_all(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     walk(dir)
         .into_iter()
-        .map(|p| (p.to_string_lossy().into_owned(), std::fs::read(&p).expect("read")))
+        .map(|p| {
+            (
+                p.to_string_lossy().into_owned(),
+                std::fs::read(&p).expect("read"),
+            )
+        })
         .collect()
 }
 
@@ -65,7 +74,7 @@ fn fixture(max: u64) -> Fixture {
     let temp = tempfile::tempdir().expect("temp");
     let project = temp.path().join("project");
     std::fs::create_dir_all(&project).expect("mkdir");
-    let store = Snapshots::open(&temp.path().join("data"), &project, max).expect("open");
+    let store = Snapshots::new(&temp.path().join("data"), &project, max);
     Fixture {
         _temp: temp,
         project,
@@ -100,7 +109,10 @@ fn a_change_is_listed_with_line_counts_and_restored_exactly() {
     let paths: Vec<String> = changes.into_iter().map(|c| c.path).collect();
     f.store.restore(&before.hash, &paths).expect("restore");
     assert_eq!(read_tree(&f.project).len(), 2);
-    assert_eq!(std::fs::read_to_string(f.project.join("a.txt")).expect("read"), "one\ntwo\n");
+    assert_eq!(
+        std::fs::read_to_string(f.project.join("a.txt")).expect("read"),
+        "one\ntwo\n"
+    );
     assert!(f.project.join("gone.txt").exists());
     assert!(!f.project.join("d").exists(), "emptied directories go too");
 }
@@ -114,7 +126,10 @@ fn gitignored_and_oversized_files_are_skipped_and_reported() {
     std::fs::write(f.project.join("small.txt"), "x").expect("write");
     let snap = f.store.track().expect("track");
     assert_eq!(snap.skipped, vec!["big.bin".to_owned()]);
-    let listed = f.store.git(["ls-tree", "--name-only", &snap.hash]).expect("ls-tree");
+    let listed = f
+        .store
+        .git(["ls-tree", "--name-only", &snap.hash])
+        .expect("ls-tree");
     assert_eq!(text(listed), ".gitignore\nsmall.txt\n");
 }
 
@@ -124,9 +139,11 @@ fn the_data_dir_inside_the_project_is_never_snapshotted() {
     let data = temp.path().join(".cairn-data");
     std::fs::create_dir_all(&data).expect("mkdir");
     std::fs::write(temp.path().join("a.txt"), "a").expect("write");
-    let store = Snapshots::open(&data, temp.path(), DEFAULT_MAX_FILE_BYTES).expect("open");
+    let store = Snapshots::new(&data, temp.path(), DEFAULT_MAX_FILE_BYTES);
     let snap = store.track().expect("track");
-    let listed = store.git(["ls-tree", "--name-only", &snap.hash]).expect("ls-tree");
+    let listed = store
+        .git(["ls-tree", "--name-only", &snap.hash])
+        .expect("ls-tree");
     assert_eq!(text(listed), "a.txt\n");
 }
 
