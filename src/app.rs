@@ -117,6 +117,18 @@ impl App {
         Ok((session, handle))
     }
 
+    /// The snapshot store of `session`'s project; `None` when snapshots are off.
+    pub fn snapshots(&self, session: &Session) -> Option<crate::snapshot::Snapshots> {
+        let root = Environment::discover(Path::new(&session.directory)).root;
+        self.config.snapshot.enabled.then(|| {
+            crate::snapshot::Snapshots::new(
+                &self.data_dir,
+                &root,
+                self.config.snapshot.max_file_bytes,
+            )
+        })
+    }
+
     async fn new_session(&self, directory: &str) -> anyhow::Result<Session> {
         let now = now_millis();
         let session = Session {
@@ -173,13 +185,7 @@ impl App {
             default_agent: config.default_agent.as_str().to_string(),
             retry: Default::default(),
         };
-        let snapshots = config.snapshot.enabled.then(|| {
-            crate::snapshot::Snapshots::new(
-                &self.data_dir,
-                &env.root,
-                config.snapshot.max_file_bytes,
-            )
-        });
+        let snapshots = self.snapshots(session);
         SessionCtx {
             session_id: session.id.clone(),
             writer: Writer::new(self.store.clone(), self.bus.clone()),
