@@ -43,3 +43,4 @@ mod tools_files;
 mod tools_search;
 mod tools_truncate;
 mod tui_pty;
+mod undo_run;
