@@ -25,6 +25,22 @@ use crate::tool::{Limits, Registry};
 
 const NO_MODEL: &str = "no model configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY, pass --model provider/model, or set `model` in ~/.config/cairn/config.toml";
 
+/// Old snapshot objects are collected on a thread of their own: start-up
+/// and the first frame never wait for it.
+fn collect_snapshots(data_dir: &Path, max_age_days: u32) {
+    let data_dir = data_dir.to_owned();
+    let spawned = std::thread::Builder::new()
+        .name("snapshot-gc".into())
+        .spawn(move || {
+            for (store, error) in crate::snapshot::collect(&data_dir, max_age_days) {
+                tracing::warn!("collecting old snapshots in {}: {error}", store.display());
+            }
+        });
+    if let Err(error) = spawned {
+        tracing::warn!("could not start collecting old snapshots: {error}");
+    }
+}
+
 /// Which session to open.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SessionChoice {
@@ -57,6 +73,7 @@ impl App {
                 .filter_map(|p| p.api_key_env.as_ref().map(|v| v.as_str().to_string()))
                 .chain(crate::provider::presets::key_variables().map(str::to_string)),
         );
+        collect_snapshots(data_dir, config.snapshot.max_age_days);
         Ok(Self {
             config,
             store,

@@ -345,6 +345,34 @@ impl Snapshots {
     }
 }
 
+/// Collects, in every project store under `data_dir`, the objects older than
+/// `max_age_days` that the store's index does not use: snapshots of old
+/// turns (including those of deleted sessions) go, the current tree stays.
+/// Returns the stores it could not clean, with why; run it off the UI path.
+pub fn collect(data_dir: &Path, max_age_days: u32) -> Vec<(PathBuf, Error)> {
+    let Ok(entries) = std::fs::read_dir(data_dir.join("snapshot")) else {
+        return Vec::new();
+    };
+    let expire = format!("--expire={max_age_days}.days.ago");
+    let mut failed = Vec::new();
+    for entry in entries.flatten() {
+        let git_dir = entry.path();
+        if !git_dir.join("HEAD").exists() {
+            continue;
+        }
+        let store = Snapshots {
+            git_dir: git_dir.clone(),
+            data_dir: data_dir.to_owned(),
+            work_tree: data_dir.to_owned(),
+            max_file_bytes: DEFAULT_MAX_FILE_BYTES,
+        };
+        if let Err(error) = store.git(["prune", expire.as_str()]) {
+            failed.push((git_dir, error));
+        }
+    }
+    failed
+}
+
 fn text(output: Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }

@@ -147,6 +147,23 @@ fn the_data_dir_inside_the_project_is_never_snapshotted() {
     assert_eq!(text(listed), "a.txt\n");
 }
 
+#[test]
+fn collection_keeps_what_the_current_tree_uses_and_drops_old_snapshots() {
+    let f = fixture(DEFAULT_MAX_FILE_BYTES);
+    std::fs::write(f.project.join("a.txt"), "old").expect("write");
+    let old = f.store.track().expect("track");
+    std::fs::write(f.project.join("a.txt"), "new").expect("write");
+    let new = f.store.track().expect("track");
+    let data = f.store.git_dir().parent().and_then(Path::parent).expect("data dir");
+    let failed = collect(data, 0);
+    assert!(failed.is_empty(), "{failed:?}");
+    let exists = |hash: &str| f.store.git(["cat-file", "-e", hash]).is_ok();
+    assert!(!exists(&old.hash), "the old snapshot is collected");
+    assert!(exists(&new.hash), "the current tree stays");
+    std::fs::write(f.project.join("a.txt"), "newer").expect("write");
+    f.store.track().expect("snapshots go on after a collection");
+}
+
 /// One file operation of a turn, as the tools would do it.
 #[derive(Debug, Clone)]
 enum Op {
