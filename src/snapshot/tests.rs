@@ -154,7 +154,12 @@ fn collection_keeps_what_the_current_tree_uses_and_drops_old_snapshots() {
     let old = f.store.track().expect("track");
     std::fs::write(f.project.join("a.txt"), "new").expect("write");
     let new = f.store.track().expect("track");
-    let data = f.store.git_dir().parent().and_then(Path::parent).expect("data dir");
+    let data = f
+        .store
+        .git_dir()
+        .parent()
+        .and_then(Path::parent)
+        .expect("data dir");
     let failed = collect(data, 0);
     assert!(failed.is_empty(), "{failed:?}");
     let exists = |hash: &str| f.store.git(["cat-file", "-e", hash]).is_ok();
