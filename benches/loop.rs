@@ -65,6 +65,7 @@ fn session_ctx(app: &App, session_id: &str) -> SessionCtx {
         kept_context: Default::default(),
         reported: Default::default(),
         remote_instructions: Default::default(),
+        snapshots: None,
     }
 }
 

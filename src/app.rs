@@ -57,6 +57,22 @@ impl Drop for App {
     }
 }
 
+/// Old snapshot objects are collected on a thread of their own: start-up
+/// and the first frame never wait for it.
+fn collect_snapshots(data_dir: &Path, max_age_days: u32) {
+    let data_dir = data_dir.to_owned();
+    let spawned = std::thread::Builder::new()
+        .name("snapshot-gc".into())
+        .spawn(move || {
+            for (store, error) in crate::snapshot::collect(&data_dir, max_age_days) {
+                tracing::warn!("collecting old snapshots in {}: {error}", store.display());
+            }
+        });
+    if let Err(error) = spawned {
+        tracing::warn!("could not start collecting old snapshots: {error}");
+    }
+}
+
 /// Which session to open.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SessionChoice {
@@ -94,6 +110,7 @@ impl App {
         );
         // ... but /proc/$PPID/environ still shows them: redact them from every output.
         crate::secret::register(config_secrets(&config));
+        collect_snapshots(data_dir, config.snapshot.max_age_days);
         Ok(Self {
             config,
             store,
@@ -158,6 +175,18 @@ impl App {
         Ok((session, handle))
     }
 
+    /// The snapshot store of `session`'s project; `None` when snapshots are off.
+    pub fn snapshots(&self, session: &Session) -> Option<crate::snapshot::Snapshots> {
+        let root = Environment::discover(Path::new(&session.directory)).root;
+        self.config.snapshot.enabled.then(|| {
+            crate::snapshot::Snapshots::new(
+                &self.data_dir,
+                &root,
+                self.config.snapshot.max_file_bytes,
+            )
+        })
+    }
+
     async fn new_session(&self, directory: &str) -> anyhow::Result<Session> {
         let now = now_millis();
         let session = Session {
@@ -208,6 +237,7 @@ impl App {
             default_agent: config.default_agent.as_str().to_string(),
             retry: Default::default(),
         };
+        let snapshots = self.snapshots(session);
         SessionCtx {
             session_id: session.id.clone(),
             writer: Writer::new(self.store.clone(), self.bus.clone()),
@@ -222,6 +252,7 @@ impl App {
             kept_context: Default::default(),
             reported: Default::default(),
             remote_instructions: Default::default(),
+            snapshots,
         }
     }
 }

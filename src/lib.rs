@@ -7,7 +7,8 @@
 //!   a session only through commands and bus events
 //! - `app`        assembly: config -> a running session, for every front end
 //! - `session`    the agent loop with I/O: runtime, loop, stream processor, tool
-//!   runner, and the tasks that apply prune and compaction
+//!   runner, the tasks that apply prune and compaction, undo
+//! - `snapshot`   private snapshots of the working tree, for patches and /undo
 //! - `context`    the pure rules of what the model sees and how the window is
 //!   managed: model view, counting, gauge and overflow, prune, compaction
 //! - `provider`, `tool`, `store`, `permission`, `secret`   LLM backends (one request type,
@@ -39,6 +40,7 @@ pub mod provider;
 pub mod secret;
 pub mod session;
 pub mod shared;
+pub mod snapshot;
 pub mod store;
 pub mod token;
 pub mod tool;

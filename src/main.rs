@@ -101,6 +101,19 @@ fn run_headless(args: RunArgs, loaded: Loaded) -> anyhow::Result<u8> {
         tracing::info!(session = %session.id, "headless run");
         let mut stdout = std::io::stdout().lock();
         let mut stderr = std::io::stderr().lock();
+        if let Some(command) = headless::HistoryCommand::parse(&message) {
+            let snapshots = app.snapshots(&session);
+            let outcome = headless::run_history_command(
+                &app.store,
+                snapshots.as_ref(),
+                &session.id,
+                command,
+                &mut stdout,
+                &mut stderr,
+            )
+            .await?;
+            return Ok(outcome.exit_code());
+        }
         let outcome = headless::run(
             &handle,
             &app.bus,

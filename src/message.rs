@@ -410,8 +410,28 @@ pub struct StepFinishPart {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PatchPart {
+    /// The snapshot before the step: `/undo` puts `files` back as it had them.
     pub hash: String,
     pub files: Vec<String>,
+    /// The snapshot after the step's tools finished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
+    /// Each changed file with its line counts and the tool that changed it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changes: Vec<PatchFile>,
+}
+
+/// One file a step changed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PatchFile {
+    pub path: String,
+    /// `added`, `modified` or `deleted`.
+    pub kind: String,
+    pub added: u32,
+    pub removed: u32,
+    /// The tool that changed it: `edit`, `write`, or `bash` for a file no
+    /// edit or write named.
+    pub by: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

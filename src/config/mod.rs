@@ -52,6 +52,7 @@ pub struct Config {
     pub provider: BTreeMap<String, ProviderConfig>,
     pub tui: TuiConfig,
     pub log: LogConfig,
+    pub snapshot: SnapshotConfig,
 }
 
 impl Default for Config {
@@ -71,6 +72,7 @@ impl Default for Config {
             provider: BTreeMap::new(),
             tui: TuiConfig::default(),
             log: LogConfig::default(),
+            snapshot: SnapshotConfig::default(),
         }
     }
 }
@@ -108,6 +110,28 @@ impl Default for CompactionConfig {
             tail_turns: 2,
             preserve_recent_tokens: None,
             model: None,
+        }
+    }
+}
+
+/// `[snapshot]`: the private snapshots of the working tree behind `/undo`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SnapshotConfig {
+    /// Snapshot the working tree around every step (needs `git` on PATH).
+    pub enabled: bool,
+    /// Files bigger than this are left out of snapshots (and of `/undo`).
+    pub max_file_bytes: u64,
+    /// Snapshot objects older than this many days are collected at start-up.
+    pub max_age_days: u32,
+}
+
+impl Default for SnapshotConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            max_file_bytes: crate::snapshot::DEFAULT_MAX_FILE_BYTES,
+            max_age_days: 7,
         }
     }
 }

@@ -23,6 +23,8 @@ use crate::session::command::Command;
 use crate::session::runtime::SessionHandle;
 use crate::store::Store;
 
+mod history;
+pub use history::{HistoryCommand, run_history_command};
 mod result;
 mod slash;
 

@@ -88,6 +88,8 @@ pub struct SessionCtx {
     pub reported: Mutex<std::collections::HashSet<String>>,
     /// `instructions` given as URLs, fetched once for the session.
     pub remote_instructions: crate::session::remote_instructions::RemoteInstructions,
+    /// The project's snapshot store; `None` when snapshots are off.
+    pub snapshots: Option<crate::snapshot::Snapshots>,
 }
 
 impl SessionCtx {

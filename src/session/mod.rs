@@ -43,7 +43,9 @@ pub mod request;
 pub mod run;
 pub mod runtime;
 pub mod shell;
+pub mod snapshot_step;
 pub mod tool_runner;
+pub mod undo;
 pub mod writer;
 
 /// What can stop the session layer itself (not a model or tool failure,

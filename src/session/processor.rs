@@ -21,6 +21,7 @@ use crate::message::{
 };
 use crate::provider::{self, ChatRequest, StreamEvent};
 use crate::session::ctx::{ResolvedModel, SessionCtx};
+use crate::session::snapshot_step::StepSnapshots;
 use crate::session::tool_runner::{ToolCall, ToolRunner};
 use crate::session::{Error, gauge};
 
@@ -69,6 +70,8 @@ struct Building {
     /// Set while recording an error the loop acts on (a retry, a compaction after
     /// an overflow): `finish` stays unset.
     retrying: bool,
+    /// Snapshots around the step; taken when the patch is recorded.
+    snapshots: Option<StepSnapshots>,
 }
 
 pub async fn process(step: Step<'_>, runner: &mut ToolRunner) -> Result<StepOutcome, Error> {
@@ -93,6 +96,11 @@ pub async fn process(step: Step<'_>, runner: &mut ToolRunner) -> Result<StepOutc
         pending_tools: HashMap::new(),
         tool_calls_started: 0,
         retrying: false,
+        snapshots: Some(if summary {
+            StepSnapshots::off()
+        } else {
+            StepSnapshots::start(ctx)
+        }),
     };
 
     ctx.accounting.sent(&model.model, sent_tokens);
@@ -111,6 +119,7 @@ pub async fn process(step: Step<'_>, runner: &mut ToolRunner) -> Result<StepOutc
             biased;
             _ = cancel.cancelled() => {
                 interrupt(ctx, &mut building, runner).await?;
+                record_patch(ctx, &mut building).await?;
                 return Ok(StepOutcome::Stop);
             }
             event = stream.next() => event,
@@ -206,9 +215,11 @@ async fn after_stream(
         Some(finished) => finished?,
         None => {
             interrupt(ctx, &mut building, runner).await?;
+            record_patch(ctx, &mut building).await?;
             return Ok(StepOutcome::Stop);
         }
     }
+    record_patch(ctx, &mut building).await?;
     if step.cancel.is_cancelled() {
         // The tools ended on the interrupt before the select saw it.
         interrupt(ctx, &mut building, runner).await?;
@@ -280,6 +291,9 @@ async fn apply(
                     pending_tool(&building.assistant, id, name.clone(), Value::Null)
                 }
             };
+            if let Some(snapshots) = &mut building.snapshots {
+                snapshots.before_tool(&name, &input).await;
+            }
             runner.submit(ToolCall { part, name, input });
         }
         StreamEvent::Finish { reason, usage } => {
@@ -501,6 +515,14 @@ async fn finish_tools(
             .await?;
     }
     Ok(())
+}
+
+/// The step's `patch` part, once its tools are done.
+async fn record_patch(ctx: &SessionCtx, building: &mut Building) -> Result<(), Error> {
+    match building.snapshots.take() {
+        Some(snapshots) => snapshots.finish(ctx, &building.assistant).await,
+        None => Ok(()),
+    }
 }
 
 /// Esc: keep what arrived, stop tools, mark the message aborted.

@@ -54,3 +54,4 @@ mod tools_kill;
 mod tools_search;
 mod tools_truncate;
 mod tui_pty;
+mod undo_run;

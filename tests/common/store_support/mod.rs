@@ -229,6 +229,14 @@ pub fn every_part_kind(message: &Message) -> Vec<Part> {
         PartKind::Patch(PatchPart {
             hash: "def456".into(),
             files: vec!["src/lib.rs".into(), "src/main.rs".into()],
+            after: Some("abc999".into()),
+            changes: vec![cairn::message::PatchFile {
+                path: "src/lib.rs".into(),
+                kind: "modified".into(),
+                added: 2,
+                removed: 1,
+                by: "edit".into(),
+            }],
         }),
     ];
     for (index, state) in tool_states().into_iter().enumerate() {

@@ -1,0 +1,103 @@
+//! Snapshot figures on a generated project of 10,000 files (50 MB): first
+//! snapshot, snapshot after a one-file edit, the changes of a step, an
+//! undo-sized restore, and disk used per step. Prints plain figures (median of
+//! a few runs); `cargo bench --bench snapshot`.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use cairn::snapshot::{DEFAULT_MAX_FILE_BYTES, Snapshots};
+
+const FILES: usize = 10_000;
+const FILE_BYTES: usize = 5_000;
+
+fn generate(root: &Path) {
+    for index in 0..FILES {
+        let dir = root.join(format!("src/d{:03}", index / 100));
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        let line = format!("line of file {index} with some text to diff\n");
+        let content = line.repeat(FILE_BYTES / line.len() + 1);
+        std::fs::write(dir.join(format!("f{index}.rs")), &content[..FILE_BYTES]).expect("write");
+    }
+}
+
+fn disk(dir: &Path) -> u64 {
+    let mut total = 0;
+    let mut pending = vec![dir.to_owned()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).expect("read dir").flatten() {
+            let meta = entry.metadata().expect("metadata");
+            if meta.is_dir() {
+                pending.push(entry.path());
+            } else {
+                total += meta.len();
+            }
+        }
+    }
+    total
+}
+
+fn median(mut runs: Vec<Duration>) -> Duration {
+    runs.sort();
+    runs[runs.len() / 2]
+}
+
+fn main() {
+    let temp = tempfile::tempdir().expect("temp");
+    let project = temp.path().join("project");
+    generate(&project);
+    let store = Snapshots::new(&temp.path().join("data"), &project, DEFAULT_MAX_FILE_BYTES);
+
+    let started = Instant::now();
+    let first = store.track().expect("first snapshot");
+    println!(
+        "first snapshot ({FILES} files, {} MB): {:?}",
+        FILES * FILE_BYTES / 1_000_000,
+        started.elapsed()
+    );
+    let after_first = disk(store.git_dir());
+    println!(
+        "store after the first snapshot: {} MB",
+        after_first / 1_000_000
+    );
+
+    let mut unchanged = Vec::new();
+    for _ in 0..5 {
+        let started = Instant::now();
+        store.track().expect("snapshot");
+        unchanged.push(started.elapsed());
+    }
+    println!(
+        "snapshot, nothing changed (a step without edits): {:?}",
+        median(unchanged)
+    );
+
+    let edited = project.join("src/d042/f4200.rs");
+    let mut one_edit = Vec::new();
+    let mut step = Vec::new();
+    let mut restore = Vec::new();
+    let mut before = first.hash.clone();
+    let disk_before = disk(store.git_dir());
+    for run in 0..5 {
+        std::fs::write(&edited, format!("edited {run}\n").repeat(300)).expect("edit");
+        let started = Instant::now();
+        let after = store.track().expect("snapshot");
+        one_edit.push(started.elapsed());
+        let started = Instant::now();
+        let changes = store.changes(&before, &after.hash).expect("changes");
+        step.push(started.elapsed());
+        let paths: Vec<String> = changes.into_iter().map(|c| c.path).collect();
+        let started = Instant::now();
+        store.restore(&before, &paths).expect("restore");
+        restore.push(started.elapsed());
+        before = store.track().expect("snapshot").hash;
+    }
+    let per_step = (disk(store.git_dir()) - disk_before) / 10;
+    println!("snapshot after a one-file edit: {:?}", median(one_edit));
+    println!(
+        "changes of a one-file step (the patch part): {:?}",
+        median(step)
+    );
+    println!("undo of a one-file turn (restore): {:?}", median(restore));
+    println!("disk per one-file step: {per_step} bytes");
+}

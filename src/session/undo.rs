@@ -1,0 +1,355 @@
+//! `/undo` and `/redo`: take the last user turn back, files and messages.
+//!
+//! Undo puts every file the turn's `patch` parts name back as the snapshot
+//! before it had them, and moves the turn's messages out of the session
+//! into its undo stash, a child session titled [`STASH_TITLE`]: the model's
+//! view of history is read from the session, so the turn leaves it without
+//! any reader having to know. Nothing is deleted. Redo moves the turn back
+//! and rewrites its files as they were at the undo, as long as nothing new
+//! was sent since. An undo of a turn that is a compaction removes the
+//! compaction point: the model sees the full history again.
+//!
+//! The TUI and `cairn run` both call [`undo`] and [`redo`].
+
+use rusqlite::{OptionalExtension, params};
+
+use crate::clock::now_millis;
+use crate::message::{MessageWithParts, Part, PartKind, PatchPart, Session};
+use crate::snapshot::{self, Snapshots};
+use crate::store::{self, Store};
+
+/// Title of the child session that holds undone turns.
+pub const STASH_TITLE: &str = "cairn: undone turns";
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("nothing to undo: the session has no turn")]
+    NothingToUndo,
+    #[error("nothing to redo: no turn of this session was undone")]
+    NothingToRedo,
+    #[error(
+        "cannot redo: a new message was sent after the undo, so the undone turn \
+         no longer follows the conversation"
+    )]
+    RedoAfterNewMessage,
+    #[error(
+        "not undone: {} changed since the turn (edited by hand?); undoing would \
+         overwrite {}. Run `/undo --force` to overwrite them, or save the changes first",
+        .0.join(", "),
+        if .0.len() == 1 { "it" } else { "them" }
+    )]
+    Conflicts(Vec<String>),
+    #[error(
+        "the turn changed files ({0}) but snapshots are off (`snapshot.enabled = false`), \
+         so they cannot be put back; run `/undo --force` to undo the messages only"
+    )]
+    NoSnapshots(String),
+    #[error(transparent)]
+    Snapshot(#[from] snapshot::Error),
+    #[error(transparent)]
+    Store(#[from] store::Error),
+    #[error("snapshot task failed: {0}")]
+    Task(String),
+}
+
+/// What an undo or redo did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    /// The turn's prompt: back into the composer after an undo.
+    pub prompt: String,
+    /// Files written or removed.
+    pub files: Vec<String>,
+    /// Set when the turn was a compaction: the size of the last request
+    /// before it, which the model's view returns to (tokens).
+    pub compaction_removed: Option<u64>,
+    /// Messages moved.
+    pub messages: usize,
+}
+
+/// Takes the last user turn of `session_id` back. `force` overwrites files
+/// changed since the turn (and undoes messages when snapshots are off).
+pub async fn undo(
+    store: &Store,
+    snapshots: Option<&Snapshots>,
+    session_id: &str,
+    force: bool,
+) -> Result<Outcome, Error> {
+    let history = store.read_all(session_id).await?;
+    let start = history
+        .iter()
+        .rposition(|m| m.message.is_user())
+        .ok_or(Error::NothingToUndo)?;
+    let turn = &history[start..];
+    let plan = plan(turn);
+    let redo_hash = match (snapshots, plan.is_empty()) {
+        (_, true) => None,
+        (None, false) if force => None,
+        (None, false) => return Err(Error::NoSnapshots(plan.paths().join(", "))),
+        (Some(snapshots), false) => Some(revert_files(snapshots, &plan, force).await?),
+    };
+    let compaction_removed = turn[0]
+        .compaction()
+        .map(|_| last_request_size(&history[..start]));
+    let outcome = Outcome {
+        prompt: prompt_of(&turn[0]),
+        files: plan.paths(),
+        compaction_removed,
+        messages: turn.len(),
+    };
+    let stash = stash_id(store, session_id).await?;
+    let ids: Vec<String> = turn.iter().map(|m| m.message.id.clone()).collect();
+    move_messages(store, &ids, &stash).await?;
+    if let Some(hash) = redo_hash {
+        // Redo's target, kept on the stashed prompt itself.
+        let mut marker = Part::new(
+            &turn[0].message,
+            PartKind::Patch(PatchPart {
+                hash,
+                files: outcome.files.clone(),
+                after: None,
+                changes: Vec::new(),
+            }),
+        );
+        marker.session_id = stash.clone();
+        store.upsert_part(&marker).await?;
+    }
+    Ok(outcome)
+}
+
+/// Brings back the turn undone last, files and messages.
+pub async fn redo(
+    store: &Store,
+    snapshots: Option<&Snapshots>,
+    session_id: &str,
+) -> Result<Outcome, Error> {
+    let Some(stash) = find_stash(store, session_id).await? else {
+        return Err(Error::NothingToRedo);
+    };
+    let stashed = store.read_all(&stash).await?;
+    // Undo walks back, so the turn undone last is the oldest one stashed.
+    let start = stashed
+        .iter()
+        .position(|m| m.message.is_user())
+        .ok_or(Error::NothingToRedo)?;
+    let end = stashed[start + 1..]
+        .iter()
+        .position(|m| m.message.is_user())
+        .map_or(stashed.len(), |next| start + 1 + next);
+    let turn = &stashed[start..end];
+    let current = store.read_all(session_id).await?;
+    if current
+        .last()
+        .is_some_and(|last| last.message.id > turn[0].message.id)
+    {
+        return Err(Error::RedoAfterNewMessage);
+    }
+    let marker = turn[0].parts.iter().find_map(|part| match &part.kind {
+        PartKind::Patch(patch) => Some((part.id.clone(), patch.clone())),
+        _ => None,
+    });
+    let mut files = Vec::new();
+    if let (Some(snapshots), Some((_, patch))) = (snapshots, &marker) {
+        let snapshots = snapshots.clone();
+        let (hash, paths) = (patch.hash.clone(), patch.files.clone());
+        blocking(move || snapshots.restore(&hash, &paths)).await?;
+        files = patch.files.clone();
+    }
+    if let Some((part_id, _)) = &marker {
+        let part_id = part_id.clone();
+        store
+            .call(move |connection| {
+                connection
+                    .execute("DELETE FROM part WHERE id = ?1", [part_id])
+                    .map_err(|source| store::Error::Sqlite {
+                        operation: "drop the redo marker",
+                        source,
+                    })
+            })
+            .await?;
+    }
+    let ids: Vec<String> = turn.iter().map(|m| m.message.id.clone()).collect();
+    move_messages(store, &ids, session_id).await?;
+    Ok(Outcome {
+        prompt: prompt_of(&turn[0]),
+        files,
+        compaction_removed: None,
+        messages: turn.len(),
+    })
+}
+
+/// For each file the turn changed: the snapshot to restore it from and the
+/// snapshot it should still match (the last step's after).
+struct Plan(Vec<(String, String, Option<String>)>);
+
+impl Plan {
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    fn paths(&self) -> Vec<String> {
+        self.0.iter().map(|(path, _, _)| path.clone()).collect()
+    }
+}
+
+/// The turn's patches read in order: a file's "before" is the first patch
+/// naming it, its "after" the last.
+fn plan(turn: &[MessageWithParts]) -> Plan {
+    let mut files: Vec<(String, String, Option<String>)> = Vec::new();
+    let patches = turn
+        .iter()
+        .filter(|m| !m.message.is_user())
+        .flat_map(|m| m.parts.iter())
+        .filter_map(|part| match &part.kind {
+            PartKind::Patch(patch) => Some(patch),
+            _ => None,
+        });
+    for patch in patches {
+        for path in &patch.files {
+            match files.iter_mut().find(|(p, _, _)| p == path) {
+                Some(entry) => entry.2 = patch.after.clone(),
+                None => files.push((path.clone(), patch.hash.clone(), patch.after.clone())),
+            }
+        }
+    }
+    Plan(files)
+}
+
+/// Checks for hand edits, then restores the files; returns the snapshot of
+/// the tree as it was just before, for redo.
+async fn revert_files(snapshots: &Snapshots, plan: &Plan, force: bool) -> Result<String, Error> {
+    let snapshots = snapshots.clone();
+    let entries = plan.0.clone();
+    blocking(move || {
+        let now = snapshots.track()?;
+        let mut conflicts = Vec::new();
+        let mut afters: Vec<&String> = entries.iter().filter_map(|e| e.2.as_ref()).collect();
+        afters.dedup();
+        for after in afters {
+            let changed = snapshots.changes(after, &now.hash)?;
+            conflicts.extend(
+                entries
+                    .iter()
+                    .filter(|(_, _, a)| a.as_ref() == Some(after))
+                    .filter(|(path, _, _)| changed.iter().any(|c| &c.path == path))
+                    .map(|(path, _, _)| path.clone()),
+            );
+        }
+        if !conflicts.is_empty() && !force {
+            return Err(Error::Conflicts(conflicts));
+        }
+        let mut befores: Vec<&String> = entries.iter().map(|e| &e.1).collect();
+        befores.sort();
+        befores.dedup();
+        for before in befores {
+            let paths: Vec<String> = entries
+                .iter()
+                .filter(|(_, b, _)| b == before)
+                .map(|(path, _, _)| path.clone())
+                .collect();
+            snapshots.restore(before, &paths)?;
+        }
+        Ok(now.hash)
+    })
+    .await
+}
+
+async fn blocking<R, E>(f: impl FnOnce() -> Result<R, E> + Send + 'static) -> Result<R, Error>
+where
+    R: Send + 'static,
+    E: Into<Error> + Send + 'static,
+{
+    tokio::task::spawn_blocking(move || f().map_err(Into::into))
+        .await
+        .map_err(|e| Error::Task(e.to_string()))?
+}
+
+fn prompt_of(user: &MessageWithParts) -> String {
+    user.parts
+        .iter()
+        .filter_map(|part| match &part.kind {
+            PartKind::Text(text) if !text.synthetic => Some(text.text.as_str()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The size of the last request made before the compaction (tokens).
+fn last_request_size(history: &[MessageWithParts]) -> u64 {
+    history
+        .iter()
+        .rev()
+        .filter_map(|m| m.message.as_assistant())
+        .map(|a| a.tokens.context_count())
+        .find(|count| *count > 0)
+        .unwrap_or(0)
+}
+
+async fn find_stash(store: &Store, session_id: &str) -> Result<Option<String>, Error> {
+    let session_id = session_id.to_owned();
+    Ok(store
+        .read(move |connection| {
+            connection
+                .query_row(
+                    "SELECT id FROM session WHERE parent_id = ?1 AND title = ?2",
+                    params![session_id, STASH_TITLE],
+                    |row| row.get(0),
+                )
+                .optional()
+                .map_err(|source| store::Error::Sqlite {
+                    operation: "find the undo stash",
+                    source,
+                })
+        })
+        .await?)
+}
+
+/// The session's undo stash, created on its first undo.
+async fn stash_id(store: &Store, session_id: &str) -> Result<String, Error> {
+    if let Some(id) = find_stash(store, session_id).await? {
+        return Ok(id);
+    }
+    let parent = store.get_session(session_id).await?;
+    let now = now_millis();
+    let stash = Session {
+        id: crate::id::session_id(),
+        title: STASH_TITLE.to_owned(),
+        directory: parent.map(|p| p.directory).unwrap_or_default(),
+        parent_id: Some(session_id.to_owned()),
+        time_created: now,
+        time_updated: now,
+        cost: 0.0,
+        tokens: Default::default(),
+    };
+    store.create_session(&stash).await?;
+    Ok(stash.id)
+}
+
+/// Moves messages (and their parts) to another session in one transaction.
+async fn move_messages(store: &Store, ids: &[String], to: &str) -> Result<(), Error> {
+    let ids = ids.to_vec();
+    let to = to.to_owned();
+    store
+        .call(move |connection| {
+            let sqlite = |source| store::Error::Sqlite {
+                operation: "move messages for undo/redo",
+                source,
+            };
+            let tx = connection.transaction().map_err(sqlite)?;
+            for id in &ids {
+                tx.execute(
+                    "UPDATE message SET session_id = ?2 WHERE id = ?1",
+                    params![id, to],
+                )
+                .map_err(sqlite)?;
+                tx.execute(
+                    "UPDATE part SET session_id = ?2 WHERE message_id = ?1",
+                    params![id, to],
+                )
+                .map_err(sqlite)?;
+            }
+            tx.commit().map_err(sqlite)
+        })
+        .await?;
+    Ok(())
+}

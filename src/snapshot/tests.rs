@@ -1,0 +1,281 @@
+//! The snapshot store on real files and a real git: restores are exact and
+//! the user's `.git` is never touched.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use proptest::prelude::*;
+
+use super::*;
+
+fn read_tree(root: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut files = BTreeMap::new();
+    for entry in walk(root) {
+        let rel = entry
+            .strip_prefix(root)
+            .expect("inside")
+            .to_string_lossy()
+            .into_owned();
+        if rel == ".git" || rel.starts_with(".git/") {
+            continue;
+        }
+        files.insert(rel, std::fs::read(&entry).expect("read"));
+    }
+    files
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("read dir") {
+        let path = entry.expect("entry").path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
+/// Every byte of a directory, for "the user's .git is untouched".
+fn read_all(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    walk(dir)
+        .into_iter()
+        .map(|p| {
+            (
+                p.to_string_lossy().into_owned(),
+                std::fs::read(&p).expect("read"),
+            )
+        })
+        .collect()
+}
+
+fn git_in(dir: &Path, args: &[&str]) {
+    let status = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@t")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@t")
+        .stdout(Stdio::null())
+        .status()
+        .expect("git runs");
+    assert!(status.success(), "git {args:?}");
+}
+
+struct Fixture {
+    _temp: tempfile::TempDir,
+    project: std::path::PathBuf,
+    store: Snapshots,
+}
+
+fn fixture(max: u64) -> Fixture {
+    let temp = tempfile::tempdir().expect("temp");
+    let project = temp.path().join("project");
+    std::fs::create_dir_all(&project).expect("mkdir");
+    let store = Snapshots::new(&temp.path().join("data"), &project, max);
+    Fixture {
+        _temp: temp,
+        project,
+        store,
+    }
+}
+
+#[test]
+fn a_change_is_listed_with_line_counts_and_restored_exactly() {
+    let f = fixture(DEFAULT_MAX_FILE_BYTES);
+    std::fs::write(f.project.join("a.txt"), "one\ntwo\n").expect("write");
+    std::fs::write(f.project.join("gone.txt"), "bye\n").expect("write");
+    let before = f.store.track().expect("track");
+    std::fs::write(f.project.join("a.txt"), "one\n2\nthree\n").expect("write");
+    std::fs::remove_file(f.project.join("gone.txt")).expect("rm");
+    std::fs::create_dir_all(f.project.join("d/e")).expect("mkdir");
+    std::fs::write(f.project.join("d/e/new.txt"), "x\n").expect("write");
+    let after = f.store.track().expect("track");
+    let changes = f.store.changes(&before.hash, &after.hash).expect("changes");
+    let summary: Vec<_> = changes
+        .iter()
+        .map(|c| (c.path.as_str(), c.kind, c.added, c.removed))
+        .collect();
+    assert_eq!(
+        summary,
+        vec![
+            ("a.txt", ChangeKind::Modified, 2, 1),
+            ("d/e/new.txt", ChangeKind::Added, 1, 0),
+            ("gone.txt", ChangeKind::Deleted, 0, 1),
+        ]
+    );
+    let paths: Vec<String> = changes.into_iter().map(|c| c.path).collect();
+    f.store.restore(&before.hash, &paths).expect("restore");
+    assert_eq!(read_tree(&f.project).len(), 2);
+    assert_eq!(
+        std::fs::read_to_string(f.project.join("a.txt")).expect("read"),
+        "one\ntwo\n"
+    );
+    assert!(f.project.join("gone.txt").exists());
+    assert!(!f.project.join("d").exists(), "emptied directories go too");
+}
+
+#[test]
+fn gitignored_and_oversized_files_are_skipped_and_reported() {
+    let f = fixture(10);
+    std::fs::write(f.project.join(".gitignore"), "ignored*\n").expect("write");
+    std::fs::write(f.project.join("ignored.txt"), "x").expect("write");
+    std::fs::write(f.project.join("big.bin"), "01234567890").expect("write");
+    std::fs::write(f.project.join("small.txt"), "x").expect("write");
+    let snap = f.store.track().expect("track");
+    assert_eq!(snap.skipped, vec!["big.bin".to_owned()]);
+    let listed = f
+        .store
+        .git(["ls-tree", "--name-only", &snap.hash])
+        .expect("ls-tree");
+    assert_eq!(text(listed), ".gitignore\nsmall.txt\n");
+}
+
+#[test]
+fn the_data_dir_inside_the_project_is_never_snapshotted() {
+    let temp = tempfile::tempdir().expect("temp");
+    let data = temp.path().join(".cairn-data");
+    std::fs::create_dir_all(&data).expect("mkdir");
+    std::fs::write(temp.path().join("a.txt"), "a").expect("write");
+    let store = Snapshots::new(&data, temp.path(), DEFAULT_MAX_FILE_BYTES);
+    let snap = store.track().expect("track");
+    let listed = store
+        .git(["ls-tree", "--name-only", &snap.hash])
+        .expect("ls-tree");
+    assert_eq!(text(listed), "a.txt\n");
+}
+
+#[test]
+fn collection_keeps_what_the_current_tree_uses_and_drops_old_snapshots() {
+    let f = fixture(DEFAULT_MAX_FILE_BYTES);
+    std::fs::write(f.project.join("a.txt"), "old").expect("write");
+    let old = f.store.track().expect("track");
+    std::fs::write(f.project.join("a.txt"), "new").expect("write");
+    let new = f.store.track().expect("track");
+    let data = f
+        .store
+        .git_dir()
+        .parent()
+        .and_then(Path::parent)
+        .expect("data dir");
+    let failed = collect(data, 0);
+    assert!(failed.is_empty(), "{failed:?}");
+    let exists = |hash: &str| f.store.git(["cat-file", "-e", hash]).is_ok();
+    assert!(!exists(&old.hash), "the old snapshot is collected");
+    assert!(exists(&new.hash), "the current tree stays");
+    std::fs::write(f.project.join("a.txt"), "newer").expect("write");
+    f.store.track().expect("snapshots go on after a collection");
+}
+
+/// One file operation of a turn, as the tools would do it.
+#[derive(Debug, Clone)]
+enum Op {
+    Write(u8, Vec<u8>),
+    Append(u8, Vec<u8>),
+    Delete(u8),
+    Rename(u8, u8),
+}
+
+fn name(n: u8) -> String {
+    match n % 3 {
+        0 => format!("f{n}.txt"),
+        1 => format!("dir{}/f{n}.txt", n % 2),
+        _ => format!("dir{}/sub/f{n}.txt", n % 2),
+    }
+}
+
+fn apply(root: &Path, op: &Op) {
+    match op {
+        Op::Write(n, bytes) | Op::Append(n, bytes) => {
+            let path = root.join(name(*n));
+            std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+            let mut content = if matches!(op, Op::Append(..)) {
+                std::fs::read(&path).unwrap_or_default()
+            } else {
+                Vec::new()
+            };
+            content.extend_from_slice(bytes);
+            std::fs::write(path, content).expect("write");
+        }
+        Op::Delete(n) => {
+            let _ = std::fs::remove_file(root.join(name(*n)));
+        }
+        Op::Rename(a, b) => {
+            let to = root.join(name(*b));
+            std::fs::create_dir_all(to.parent().expect("parent")).expect("mkdir");
+            let _ = std::fs::rename(root.join(name(*a)), to);
+        }
+    }
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let n = 0u8..8;
+    let bytes = proptest::collection::vec(any::<u8>(), 0..40);
+    prop_oneof![
+        (n.clone(), bytes.clone()).prop_map(|(n, b)| Op::Write(n, b)),
+        (n.clone(), bytes).prop_map(|(n, b)| Op::Append(n, b)),
+        n.clone().prop_map(Op::Delete),
+        (n.clone(), n).prop_map(|(a, b)| Op::Rename(a, b)),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// Turns of file operations, each bracketed by snapshots the way the
+    /// loop does it, then undo (restore the turn's files to the snapshot
+    /// before it) and redo (restore them to the state at the undo) in a
+    /// random order: the tree always equals the expected state, and the
+    /// user's `.git` is byte-identical at the end.
+    #[test]
+    fn undo_and_redo_leave_exactly_the_expected_tree(
+        turns in proptest::collection::vec(proptest::collection::vec(op(), 1..6), 1..5),
+        moves in proptest::collection::vec(any::<bool>(), 1..10),
+    ) {
+        let f = fixture(DEFAULT_MAX_FILE_BYTES);
+        std::fs::write(f.project.join("tracked.txt"), "base\n").expect("write");
+        git_in(&f.project, &["init", "--quiet"]);
+        git_in(&f.project, &["add", "."]);
+        git_in(&f.project, &["commit", "--quiet", "-m", "base"]);
+        std::fs::write(f.project.join("tracked.txt"), "uncommitted\n").expect("write");
+        let user_git = read_all(&f.project.join(".git"));
+
+        // (snapshot before, files the turn changed, tree after)
+        let mut done = Vec::new();
+        for turn in &turns {
+            let before = f.store.track().expect("track");
+            let state = read_tree(&f.project);
+            for op in turn {
+                apply(&f.project, op);
+            }
+            let after = f.store.track().expect("track");
+            let files: Vec<String> = f
+                .store
+                .changes(&before.hash, &after.hash)
+                .expect("changes")
+                .into_iter()
+                .map(|c| c.path)
+                .collect();
+            done.push((before.hash, files, state, read_tree(&f.project)));
+        }
+        // (the turn as in `done`, snapshot taken at its undo)
+        let mut undone = Vec::new();
+        for undo in moves {
+            if undo {
+                let Some(turn) = done.pop() else { continue };
+                let at_undo = f.store.track().expect("track");
+                f.store.restore(&turn.0, &turn.1).expect("undo");
+                prop_assert_eq!(&read_tree(&f.project), &turn.2);
+                undone.push((turn, at_undo.hash));
+            } else {
+                let Some((turn, at_undo)) = undone.pop() else { continue };
+                f.store.restore(&at_undo, &turn.1).expect("redo");
+                prop_assert_eq!(&read_tree(&f.project), &turn.3);
+                done.push(turn);
+            }
+        }
+        prop_assert_eq!(read_all(&f.project.join(".git")), user_git);
+    }
+}

@@ -1,0 +1,223 @@
+//! `/undo` and `/redo` through the real binary (issue #14): a turn that edits
+//! a file and makes one with `bash -c`, taken back by `cairn run --continue
+//! "/undo"` and brought back by `"/redo"`, against a scripted server.
+
+use crate::scenario;
+use crate::support;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Output;
+use std::time::Duration;
+
+use scenario::{text, tool_call};
+use serde_json::json;
+use support::ScriptedServer;
+
+/// A temp git repository with private config and data directories.
+struct Project {
+    root: tempfile::TempDir,
+    home: tempfile::TempDir,
+}
+
+impl Project {
+    fn new(server: &ScriptedServer) -> Self {
+        let root = tempfile::tempdir().expect("project dir");
+        let project = Self {
+            root,
+            home: tempfile::tempdir().expect("home dir"),
+        };
+        project.git(&["init", "-q"]);
+        std::fs::write(project.path("notes.txt"), "teh cat sat\n").expect("write notes");
+        // `bash -c` always asks unless --yolo (see config.example.toml), and
+        // a headless run cannot answer: the test allows everything.
+        let config = format!(
+            "model = \"scripted/test-model\"\nyolo = true\n\n\
+             [provider.scripted]\nwire = \"openai\"\nbase_url = \"{}/v1\"\n\n\
+             [provider.scripted.models.\"test-model\"]\ncontext = 200000\noutput = 32000\n",
+            server.url()
+        );
+        std::fs::write(project.path("cairn.toml"), config).expect("write cairn.toml");
+        project.git(&["add", "."]);
+        project.git(&[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qm",
+            "base",
+        ]);
+        project
+    }
+
+    fn git(&self, args: &[&str]) {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(self.root.path())
+            .output()
+            .expect("run git");
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+    }
+
+    fn path(&self, name: &str) -> std::path::PathBuf {
+        self.root.path().join(name)
+    }
+
+    async fn cairn(&self, args: &[&str]) -> Output {
+        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_cairn"));
+        command
+            .args(args)
+            .current_dir(self.root.path())
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", self.home.path())
+            .env("XDG_CONFIG_HOME", self.home.path().join("config"))
+            .env("CAIRN_DATA_DIR", self.home.path().join("data"))
+            .kill_on_drop(true);
+        tokio::time::timeout(Duration::from_secs(60), command.output())
+            .await
+            .expect("cairn finishes within 60 s")
+            .expect("run cairn")
+    }
+
+    async fn ok(&self, args: &[&str]) -> String {
+        let output = self.cairn(args).await;
+        assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
+    fn read(&self, name: &str) -> Option<String> {
+        std::fs::read_to_string(self.path(name)).ok()
+    }
+}
+
+fn describe(output: &Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// Every byte under `dir`.
+fn read_all(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut files = BTreeMap::new();
+    let mut pending = vec![dir.to_owned()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).expect("read dir") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                let bytes = std::fs::read(&path).expect("read");
+                files.insert(path.display().to_string(), bytes);
+            }
+        }
+    }
+    files
+}
+
+/// The non-system message contents of a recorded request.
+fn said(server: &ScriptedServer, index: usize) -> String {
+    server.requests()[index].json()["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter(|m| m["role"] != "system")
+        .map(|m| m.to_string())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn undo_takes_back_an_edit_and_a_bash_file_and_redo_brings_them_back() {
+    let server = ScriptedServer::start([
+        text("Hello there.", 300),
+        tool_call(
+            "call_1",
+            "edit",
+            json!({ "file_path": "notes.txt", "old_string": "teh", "new_string": "the" }),
+            1_000,
+        ),
+        tool_call(
+            "call_2",
+            "bash",
+            json!({ "command": "bash -c 'echo x > new.txt'" }),
+            1_100,
+        ),
+        text("Fixed it and made new.txt.", 1_200),
+        text("Nothing else to fix.", 1_300),
+    ])
+    .await;
+    let project = Project::new(&server);
+    project.ok(&["run", "say hello"]).await;
+    let user_git = read_all(&project.path(".git"));
+    project.ok(&["run", "--continue", "fix notes.txt"]).await;
+    assert_eq!(project.read("notes.txt").as_deref(), Some("the cat sat\n"));
+    assert_eq!(project.read("new.txt").as_deref(), Some("x\n"));
+    assert_eq!(server.requests().len(), 4);
+
+    let undone = project.ok(&["run", "--continue", "/undo"]).await;
+    assert!(undone.contains("prompt: fix notes.txt"), "{undone}");
+    assert_eq!(project.read("notes.txt").as_deref(), Some("teh cat sat\n"));
+    assert_eq!(project.read("new.txt"), None, "{undone}");
+
+    let redone = project.ok(&["run", "--continue", "/redo"]).await;
+    assert!(redone.contains("new.txt"), "{redone}");
+    assert_eq!(project.read("notes.txt").as_deref(), Some("the cat sat\n"));
+    assert_eq!(project.read("new.txt").as_deref(), Some("x\n"));
+
+    project.ok(&["run", "--continue", "/undo"]).await;
+    assert_eq!(server.requests().len(), 4, "undo and redo call no model");
+    project.ok(&["run", "--continue", "anything else?"]).await;
+    let next = said(&server, 4);
+    assert!(next.contains("say hello"), "{next}");
+    assert!(next.contains("anything else?"), "{next}");
+    assert!(!next.contains("fix notes.txt"), "{next}");
+    assert!(!next.contains("call_1"), "{next}");
+    assert_eq!(project.read("new.txt"), None);
+
+    let refused = project.cairn(&["run", "--continue", "/redo"]).await;
+    assert_eq!(refused.status.code(), Some(1), "{}", describe(&refused));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("a new message was sent"),
+        "{}",
+        describe(&refused)
+    );
+    assert_eq!(
+        read_all(&project.path(".git")),
+        user_git,
+        "the user's .git is untouched"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn undo_refuses_to_overwrite_a_hand_edit_unless_forced() {
+    let server = ScriptedServer::start([
+        tool_call(
+            "call_1",
+            "edit",
+            json!({ "file_path": "notes.txt", "old_string": "teh", "new_string": "the" }),
+            1_000,
+        ),
+        text("Fixed.", 1_100),
+    ])
+    .await;
+    let project = Project::new(&server);
+    project.ok(&["run", "fix notes.txt"]).await;
+    std::fs::write(project.path("notes.txt"), "my own words\n").expect("hand edit");
+
+    let refused = project.cairn(&["run", "--continue", "/undo"]).await;
+    assert_eq!(refused.status.code(), Some(1), "{}", describe(&refused));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("notes.txt changed since the turn"),
+        "{stderr}"
+    );
+    assert_eq!(project.read("notes.txt").as_deref(), Some("my own words\n"));
+
+    project.ok(&["run", "--continue", "/undo --force"]).await;
+    assert_eq!(project.read("notes.txt").as_deref(), Some("teh cat sat\n"));
+}
