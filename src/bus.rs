@@ -82,7 +82,7 @@ pub enum Event {
     /// A tool is waiting for the user's permission.
     PermissionAsked {
         session_id: String,
-        request: Arc<crate::permission::PermissionRequest>,
+        request: Arc<crate::permission::request::PermissionRequest>,
     },
     PermissionReplied {
         session_id: String,

@@ -606,6 +606,21 @@ fn is_false(value: &bool) -> bool {
     !*value
 }
 
+/// Whether `assistant` ended a step that the model must see the tool results
+/// of. Calling tools is what decides, not the finish reason: several
+/// OpenAI-compatible servers and gateways end a tool call with `stop`, no
+/// reason or one of their own. A step that failed (`error`) is over anyway.
+pub fn wants_tool_results(assistant: &MessageWithParts) -> bool {
+    let Some(info) = assistant.message.as_assistant() else {
+        return false;
+    };
+    match info.finish {
+        Some(FinishReason::ToolCalls) => true,
+        Some(FinishReason::Error) | None => false,
+        Some(_) => assistant.parts.iter().any(|part| part.as_tool().is_some()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -290,8 +290,7 @@ fn was_mid_task(history: &[MessageWithParts], request_id: &str) -> bool {
         .find(|m| m.message.as_assistant().is_some());
     match (last_user, last_assistant) {
         (Some(user), Some(assistant)) => {
-            user.message.id > assistant.message.id
-                || crate::session::run::wants_tool_results(assistant)
+            user.message.id > assistant.message.id || crate::message::wants_tool_results(assistant)
         }
         (Some(_), None) => true,
         _ => false,

@@ -126,7 +126,7 @@ fn instruction_files(env: &Environment) -> (Vec<Instruction>, Vec<String>) {
     }
     paths.extend(project_instruction_files(&env.cwd, &env.root));
     for extra in &env.extra_instructions {
-        if crate::session::remote_instructions::is_url(extra) {
+        if is_url(extra) {
             continue; // fetched by `remote_instructions`
         }
         let path = expand_home(extra, env.home.as_deref());
@@ -242,6 +242,11 @@ fn today() -> String {
     let days = crate::clock::now_millis().div_euclid(86_400_000);
     let (year, month, day) = crate::clock::civil_from_days(days);
     format!("{year:04}-{month:02}-{day:02}")
+}
+
+/// Whether a configured `instructions` entry is a URL rather than a path.
+pub fn is_url(entry: &str) -> bool {
+    entry.starts_with("https://") || entry.starts_with("http://")
 }
 
 #[cfg(test)]

@@ -8,19 +8,13 @@ use std::time::Duration;
 
 use tokio::sync::OnceCell;
 
-use crate::session::ctx::SessionCtx;
-use crate::session::prompt::Instruction;
+use crate::session::prompt::{Instruction, is_url};
 
 /// How long one instruction URL may take: the first request waits for it.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Largest instruction file taken from a URL: it is sent with every request.
 const MAX_BYTES: usize = 256 * 1024;
-
-/// Whether a configured `instructions` entry is a URL rather than a path.
-pub fn is_url(entry: &str) -> bool {
-    entry.starts_with("https://") || entry.starts_with("http://")
-}
 
 /// The session's fetched URL instructions.
 #[derive(Debug, Default)]
@@ -31,8 +25,10 @@ pub struct RemoteInstructions {
 impl RemoteInstructions {
     /// Fetches the configured URLs the first time it is called; later calls
     /// return at once. Failures are reported to the user.
-    pub async fn load(&self, ctx: &SessionCtx) {
-        self.fetched.get_or_init(|| fetch_all(ctx)).await;
+    pub async fn load(&self, entries: &[String], report: impl Fn(&str)) {
+        self.fetched
+            .get_or_init(|| fetch_all(entries, &report))
+            .await;
     }
 
     /// What [`Self::load`] fetched (nothing before it ran).
@@ -41,20 +37,15 @@ impl RemoteInstructions {
     }
 }
 
-async fn fetch_all(ctx: &SessionCtx) -> Vec<Instruction> {
-    let urls: Vec<&String> = ctx
-        .env
-        .extra_instructions
-        .iter()
-        .filter(|entry| is_url(entry))
-        .collect();
+async fn fetch_all(entries: &[String], report: &impl Fn(&str)) -> Vec<Instruction> {
+    let urls: Vec<&String> = entries.iter().filter(|entry| is_url(entry)).collect();
     if urls.is_empty() {
         return Vec::new();
     }
     let client = match reqwest::Client::builder().timeout(FETCH_TIMEOUT).build() {
         Ok(client) => client,
         Err(error) => {
-            ctx.report_once(&format!("cannot fetch instruction URLs: {error}"));
+            report(&format!("cannot fetch instruction URLs: {error}"));
             return Vec::new();
         }
     };
@@ -66,7 +57,7 @@ async fn fetch_all(ctx: &SessionCtx) -> Vec<Instruction> {
                 path: PathBuf::from(url),
                 content,
             }),
-            Err(reason) => ctx.report_once(&format!(
+            Err(reason) => report(&format!(
                 "cannot fetch instructions from {url} (config `instructions`): {reason}; going on without them"
             )),
         }

@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use crate::bus::SessionStatus;
 use crate::clock::now_millis;
 use crate::context::view;
-use crate::message::{CompactionPart, FinishReason, MessageWithParts, Part, UserMessage};
+use crate::message::{CompactionPart, MessageWithParts, Part, UserMessage};
 use crate::session::ctx::{ResolvedModel, SessionCtx};
 use crate::session::doom::CallSignature;
 use crate::session::processor::{self, Step, StepOutcome};
@@ -68,28 +68,13 @@ impl<'a> Latest<'a> {
         let Some(info) = assistant.message.as_assistant() else {
             return false;
         };
-        let finished = info.finish.is_some() && !wants_tool_results(assistant);
+        let finished = info.finish.is_some() && !crate::message::wants_tool_results(assistant);
         let unfinished_tools = assistant
             .parts
             .iter()
             .filter_map(Part::as_tool)
             .any(|t| !t.state.is_finished());
         finished && !unfinished_tools && user.message.id < assistant.message.id
-    }
-}
-
-/// Whether `assistant` ended a step that the model must see the tool results
-/// of. Calling tools is what decides, not the finish reason: several
-/// OpenAI-compatible servers and gateways end a tool call with `stop`, no
-/// reason or one of their own. A step that failed (`error`) is over anyway.
-pub fn wants_tool_results(assistant: &MessageWithParts) -> bool {
-    let Some(info) = assistant.message.as_assistant() else {
-        return false;
-    };
-    match info.finish {
-        Some(FinishReason::ToolCalls) => true,
-        Some(FinishReason::Error) | None => false,
-        Some(_) => assistant.parts.iter().any(|part| part.as_tool().is_some()),
     }
 }
 
@@ -201,7 +186,11 @@ async fn decide_and_act(
         ctx.writer.notice(&ctx.session_id, warning);
     }
     let agent = ctx.agents.get(&user.agent).clone();
-    ctx.remote_instructions.load(ctx).await;
+    ctx.remote_instructions
+        .load(&ctx.env.extra_instructions, |problem| {
+            ctx.report_once(problem)
+        })
+        .await;
     let is_last_step = agent.steps.is_some_and(|max| *step >= max);
     let view = view::model_view(history);
     let request = build_request(ctx, &agent, &model, &view, is_last_step);
