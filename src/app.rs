@@ -25,9 +25,6 @@ use crate::tool::{OutputLimits, Registry};
 
 const NO_MODEL: &str = "no model configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY, pass --model provider/model, or set `model` in ~/.config/cairn/config.toml";
 
-/// Where full tool outputs are saved, under the data directory.
-const TOOL_OUTPUT_DIR: &str = "tool-output";
-
 /// Deletes saved tool outputs older than a week on a thread of its own, off
 /// the path to the first frame; a failure is logged, never fatal.
 fn sweep_tool_outputs(dir: PathBuf) -> Option<std::thread::JoinHandle<()>> {
@@ -119,7 +116,7 @@ impl App {
             tools: Arc::new(Registry::builtin()),
             cwd,
             data_dir: data_dir.to_path_buf(),
-            sweep: sweep_tool_outputs(data_dir.join(TOOL_OUTPUT_DIR)),
+            sweep: sweep_tool_outputs(data_dir.join(crate::paths::TOOL_OUTPUT_DIR)),
         })
     }
 
@@ -220,7 +217,10 @@ impl App {
         }));
         // One directory per session: the model may page through its own
         // saved outputs unasked, not through other sessions' (or projects').
-        let tool_output_dir = self.data_dir.join(TOOL_OUTPUT_DIR).join(&session.id);
+        let tool_output_dir = self
+            .data_dir
+            .join(crate::paths::TOOL_OUTPUT_DIR)
+            .join(&session.id);
         let mut env = Environment::discover(Path::new(&session.directory));
         env.config_dir = crate::paths::config_dir();
         env.extra_instructions = config.instructions.clone();

@@ -62,12 +62,9 @@ pub fn db_path() -> Result<PathBuf, Error> {
     Ok(data_dir()?.join("cairn.db"))
 }
 
-/// Full outputs of truncated tool results, `data/tool-output/` (created).
-pub fn tool_output_dir() -> Result<PathBuf, Error> {
-    let dir = data_dir()?.join("tool-output");
-    create_private_dir(&dir)?;
-    Ok(dir)
-}
+/// Where full outputs of truncated tool results are saved, under the data
+/// directory, one folder per session.
+pub const TOOL_OUTPUT_DIR: &str = "tool-output";
 
 /// The log file, `data/log/cairn.log` (its directory is created).
 pub fn log_path() -> Result<PathBuf, Error> {

@@ -7,7 +7,7 @@
 
 use std::fmt::Write as _;
 
-use crate::clock::now_millis;
+use crate::clock::{format_time, now_millis};
 use crate::permission::{Permissions, Rule};
 use crate::session::Error;
 use crate::session::ctx::SessionCtx;
@@ -103,29 +103,7 @@ fn listing(project: &str, rules: &[RememberedRule]) -> String {
 
 /// `2026-11-22 18:43 UTC` from Unix milliseconds.
 fn date(millis: i64) -> String {
-    let seconds = millis.div_euclid(1000);
-    let (days, day_seconds) = (seconds.div_euclid(86_400), seconds.rem_euclid(86_400));
-    let (year, month, day) = civil_from_days(days);
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02} UTC",
-        day_seconds / 3600,
-        day_seconds % 3600 / 60
-    )
-}
-
-/// Days since 1970-01-01 to (year, month, day) in the proleptic Gregorian
-/// calendar (Howard Hinnant's `civil_from_days`).
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
+    format!("{} UTC", format_time(millis))
 }
 
 /// The arguments of `/permissions` (lists) and `/permissions revoke N`

@@ -2,10 +2,10 @@
 //! always continues, whatever finish reason the server sent; retries follow
 //! one policy; overflow and odd replies end with a clear message.
 
+use crate::project::{Project, describe};
 use crate::scenario;
 use crate::support;
 
-use std::process::Output;
 use std::time::Duration;
 
 use scenario::{Scenario, text};
@@ -142,53 +142,11 @@ async fn an_anthropic_tool_use_ending_with_end_turn_continues_the_turn() {
     assert!(carries_tool_result(&requests[1], "toolu_1"));
 }
 
-/// A temp git repository with a `cairn.toml` for `server`, and private homes.
-struct Project {
-    root: tempfile::TempDir,
-    home: tempfile::TempDir,
-}
-
-impl Project {
-    fn new(base_url: &str) -> Self {
-        let root = tempfile::tempdir().expect("project dir");
-        std::fs::create_dir(root.path().join(".git")).expect("mark as git repo");
-        let config = format!(
-            "model = \"scripted/test-model\"\nyolo = true\n\n\
-             [provider.scripted]\nwire = \"openai\"\nbase_url = \"{base_url}/v1\"\n\n\
-             [provider.scripted.models.\"test-model\"]\ncontext = 200000\noutput = 32000\n",
-        );
-        std::fs::write(root.path().join("cairn.toml"), config).expect("write cairn.toml");
-        Self {
-            root,
-            home: tempfile::tempdir().expect("home dir"),
-        }
-    }
-
-    async fn cairn(&self, args: &[&str]) -> Output {
-        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_cairn"));
-        command
-            .args(args)
-            .current_dir(self.root.path())
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", self.home.path())
-            .env("XDG_CONFIG_HOME", self.home.path().join("config"))
-            .env("CAIRN_DATA_DIR", self.home.path().join("data"))
-            .kill_on_drop(true);
-        tokio::time::timeout(Duration::from_secs(60), command.output())
-            .await
-            .expect("cairn finishes within 60 s")
-            .expect("run cairn")
-    }
-}
-
-fn describe(output: &Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        output.status.code(),
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
+/// A project whose model is the OpenAI-compatible server at `base_url`.
+fn project_on(base_url: &str) -> Project {
+    let project = Project::new();
+    project.use_server_at(base_url, "yolo = true\n", "");
+    project
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -198,7 +156,7 @@ async fn cairn_run_answers_after_a_tool_call_that_ended_with_stop() {
         text("Only cairn.toml is here.", 900),
     ])
     .await;
-    let project = Project::new(&server.url());
+    let project = project_on(&server.url());
     let output = project.cairn(&["run", "what is here?"]).await;
     assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
     assert!(
@@ -220,7 +178,7 @@ async fn closed_port() -> u16 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cairn_run_says_at_once_that_a_local_server_is_down() {
     let port = closed_port().await;
-    let project = Project::new(&format!("http://127.0.0.1:{port}"));
+    let project = project_on(&format!("http://127.0.0.1:{port}"));
     let started = std::time::Instant::now();
     let output = project.cairn(&["run", "hello"]).await;
     let waited = started.elapsed();

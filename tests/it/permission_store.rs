@@ -6,7 +6,7 @@
 
 use crate::scenario;
 use crate::support;
-use crate::tui_pty::Terminal;
+use crate::tui_pty::{Terminal, pty_dirs};
 
 use std::path::Path;
 
@@ -52,18 +52,7 @@ fn start(project: &Path, data: &Path, config: &Path) -> Terminal {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_always_answer_outlives_the_process_until_revoked() {
     let server = ScriptedServer::start([]).await;
-    let project = tempfile::tempdir().expect("project");
-    let data = tempfile::tempdir().expect("data");
-    let config_home = tempfile::tempdir().expect("config home");
-    std::fs::create_dir(project.path().join(".git")).expect("git dir");
-    std::fs::write(
-        project.path().join("cairn.toml"),
-        format!(
-            "model = \"scripted/test-model\"\n[provider.scripted]\nwire = \"openai\"\nbase_url = \"{}/v1\"\n[provider.scripted.models.\"test-model\"]\ncontext = 32000\noutput = 4000\n",
-            server.url()
-        ),
-    )
-    .expect("config");
+    let (project, data, config_home) = pty_dirs(&server, false);
     for (round, answer) in ["First run done.", "Second run done."].iter().enumerate() {
         server.push(tool_call(
             &format!("call_{round}"),

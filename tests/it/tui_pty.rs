@@ -123,21 +123,33 @@ fn gauge_percent(screen: &str) -> u32 {
         .expect("a number before %")
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_user_session_in_a_real_terminal() {
-    let server = ScriptedServer::start([]).await;
+/// A project (a `.git` dir and a `cairn.toml` on the scripted server, a
+/// 32k window), a data dir and a config home for one terminal session;
+/// `yolo` allows every ask.
+pub(crate) fn pty_dirs(
+    server: &ScriptedServer,
+    yolo: bool,
+) -> (tempfile::TempDir, tempfile::TempDir, tempfile::TempDir) {
     let project = tempfile::tempdir().expect("project");
     let data = tempfile::tempdir().expect("data");
     let config_home = tempfile::tempdir().expect("config home");
     std::fs::create_dir(project.path().join(".git")).expect("git dir");
+    let yolo = if yolo { "yolo = true\n" } else { "" };
     std::fs::write(
         project.path().join("cairn.toml"),
         format!(
-            "model = \"scripted/test-model\"\nyolo = true\n[provider.scripted]\nwire = \"openai\"\nbase_url = \"{}/v1\"\n[provider.scripted.models.\"test-model\"]\ncontext = 32000\noutput = 4000\n",
+            "model = \"scripted/test-model\"\n{yolo}[provider.scripted]\nwire = \"openai\"\nbase_url = \"{}/v1\"\n[provider.scripted.models.\"test-model\"]\ncontext = 32000\noutput = 4000\n",
             server.url()
         ),
     )
     .expect("config");
+    (project, data, config_home)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_user_session_in_a_real_terminal() {
+    let server = ScriptedServer::start([]).await;
+    let (project, data, config_home) = pty_dirs(&server, true);
     // A tool call with a large output, the answer, then the summary for /compact.
     server.push(tool_call(
         "call_1",
@@ -215,18 +227,7 @@ async fn a_user_session_in_a_real_terminal() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn typing_while_an_ask_opens_fills_the_composer_and_answers_nothing() {
     let server = ScriptedServer::start([]).await;
-    let project = tempfile::tempdir().expect("project");
-    let data = tempfile::tempdir().expect("data");
-    let config_home = tempfile::tempdir().expect("config home");
-    std::fs::create_dir(project.path().join(".git")).expect("git dir");
-    std::fs::write(
-        project.path().join("cairn.toml"),
-        format!(
-            "model = \"scripted/test-model\"\n[provider.scripted]\nwire = \"openai\"\nbase_url = \"{}/v1\"\n[provider.scripted.models.\"test-model\"]\ncontext = 32000\noutput = 4000\n",
-            server.url()
-        ),
-    )
-    .expect("config");
+    let (project, data, config_home) = pty_dirs(&server, false);
     let greeting = project.path().join("greeting.txt");
     std::fs::write(&greeting, "hello world\n").expect("file to edit");
     server.push(tool_call(

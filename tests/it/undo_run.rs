@@ -2,103 +2,35 @@
 //! a file and makes one with `bash -c`, taken back by `cairn run --continue
 //! "/undo"` and brought back by `"/redo"`, against a scripted server.
 
+use crate::project::{Project, describe};
 use crate::scenario;
 use crate::support;
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::Output;
-use std::time::Duration;
 
 use scenario::{text, tool_call};
 use serde_json::json;
 use support::ScriptedServer;
 
-/// A temp git repository with private config and data directories.
-struct Project {
-    root: tempfile::TempDir,
-    home: tempfile::TempDir,
-}
-
-impl Project {
-    fn new(server: &ScriptedServer) -> Self {
-        let root = tempfile::tempdir().expect("project dir");
-        let project = Self {
-            root,
-            home: tempfile::tempdir().expect("home dir"),
-        };
-        project.git(&["init", "-q"]);
-        std::fs::write(project.path("notes.txt"), "teh cat sat\n").expect("write notes");
-        // `bash -c` always asks unless --yolo (see config.example.toml), and
-        // a headless run cannot answer: the test allows everything.
-        let config = format!(
-            "model = \"scripted/test-model\"\nyolo = true\n\n\
-             [provider.scripted]\nwire = \"openai\"\nbase_url = \"{}/v1\"\n\n\
-             [provider.scripted.models.\"test-model\"]\ncontext = 200000\noutput = 32000\n",
-            server.url()
-        );
-        std::fs::write(project.path("cairn.toml"), config).expect("write cairn.toml");
-        project.git(&["add", "."]);
-        project.git(&[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "commit",
-            "-qm",
-            "base",
-        ]);
-        project
-    }
-
-    fn git(&self, args: &[&str]) {
-        let out = std::process::Command::new("git")
-            .args(args)
-            .current_dir(self.root.path())
-            .output()
-            .expect("run git");
-        assert!(out.status.success(), "git {args:?}: {out:?}");
-    }
-
-    fn path(&self, name: &str) -> std::path::PathBuf {
-        self.root.path().join(name)
-    }
-
-    async fn cairn(&self, args: &[&str]) -> Output {
-        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_cairn"));
-        command
-            .args(args)
-            .current_dir(self.root.path())
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", self.home.path())
-            .env("XDG_CONFIG_HOME", self.home.path().join("config"))
-            .env("CAIRN_DATA_DIR", self.home.path().join("data"))
-            .kill_on_drop(true);
-        tokio::time::timeout(Duration::from_secs(60), command.output())
-            .await
-            .expect("cairn finishes within 60 s")
-            .expect("run cairn")
-    }
-
-    async fn ok(&self, args: &[&str]) -> String {
-        let output = self.cairn(args).await;
-        assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
-        String::from_utf8_lossy(&output.stdout).into_owned()
-    }
-
-    fn read(&self, name: &str) -> Option<String> {
-        std::fs::read_to_string(self.path(name)).ok()
-    }
-}
-
-fn describe(output: &Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        output.status.code(),
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
+/// A git project with one committed file, `notes.txt`, on the scripted
+/// server. `bash -c` always asks unless --yolo (see config.example.toml), and
+/// a headless run cannot answer: the project allows everything.
+fn committed_project(server: &ScriptedServer) -> Project {
+    let project = Project::new();
+    std::fs::write(project.path("notes.txt"), "teh cat sat\n").expect("write notes");
+    project.use_scripted(server);
+    project.git(&["add", "."]);
+    project.git(&[
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@t",
+        "commit",
+        "-qm",
+        "base",
+    ]);
+    project
 }
 
 /// Every byte under `dir`.
@@ -151,7 +83,7 @@ async fn undo_takes_back_an_edit_and_a_bash_file_and_redo_brings_them_back() {
         text("Nothing else to fix.", 1_300),
     ])
     .await;
-    let project = Project::new(&server);
+    let project = committed_project(&server);
     project.ok(&["run", "say hello"]).await;
     let user_git = read_all(&project.path(".git"));
     project.ok(&["run", "--continue", "fix notes.txt"]).await;
@@ -205,7 +137,7 @@ async fn undo_refuses_to_overwrite_a_hand_edit_unless_forced() {
         text("Fixed.", 1_100),
     ])
     .await;
-    let project = Project::new(&server);
+    let project = committed_project(&server);
     project.ok(&["run", "fix notes.txt"]).await;
     std::fs::write(project.path("notes.txt"), "my own words\n").expect("hand edit");
 

@@ -46,14 +46,41 @@ impl Project {
     /// A `cairn.toml` using the scripted server as `scripted/test-model`, with
     /// `top` lines before the tables and `tables` after them.
     pub fn use_scripted_with(&self, server: &ScriptedServer, top: &str, tables: &str) {
+        self.use_server_at(&server.url(), top, tables);
+    }
+
+    /// The same `cairn.toml` for a server at `base_url` (one that may not be
+    /// listening: a closed port).
+    pub fn use_server_at(&self, base_url: &str, top: &str, tables: &str) {
         let config = format!(
             "model = \"scripted/test-model\"\n{top}\n\
-             [provider.scripted]\nwire = \"openai\"\nbase_url = \"{}/v1\"\n\n\
+             [provider.scripted]\nwire = \"openai\"\nbase_url = \"{base_url}/v1\"\n\n\
              [provider.scripted.models.\"test-model\"]\ncontext = 200000\noutput = 32000\n\n\
-             {tables}",
-            server.url()
+             {tables}"
         );
         std::fs::write(self.path("cairn.toml"), config).expect("write cairn.toml");
+    }
+
+    /// Runs `git` in the project; fails the test when git fails.
+    pub fn git(&self, args: &[&str]) {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(self.root.path())
+            .output()
+            .expect("run git");
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+    }
+
+    /// Runs the binary, requires success, returns its stdout.
+    pub async fn ok(&self, args: &[&str]) -> String {
+        let output = self.cairn(args).await;
+        assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+        text_of(&output.stdout)
+    }
+
+    /// A file of the project, `None` when it does not exist.
+    pub fn read(&self, name: &str) -> Option<String> {
+        std::fs::read_to_string(self.path(name)).ok()
     }
 
     /// The binary in the project with only the environment a test gives it
