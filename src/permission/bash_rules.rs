@@ -88,7 +88,7 @@ pub fn plan(command: &str, cwd: &Path, root: &Path) -> BashPlan {
         match part {
             Part::Run(cmd) => {
                 add_command(cmd, cwd, root, &mut bash, &mut external);
-                add_tee_writes(cmd, cwd, root, &mut edit, &mut external);
+                add_argument_writes(cmd, cwd, root, &mut edit, &mut external);
             }
             Part::Write { operator, target } => {
                 add_write(operator, target, cwd, root, &mut edit, &mut external);
@@ -170,15 +170,59 @@ fn add_command(cmd: &Command, cwd: &Path, root: &Path, bash: &mut Ask, external:
     }
 }
 
-/// `tee FILE...` writes its files like `>` does: they need `edit` whatever
-/// the rule for `tee` itself says.
-fn add_tee_writes(cmd: &Command, cwd: &Path, root: &Path, edit: &mut Ask, external: &mut Ask) {
+/// Options that name a file the command writes, per command: a read-only
+/// verb (`git diff *` is offered as a broad "always") must not write a file
+/// through `--output=FILE` unasked.
+const OUTPUT_OPTIONS: &[(&str, &[&str])] = &[
+    ("git", &["--output", "--output-directory"]),
+    ("sort", &["-o", "--output"]),
+    ("curl", &["-o", "--output"]),
+    ("wget", &["-O", "--output-document"]),
+];
+
+/// Files a command writes through its arguments, like `>` does: `tee FILE...`
+/// and the [`OUTPUT_OPTIONS`]. They need `edit` whatever the rule for the
+/// command itself says.
+fn add_argument_writes(cmd: &Command, cwd: &Path, root: &Path, edit: &mut Ask, external: &mut Ask) {
     let words = unwrap(&cmd.words);
-    if words.first().and_then(base_name) != Some("tee") {
+    let Some(name) = words.first().and_then(base_name) else {
+        return;
+    };
+    if name == "tee" {
+        for target in words[1..].iter().filter(|w| !w.text().starts_with('-')) {
+            add_write("tee", target, cwd, root, edit, external);
+        }
         return;
     }
-    for target in words[1..].iter().filter(|w| !w.text().starts_with('-')) {
-        add_write("tee", target, cwd, root, edit, external);
+    let Some((_, options)) = OUTPUT_OPTIONS.iter().find(|(command, _)| *command == name) else {
+        return;
+    };
+    let mut rest = words[1..].iter();
+    while let Some(word) = rest.next() {
+        let text = word.text();
+        for option in *options {
+            if text == *option {
+                if let Some(target) = rest.clone().next() {
+                    add_write(option, target, cwd, root, edit, external);
+                }
+            } else if let Some(value) = text
+                .strip_prefix(option)
+                .and_then(|v| {
+                    if option.starts_with("--") {
+                        v.strip_prefix('=')
+                    } else {
+                        Some(v)
+                    }
+                })
+                .filter(|v| !v.is_empty())
+            {
+                let target = Word {
+                    raw: value.to_string(),
+                    literal: word.literal.as_ref().map(|_| value.to_string()),
+                };
+                add_write(option, &target, cwd, root, edit, external);
+            }
+        }
     }
 }
 

@@ -402,3 +402,43 @@ fn reasons_name_the_part_that_needs_an_answer() {
         "`eval` runs text cairn cannot inspect"
     );
 }
+
+/// A read-only verb offered as a broad "always" (`git diff *`, `git log *`)
+/// or a command allowed by the user must not write files through an option
+/// that names one: the write asks as `>` does.
+#[test]
+fn output_options_are_writes() {
+    let root = project();
+    let rules = permissions(
+        &[
+            ("git diff *", Allow),
+            ("git log *", Allow),
+            ("sort *", Allow),
+            ("curl *", Allow),
+            ("wget *", Allow),
+        ],
+        false,
+    );
+    let table: &[(&str, Action)] = &[
+        ("git diff --output=x", Ask),
+        ("git diff --output x", Ask),
+        ("git log --output=notes.txt -p", Ask),
+        ("git diff --stat", Allow),
+        ("git log --oneline -5", Allow),
+        ("sort -o sorted.txt input.txt", Ask),
+        ("sort -osorted.txt input.txt", Ask),
+        ("sort --output=sorted.txt input.txt", Ask),
+        ("sort input.txt", Allow),
+        ("curl -o page.html https://example.com", Ask),
+        ("curl --output page.html https://example.com", Ask),
+        ("wget -O page.html https://example.com", Ask),
+        ("git diff --output=/dev/null", Allow),
+    ];
+    for (command, expected) in table {
+        assert_eq!(
+            verdict(command, &rules, root.path()),
+            *expected,
+            "{command}"
+        );
+    }
+}
