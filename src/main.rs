@@ -265,11 +265,8 @@ fn init_logging(level: &str) {
     let file = cairn::paths::log_path()
         .map_err(anyhow::Error::from)
         .and_then(|path| {
-            let mut options = std::fs::OpenOptions::new();
             // The log may quote prompts and file contents: owner-only, like the data dir.
-            #[cfg(unix)]
-            std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-            options
+            cairn::paths::private_file_options()
                 .create(true)
                 .append(true)
                 .open(&path)

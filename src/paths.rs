@@ -76,14 +76,34 @@ pub fn log_path() -> Result<PathBuf, Error> {
 /// Creates `dir` and its missing parents; the ones created get mode 0700.
 /// An existing directory keeps the mode it has: the user chose it.
 pub fn create_private_dir(dir: &Path) -> Result<(), Error> {
+    private_dir_builder()
+        .create(dir)
+        .map_err(|source| Error::Create {
+            path: dir.to_owned(),
+            source,
+        })
+}
+
+/// A recursive directory builder whose created directories get mode 0700.
+#[must_use]
+pub fn private_dir_builder() -> std::fs::DirBuilder {
     let mut builder = std::fs::DirBuilder::new();
     builder.recursive(true);
     #[cfg(unix)]
     std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    builder.create(dir).map_err(|source| Error::Create {
-        path: dir.to_owned(),
-        source,
-    })
+    builder
+}
+
+/// Open options whose created files only their owner can read (mode 0600):
+/// sessions, logs, saved tool outputs and snapshots hold code, prompts and
+/// whatever secrets a command printed. Callers add how they open (append,
+/// truncate, create_new); an existing file keeps the mode it has.
+#[must_use]
+pub fn private_file_options() -> std::fs::OpenOptions {
+    let mut options = std::fs::OpenOptions::new();
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options
 }
 
 #[cfg(test)]

@@ -401,12 +401,10 @@ fn project_key(work_tree: &Path) -> String {
 /// Writes a file only its owner can read.
 fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
     use std::io::Write as _;
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut file = std::fs::OpenOptions::new()
+    let mut file = crate::paths::private_file_options()
         .write(true)
         .create(true)
         .truncate(true)
-        .mode(0o600)
         .open(path)?;
     file.write_all(text.as_bytes())
 }

@@ -6,8 +6,7 @@
 //! cairn is reported as an error naming the file; opening never panics and
 //! never rewrites a file it does not recognise.
 
-use std::fs::{DirBuilder, OpenOptions};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::Duration;
 
@@ -168,20 +167,17 @@ fn configure(path: &Path, connection: &Connection) -> Result<(), Error> {
 /// files the mode of the database file.
 fn create_private_file(path: &Path) -> Result<(), Error> {
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
+        crate::paths::private_dir_builder()
             .create(parent)
             .map_err(|source| Error::CreateDir {
                 path: parent.to_path_buf(),
                 source,
             })?;
     }
-    OpenOptions::new()
+    crate::paths::private_file_options()
         .write(true)
         .create(true)
         .truncate(false)
-        .mode(0o600)
         .open(path)
         .map(drop)
         .map_err(|source| Error::CreateFile {

@@ -149,17 +149,12 @@ pub fn truncate(
 /// # Errors
 /// When `dir` or the file cannot be created.
 pub fn create_spill_file(dir: &Path) -> std::io::Result<(PathBuf, std::fs::File)> {
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)?;
+    crate::paths::private_dir_builder().create(dir)?;
     let id = crate::id::part_id();
     let path = dir.join(format!("tool_{}", id.trim_start_matches("prt_")));
-    let file = std::fs::OpenOptions::new()
+    let file = crate::paths::private_file_options()
         .write(true)
         .create_new(true)
-        .mode(0o600)
         .open(&path)?;
     Ok((path, file))
 }
