@@ -1,5 +1,5 @@
 //! Decoding throughput: a recorded-looking stream of 100,000 chunks in each
-//! wire format, fed in 1,400-byte network reads through the SSE decoder and
+//! wire format (Chat Completions, Anthropic Messages, Responses), fed in 1,400-byte network reads through the SSE decoder and
 //! the wire decoder. Reports chunks/s (`elements`) and MB/s (`bytes`).
 //!
 //! Run: `cargo bench --bench decode`. Target: over 1,000,000 chunks/s.
@@ -8,6 +8,7 @@ use std::hint::black_box;
 
 use cairn::provider::anthropic::AnthropicDecoder;
 use cairn::provider::openai::OpenAiDecoder;
+use cairn::provider::responses::ResponsesDecoder;
 use cairn::provider::sse::SseDecoder;
 use cairn::provider::{StreamEvent, WireDecoder};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
@@ -95,6 +96,44 @@ fn anthropic_stream() -> Vec<u8> {
     body.into_bytes()
 }
 
+/// Responses events as OpenAI sends them (`event:` line, `sequence_number`,
+/// item and content indexes): text deltas with a function call every 500
+/// events, then `response.completed` with usage.
+fn responses_stream() -> Vec<u8> {
+    let mut body = String::new();
+    let mut sequence = 0;
+    let mut push = |data: serde_json::Value| {
+        let mut data = data;
+        data["sequence_number"] = json!(sequence);
+        sequence += 1;
+        body.push_str(&format!(
+            "event: {}\ndata: {data}\n\n",
+            data["type"].as_str().unwrap_or("")
+        ));
+    };
+    push(
+        json!({"type": "response.created", "response": {"id": "resp_01", "object": "response", "status": "in_progress", "model": "gpt-5-codex", "output": []}}),
+    );
+    for index in 0..CHUNKS - 2 {
+        if index % 500 == 499 {
+            let item = json!({"type": "function_call", "id": format!("fc_{index}"), "call_id": format!("call_{index}"), "name": "read", "arguments": "{\"path\":\"a.rs\"}", "status": "completed"});
+            push(json!({"type": "response.output_item.done", "output_index": 1, "item": item}));
+        } else if index % 500 == 498 {
+            let item = json!({"type": "function_call", "id": format!("fc_{}", index + 1), "call_id": format!("call_{}", index + 1), "name": "read", "arguments": "", "status": "in_progress"});
+            push(json!({"type": "response.output_item.added", "output_index": 1, "item": item}));
+        } else {
+            push(
+                json!({"type": "response.output_text.delta", "item_id": "msg_01", "output_index": 0, "content_index": 0, "delta": WORDS[index % WORDS.len()], "logprobs": []}),
+            );
+        }
+    }
+    push(
+        json!({"type": "response.completed", "response": {"id": "resp_01", "object": "response", "status": "completed",
+        "usage": {"input_tokens": 42, "input_tokens_details": {"cached_tokens": 7}, "output_tokens": 99_997, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 100_039}}}),
+    );
+    body.into_bytes()
+}
+
 /// Decodes `bytes` fully; returns the number of events (kept alive for black_box).
 fn decode(bytes: &[u8], mut decoder: impl WireDecoder) -> usize {
     let mut sse = SseDecoder::new();
@@ -124,10 +163,12 @@ fn bench(criterion: &mut Criterion) {
     let streams = [
         ("openai", openai_stream()),
         ("anthropic", anthropic_stream()),
+        ("responses", responses_stream()),
     ];
     for (name, bytes) in &streams {
         let run = |bytes: &[u8]| match *name {
             "openai" => decode(bytes, OpenAiDecoder::new()),
+            "responses" => decode(bytes, ResponsesDecoder::new()),
             _ => decode(bytes, AnthropicDecoder::new()),
         };
         assert!(run(bytes) >= CHUNKS - 1_000, "{name}: every chunk decoded");

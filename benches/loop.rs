@@ -1,6 +1,6 @@
 //! Loop overhead per step on a 1,000-message session (issue 4, target < 5 ms):
 //! what one iteration of `session::run` does besides calling the model, i.e.
-//! the kept context read (`SessionCtx::read_context`), `context::model_view`,
+//! the kept model view read (`SessionCtx::read_view`), `context::model_view`,
 //! `request::build_request` and `gauge::measure_request`, as a whole and one by
 //! one. Real SQLite file, real tools,
 //! real system prompt (with an AGENTS.md); no network is touched.
@@ -62,7 +62,7 @@ fn session_ctx(app: &App, session_id: &str) -> SessionCtx {
         env: Environment::discover(&app.cwd),
         default_model: history::model(),
         accounting: Default::default(),
-        kept_context: Default::default(),
+        kept_view: Default::default(),
         reported: Default::default(),
         remote_instructions: Default::default(),
         snapshots: None,
@@ -114,10 +114,10 @@ fn fixture(rt: &tokio::runtime::Runtime) -> Fixture {
 }
 
 /// One step's work before the model is called, as `session::run` does it:
-/// the kept context read brought up to date, the model's view, the request,
+/// the kept model view read brought up to date, the model's view, the request,
 /// the gauge and our count of the request.
 async fn step(ctx: &SessionCtx, model: &ResolvedModel) -> u64 {
-    let context = ctx.read_context().await.expect("read the session");
+    let context = ctx.read_view().await.expect("read the session");
     let used = {
         let view = model_view(context.messages());
         let agent = ctx.agents.get("build");
@@ -126,7 +126,7 @@ async fn step(ctx: &SessionCtx, model: &ResolvedModel) -> u64 {
             .gauge
             .used
     };
-    ctx.keep_context(context);
+    ctx.keep_view(context);
     used
 }
 
@@ -146,7 +146,7 @@ fn benches(c: &mut Criterion) {
     let rt = runtime();
     let Fixture { ctx, model, .. } = &fixture(&rt);
     let read = rt
-        .block_on(ctx.writer.store.read_context(&ctx.session_id))
+        .block_on(ctx.writer.store.read_view(&ctx.session_id))
         .expect("read the session");
     assert_eq!(read.len(), MESSAGES, "the whole session is in context");
     let view = order_for_model(read.clone());
@@ -164,16 +164,16 @@ fn benches(c: &mut Criterion) {
     group.bench_function("whole step (kept read + view + build + measure)", |b| {
         b.iter(|| rt.block_on(step(ctx, model)))
     });
-    group.bench_function("kept read (SessionCtx::read_context)", |b| {
+    group.bench_function("kept read (SessionCtx::read_view)", |b| {
         b.iter(|| {
             rt.block_on(async {
-                let context = ctx.read_context().await.expect("read the session");
-                ctx.keep_context(context);
+                let context = ctx.read_view().await.expect("read the session");
+                ctx.keep_view(context);
             })
         })
     });
-    group.bench_function("store.read_context (a fresh copy)", |b| {
-        b.iter(|| rt.block_on(ctx.writer.store.read_context(&ctx.session_id)))
+    group.bench_function("store.read_view (a fresh copy)", |b| {
+        b.iter(|| rt.block_on(ctx.writer.store.read_view(&ctx.session_id)))
     });
     group.bench_function("context::order_for_model", |b| {
         b.iter_batched(

@@ -1,8 +1,8 @@
 //! Store benchmarks on real SQLite files: bulk inserts (100,000 parts over
-//! 10,000 messages), `read_context` of a 10,000-message session whose last
+//! 10,000 messages), `read_view` of a 10,000-message session whose last
 //! compaction point is 200 messages from the end (target < 5 ms; cold, warm,
 //! warm with one part appended between reads, and the agent loop's kept read
-//! brought up to date by `refresh_context`), and `list_sessions(1000)` over
+//! brought up to date by `refresh_view`), and `list_sessions(1000)` over
 //! 1,000 sessions (target < 20 ms).
 //!
 //! Run with `cargo bench --bench store`.
@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use cairn::clock::now_millis;
 use cairn::id;
 use cairn::message::*;
-use cairn::store::{LiveContext, Store};
+use cairn::store::{LiveView, Store};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::json;
 
@@ -214,7 +214,7 @@ fn insert(c: &mut Criterion) {
     group.finish();
 }
 
-fn read_context(c: &mut Criterion) {
+fn read_view(c: &mut Criterion) {
     let rt = runtime();
     let dir = tempfile::tempdir().expect("temp dir");
     let store = open(&dir);
@@ -224,7 +224,7 @@ fn read_context(c: &mut Criterion) {
         store.create_session(&session).await.expect("session");
         fill(&store, &history).await;
     });
-    let context = rt.block_on(store.read_context(&session.id)).expect("read");
+    let context = rt.block_on(store.read_view(&session.id)).expect("read");
     assert_eq!(
         context.len(),
         CONTEXT_MESSAGES,
@@ -232,7 +232,7 @@ fn read_context(c: &mut Criterion) {
     );
     let newest = &history.last().expect("history is not empty").message;
 
-    let mut group = c.benchmark_group("read_context 10k messages, point 200 from the end");
+    let mut group = c.benchmark_group("read_view 10k messages, point 200 from the end");
     // A handle that has never read the session: everything is decoded.
     group.bench_function("cold (new handle, first read)", |b| {
         b.iter_custom(|iterations| {
@@ -240,14 +240,14 @@ fn read_context(c: &mut Criterion) {
             for _ in 0..iterations {
                 let cold = open(&dir);
                 let start = Instant::now();
-                rt.block_on(cold.read_context(&session.id)).expect("read");
+                rt.block_on(cold.read_view(&session.id)).expect("read");
                 total += start.elapsed();
             }
             total
         })
     });
     group.bench_function("warm, nothing changed", |b| {
-        b.iter(|| rt.block_on(store.read_context(&session.id)).expect("read"))
+        b.iter(|| rt.block_on(store.read_view(&session.id)).expect("read"))
     });
     // The loop's case: the previous step added a part to the newest message.
     // The part is removed again after the timed read (untimed, raw SQL) so
@@ -259,7 +259,7 @@ fn read_context(c: &mut Criterion) {
                 let part = streamed_part(newest);
                 rt.block_on(store.upsert_part(&part)).expect("append");
                 let start = Instant::now();
-                let context = rt.block_on(store.read_context(&session.id)).expect("read");
+                let context = rt.block_on(store.read_view(&session.id)).expect("read");
                 total += start.elapsed();
                 assert_eq!(
                     context.last().map(|m| m.parts.len()),
@@ -279,30 +279,28 @@ fn read_context(c: &mut Criterion) {
             total
         })
     });
-    // The agent loop's read: it keeps its previous read (`LiveContext`) and
+    // The agent loop's read: it keeps its previous read (`LiveView`) and
     // has the store bring it up to date, so unchanged messages are neither
     // decoded nor copied.
     let mut kept = Some(
-        rt.block_on(store.refresh_context(LiveContext::new(&session.id)))
+        rt.block_on(store.refresh_view(LiveView::new(&session.id)))
             .expect("first kept read"),
     );
-    let refresh = |kept: &mut Option<LiveContext>| {
+    let refresh = |kept: &mut Option<LiveView>| {
         let previous = kept
             .take()
             .expect("the kept read is put back after each refresh");
-        let fresh = rt
-            .block_on(store.refresh_context(previous))
-            .expect("refresh");
+        let fresh = rt.block_on(store.refresh_view(previous)).expect("refresh");
         *kept = Some(fresh);
     };
-    group.bench_function("kept read (refresh_context), nothing changed", |b| {
+    group.bench_function("kept read (refresh_view), nothing changed", |b| {
         b.iter(|| refresh(&mut kept))
     });
     // Parts are not removed again here: a raw delete is caught by the
     // refresh's row counts and makes it read everything again, which is not
     // the loop's case. The newest message grows instead, which a kept read
     // does not mind (it only touches the new part).
-    group.bench_function("kept read (refresh_context), one part appended", |b| {
+    group.bench_function("kept read (refresh_view), one part appended", |b| {
         b.iter_custom(|iterations| {
             let mut total = Duration::ZERO;
             for _ in 0..iterations {
@@ -317,7 +315,7 @@ fn read_context(c: &mut Criterion) {
     });
     let kept = kept.expect("the kept read is back");
     let fresh = rt
-        .block_on(open(&dir).read_context(&session.id))
+        .block_on(open(&dir).read_view(&session.id))
         .expect("read");
     // Not assert_eq: a mismatch would print 200 messages.
     assert!(
@@ -363,5 +361,5 @@ fn list_sessions(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, read_context, list_sessions, insert);
+criterion_group!(benches, read_view, list_sessions, insert);
 criterion_main!(benches);

@@ -249,7 +249,7 @@ impl App {
             env,
             default_model,
             accounting: Default::default(),
-            kept_context: Default::default(),
+            kept_view: Default::default(),
             reported: Default::default(),
             remote_instructions: Default::default(),
             snapshots,

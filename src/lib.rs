@@ -12,13 +12,14 @@
 //! - `context`    the pure rules of what the model sees and how the window is
 //!   managed: model view, counting, gauge and overflow, prune, compaction
 //! - `provider`, `tool`, `store`, `permission`, `secret`   LLM backends (one request type,
-//!   one event stream, two wires); the tools and truncation of their output;
+//!   one event stream, three wires); the tools and truncation of their output;
 //!   SQLite persistence (the source of truth); allow / ask / deny rules; secrets
 //!   redacted from tool outputs and messages
 //! - `token`      tokenizer counts and estimates (pure)
-//! - `message`, `bus`, `id`, `clock`, `config`, `paths`, `cli`, `shared`   the
-//!   data model, the change broadcast, ids, time, configuration, file
-//!   locations, the command line, small helpers with no layer of their own
+//! - `message`, `bus`, `id`, `clock`, `config`, `paths`, `cli`, `frontmatter`,
+//!   `shared`   the data model, the change broadcast, ids, time,
+//!   configuration, file locations, the command line, Markdown front matter,
+//!   small helpers with no layer of their own
 //!
 //! Dependencies point down this list, never up. New code goes in the lowest
 //! layer that can hold it: a rule that needs no I/O goes in `context` (or
@@ -31,6 +32,7 @@ pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod context;
+pub mod frontmatter;
 pub mod headless;
 pub mod id;
 pub mod message;

@@ -215,6 +215,8 @@ pub enum Wire {
     /// OpenAI Chat Completions (`/chat/completions`) and compatible servers.
     #[serde(alias = "openai-compatible")]
     OpenAi,
+    /// OpenAI Responses (`/responses`): OpenAI's newest coding models.
+    Responses,
 }
 
 /// `[provider.NAME]`: how to reach one provider.

@@ -232,6 +232,22 @@ pub fn lookup(model_id: &str) -> Option<ModelInfo> {
         .copied()
 }
 
+/// OpenAI models served only by the Responses API: the codex family
+/// (`gpt-5-codex`, `gpt-5.1-codex-max`, `codex-mini-latest`) and the `-pro`
+/// reasoning models (`o1-pro`, `o3-pro`, `gpt-5-pro`).
+pub fn needs_responses(model_id: &str) -> bool {
+    let id = normalize(model_id);
+    id.contains("codex") || (is_openai_reasoning(&id) && id.split('-').any(|word| word == "pro"))
+}
+
+/// OpenAI's reasoning models (the o-series, the gpt-5 family, codex): the
+/// ones that accept a `reasoning` setting and stream reasoning summaries.
+pub fn is_openai_reasoning(model_id: &str) -> bool {
+    let id = normalize(model_id);
+    let o_series = id.starts_with('o') && id[1..].starts_with(|c: char| c.is_ascii_digit());
+    o_series || id.starts_with("gpt-5") || id.contains("codex")
+}
+
 /// `lookup`, priced at zero when the model runs on the user's own machine.
 pub fn lookup_for(model_id: &str, is_local: bool) -> Option<ModelInfo> {
     lookup(model_id).map(|info| {
@@ -376,6 +392,31 @@ mod tests {
         assert_eq!(lookup("gpt-5").unwrap().limits.input, Some(272_000));
         assert_eq!(lookup("qwen3-coder:30b").unwrap().id, "qwen3-coder");
         assert_eq!(lookup("o3-pro-x"), lookup("o3"));
+    }
+
+    #[test]
+    fn responses_only_models_are_the_codex_and_pro_ones() {
+        for id in [
+            "gpt-5-codex",
+            "gpt-5.1-codex-max",
+            "codex-mini-latest",
+            "o3-pro",
+            "openai/gpt-5-pro",
+        ] {
+            assert!(needs_responses(id), "{id}");
+        }
+        for id in [
+            "gpt-5",
+            "gpt-4o",
+            "o3",
+            "o4-mini",
+            "qwen2.5-coder-pro",
+            "llama-3-pro",
+        ] {
+            assert!(!needs_responses(id), "{id}");
+        }
+        assert!(is_openai_reasoning("o4-mini") && is_openai_reasoning("gpt-5.1"));
+        assert!(!is_openai_reasoning("gpt-4o") && !is_openai_reasoning("ollama"));
         assert_eq!(lookup("gpt-4"), None);
         assert_eq!(lookup("mystery-model"), None);
         assert_eq!(

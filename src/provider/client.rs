@@ -18,8 +18,10 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::anthropic::{self, AnthropicDecoder, AnthropicOptions};
+use super::catalog;
 use super::error::{Error, ErrorKind};
 use super::openai::{self, OpenAiDecoder, OpenAiOptions};
+use super::responses::{self, ResponsesDecoder, ResponsesOptions};
 use super::retry::{RetryNotice, RetryPolicy};
 use super::sse::{SseDecoder, SseEvent};
 use super::{ChatRequest, StreamEvent, WireDecoder};
@@ -54,6 +56,9 @@ pub struct Endpoint {
     pub headers: Vec<(String, String)>,
     pub sends_prompt_cache_key: bool,
     pub uses_max_completion_tokens: bool,
+    /// A Chat Completions provider whose Responses-only models
+    /// (`catalog::needs_responses`) are sent to `/responses` instead (OpenAI).
+    pub routes_to_responses: bool,
     pub thinking_budget: Option<u32>,
     pub stall_timeout: Duration,
     /// A response body longer than this is abandoned as `Malformed`.
@@ -81,6 +86,7 @@ impl fmt::Debug for Endpoint {
                 "uses_max_completion_tokens",
                 &self.uses_max_completion_tokens,
             )
+            .field("routes_to_responses", &self.routes_to_responses)
             .field("thinking_budget", &self.thinking_budget)
             .field("stall_timeout", &self.stall_timeout)
             .field("max_response_bytes", &self.max_response_bytes)
@@ -99,6 +105,7 @@ impl Endpoint {
             headers: Vec::new(),
             sends_prompt_cache_key: false,
             uses_max_completion_tokens: false,
+            routes_to_responses: false,
             thinking_budget: None,
             stall_timeout: DEFAULT_STALL_TIMEOUT,
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
@@ -137,19 +144,35 @@ impl Provider {
         &self.config
     }
 
-    /// Where requests go.
-    pub fn endpoint(&self) -> String {
-        let base = self.config.base_url.trim_end_matches('/');
+    /// The wire `model` is spoken to with: the configured one, except that
+    /// OpenAI's Responses-only models go to `/responses`.
+    pub fn wire_for(&self, model: &str) -> Wire {
         match self.config.wire {
+            Wire::OpenAi if self.config.routes_to_responses && catalog::needs_responses(model) => {
+                Wire::Responses
+            }
+            wire => wire,
+        }
+    }
+
+    /// Where requests go on the configured wire.
+    pub fn endpoint(&self) -> String {
+        self.url_for(self.config.wire)
+    }
+
+    fn url_for(&self, wire: Wire) -> String {
+        let base = self.config.base_url.trim_end_matches('/');
+        match wire {
             Wire::Anthropic if base.ends_with("/v1") => format!("{base}/messages"),
             Wire::Anthropic => format!("{base}/v1/messages"),
             Wire::OpenAi => format!("{base}/chat/completions"),
+            Wire::Responses => format!("{base}/responses"),
         }
     }
 
     /// The exact JSON body `stream` sends for `request`.
     pub fn request_body(&self, request: &ChatRequest) -> Value {
-        match self.config.wire {
+        match self.wire_for(&request.model) {
             Wire::Anthropic => anthropic::encode_request(
                 request,
                 AnthropicOptions {
@@ -161,6 +184,13 @@ impl Provider {
                 OpenAiOptions {
                     sends_prompt_cache_key: self.config.sends_prompt_cache_key,
                     uses_max_completion_tokens: self.config.uses_max_completion_tokens,
+                },
+            ),
+            Wire::Responses => responses::encode_request(
+                request,
+                ResponsesOptions {
+                    sends_prompt_cache_key: self.config.sends_prompt_cache_key,
+                    reasoning_summaries: catalog::is_openai_reasoning(&request.model),
                 },
             ),
         }
@@ -178,7 +208,8 @@ impl Provider {
     ) -> Result<EventStream, Error> {
         let secret = self.config.api_key.clone();
         let redact = |error: Error| error.redact(secret.as_deref());
-        let url = self.endpoint();
+        let wire = self.wire_for(&request.model);
+        let url = self.url_for(wire);
         let body = serde_json::to_vec(&self.request_body(request))
             .map_err(|error| Error::config(format!("cannot encode the request: {error}")))?;
         let send = self
@@ -220,9 +251,10 @@ impl Provider {
                 &text,
             )));
         }
-        let decoder: Box<dyn WireDecoder> = match self.config.wire {
+        let decoder: Box<dyn WireDecoder> = match wire {
             Wire::Anthropic => Box::new(AnthropicDecoder::new()),
             Wire::OpenAi => Box::new(OpenAiDecoder::new()),
+            Wire::Responses => Box::new(ResponsesDecoder::new()),
         };
         let state = StreamState {
             body: Box::pin(response.bytes_stream()),
@@ -305,13 +337,13 @@ fn build_headers(config: &Endpoint) -> Result<HeaderMap, Error> {
                 headers.insert("x-api-key", value);
             }
         }
-        (Wire::OpenAi, Some(key)) => {
+        (Wire::OpenAi | Wire::Responses, Some(key)) => {
             let mut value =
                 HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| invalid_key())?;
             value.set_sensitive(true);
             headers.insert(reqwest::header::AUTHORIZATION, value);
         }
-        (Wire::OpenAi, None) => {}
+        (Wire::OpenAi | Wire::Responses, None) => {}
     }
     for (name, value) in &config.headers {
         let header_name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {

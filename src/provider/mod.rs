@@ -1,4 +1,4 @@
-//! LLM providers: one internal request and one stream of events, two wire formats.
+//! LLM providers: one internal request and one stream of events, three wire formats.
 //!
 //! `ChatRequest` is what the session layer wants to send, provider-neutral;
 //! each backend (anthropic.rs, openai.rs) encodes it to its wire format and
@@ -9,7 +9,8 @@
 //!
 //! - `client`    `Provider`: HTTP, stall timeout, cancellation, `stream_with_retry`
 //! - `sse`       bytes -> SSE events (which events each provider sends)
-//! - `anthropic`, `openai`  encode `ChatRequest`, decode events into `StreamEvent`s
+//! - `anthropic`, `openai`, `responses`  encode `ChatRequest`, decode events
+//!   into `StreamEvent`s (Messages, Chat Completions, Responses)
 //! - `error`, `classify`    `Error` + `ErrorKind`; status/body -> kind
 //! - `retry`     backoff, `retry-after`, `RetryNotice` for the countdown
 //! - `presets`   built-in providers and `resolve_provider`
@@ -27,6 +28,7 @@ pub mod client;
 pub mod error;
 pub mod openai;
 pub mod presets;
+pub mod responses;
 pub mod retry;
 pub mod sse;
 

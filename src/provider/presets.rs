@@ -21,6 +21,8 @@ pub struct Preset {
     pub requires_key: bool,
     pub sends_prompt_cache_key: bool,
     pub uses_max_completion_tokens: bool,
+    /// Sends its Responses-only models to `/responses` (see `Endpoint`).
+    pub routes_to_responses: bool,
     /// Runs on the user's machine: free, and its window can be probed.
     pub is_local: bool,
 }
@@ -40,6 +42,7 @@ const fn cloud(
         requires_key: true,
         sends_prompt_cache_key: false,
         uses_max_completion_tokens: false,
+        routes_to_responses: false,
         is_local: false,
     }
 }
@@ -54,6 +57,7 @@ const fn local(name: &'static str, base_url: &'static str) -> Preset {
         requires_key: false,
         sends_prompt_cache_key: false,
         uses_max_completion_tokens: false,
+        routes_to_responses: false,
         is_local: true,
     }
 }
@@ -72,6 +76,7 @@ pub const PRESETS: &[Preset] = &[
         base_url_env: Some("OPENAI_BASE_URL"),
         sends_prompt_cache_key: true,
         uses_max_completion_tokens: true,
+        routes_to_responses: true,
         ..cloud(
             "openai",
             Wire::OpenAi,
@@ -155,7 +160,7 @@ pub fn resolve_provider_with_env(
         (None, None) => {
             let names: Vec<&str> = PRESETS.iter().map(|preset| preset.name).collect();
             return Err(Error::config(format!(
-                "unknown provider {name:?}: use one of {} or give it a base_url (and wire = \"openai\" or \"anthropic\")",
+                "unknown provider {name:?}: use one of {} or give it a base_url (and wire = \"openai\", \"responses\" or \"anthropic\")",
                 names.join(", ")
             )));
         }
@@ -183,6 +188,8 @@ pub fn resolve_provider_with_env(
     config.headers = overrides.headers.clone();
     config.sends_prompt_cache_key = preset.sends_prompt_cache_key;
     config.uses_max_completion_tokens = preset.uses_max_completion_tokens;
+    // A wire the user chose is the wire used, for every model.
+    config.routes_to_responses = preset.routes_to_responses && overrides.wire.is_none();
     Provider::new(config)
 }
 

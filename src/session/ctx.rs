@@ -15,7 +15,7 @@ use crate::session::accounting::Accounting;
 use crate::session::agent::Agents;
 use crate::session::prompt::Environment;
 use crate::session::writer::Writer;
-use crate::store::{self, LiveContext};
+use crate::store::{self, LiveView};
 use crate::tool::{OutputLimits, Registry};
 
 /// A model ready to call: its client, limits and prices.
@@ -80,9 +80,9 @@ pub struct SessionCtx {
     /// The model new prompts use unless they name one.
     pub default_model: ModelRef,
     pub accounting: Accounting,
-    /// The context read of the last loop step, kept so that the next one
-    /// decodes only what changed (see [`Self::read_context`]).
-    pub kept_context: Mutex<Option<LiveContext>>,
+    /// The model view read of the last loop step, kept so that the next one
+    /// decodes only what changed (see [`Self::read_view`]).
+    pub kept_view: Mutex<Option<LiveView>>,
     /// Configuration problems already shown to the user (a broken
     /// `instructions` entry), so each is said once per session, not per step.
     pub reported: Mutex<std::collections::HashSet<String>>,
@@ -93,20 +93,20 @@ pub struct SessionCtx {
 }
 
 impl SessionCtx {
-    /// The session's context read (`Store::read_context`), brought up to
-    /// date from the read kept by [`Self::keep_context`] when there is one.
+    /// The session's model view read (`Store::read_view`), brought up to
+    /// date from the read kept by [`Self::keep_view`] when there is one.
     /// Two readers at once are safe: the second one reads afresh.
-    pub async fn read_context(&self) -> Result<LiveContext, store::Error> {
-        let kept = crate::shared::lock(&self.kept_context)
+    pub async fn read_view(&self) -> Result<LiveView, store::Error> {
+        let kept = crate::shared::lock(&self.kept_view)
             .take()
             .filter(|kept| kept.session_id() == self.session_id);
-        let previous = kept.unwrap_or_else(|| LiveContext::new(&self.session_id));
-        self.writer.store.refresh_context(previous).await
+        let previous = kept.unwrap_or_else(|| LiveView::new(&self.session_id));
+        self.writer.store.refresh_view(previous).await
     }
 
-    /// Keeps a context read for the next [`Self::read_context`].
-    pub fn keep_context(&self, context: LiveContext) {
-        *crate::shared::lock(&self.kept_context) = Some(context);
+    /// Keeps a model view read for the next [`Self::read_view`].
+    pub fn keep_view(&self, context: LiveView) {
+        *crate::shared::lock(&self.kept_view) = Some(context);
     }
 
     /// Shows `problem` to the user as a notice, once per session.

@@ -250,14 +250,14 @@ pub async fn refresh_session(ctx: &SessionCtx) {
     }
 }
 
-/// Applies `f` to the session's context read (oldest first), the model's
+/// Applies `f` to the session's model view read (oldest first), the model's
 /// view of it and the request the next step would send.
 async fn with_next_request<R>(
     ctx: &SessionCtx,
     model: &ResolvedModel,
     f: impl FnOnce(&[MessageWithParts], &[MessageWithParts], &ChatRequest) -> R,
 ) -> Result<R, Error> {
-    let context = ctx.read_context().await?;
+    let context = ctx.read_view().await?;
     let result = {
         let read = context.messages();
         let agent_name = read
@@ -270,7 +270,7 @@ async fn with_next_request<R>(
         let request = crate::session::request::build_request(ctx, &agent, model, &view, false);
         f(read, &view, &request)
     };
-    ctx.keep_context(context);
+    ctx.keep_view(context);
     Ok(result)
 }
 
@@ -279,7 +279,7 @@ pub async fn breakdown(ctx: &SessionCtx, model: &ResolvedModel) -> Result<Contex
     let last_compaction = *lock(&ctx.accounting.last_compaction);
     with_next_request(ctx, model, |read, history, request| {
         // Prune walks back from the newest message to the latest summary,
-        // all inside the context read (in time order, not the model's).
+        // all inside the model view read (in time order, not the model's).
         let prunable = prune::plan_prune(read, |part| view::part_tokens(part).0).freed_tokens;
         let gauge = measure(ctx, model, history, request);
         let (base, instructions) = request.system.split_at(1.min(request.system.len()));

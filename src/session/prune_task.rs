@@ -9,15 +9,15 @@ use crate::session::{Error, gauge};
 
 /// Prunes the session now. `report` says so even when nothing was pruned.
 pub async fn run(ctx: &SessionCtx, report: bool) -> Result<(), Error> {
-    // The context read is enough: the plan walks back from the newest
+    // The model view read is enough: the plan walks back from the newest
     // message and stops at the latest summary, which the read includes.
-    let read = ctx.read_context().await?;
+    let read = ctx.read_view().await?;
     let plan = prune::plan_prune(read.messages(), |part| view::part_tokens(part).0);
     let parts = plan.acts().then(|| {
         let parts = read.messages().iter().flat_map(|m| m.parts.iter());
         prune::apply(&plan, parts, now_millis())
     });
-    ctx.keep_context(read);
+    ctx.keep_view(read);
     let Some(parts) = parts else {
         if report {
             let reason = plan

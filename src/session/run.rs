@@ -130,9 +130,9 @@ async fn iterate(
         if cancel.is_cancelled() {
             return Ok(());
         }
-        let context = ctx.read_context().await?;
+        let context = ctx.read_view().await?;
         let next = decide_and_act(ctx, cancel, context.messages(), step, retries).await;
-        ctx.keep_context(context);
+        ctx.keep_view(context);
         if next? == Next::Exit {
             return Ok(());
         }
@@ -146,7 +146,7 @@ enum Next {
     Exit,
 }
 
-/// One iteration over `history` (the session's context read): exit, run a
+/// One iteration over `history` (the session's model view read): exit, run a
 /// pending compaction, create one, or call the model once.
 async fn decide_and_act(
     ctx: &Arc<SessionCtx>,

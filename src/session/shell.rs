@@ -16,7 +16,7 @@ use crate::message::{
 use crate::session::Error;
 use crate::session::ctx::SessionCtx;
 use crate::session::tool_runner::{ToolFailure, finished_state, run_showing_progress};
-use crate::tool::ToolContext;
+use crate::tool::ToolScope;
 
 /// A recorded `!cmd` whose command has not run yet.
 pub struct ShellCall {
@@ -97,7 +97,7 @@ pub async fn execute(
         input,
         start,
     } = call;
-    let tool_ctx = ToolContext {
+    let tool_ctx = ToolScope {
         session_id: ctx.session_id.clone(),
         message_id: assistant.id.clone(),
         call_id: part

@@ -23,7 +23,7 @@ use crate::session::agent::ToolAccess;
 use crate::session::ctx::SessionCtx;
 use crate::session::doom::{self, CallSignature, Verdict};
 use crate::shared::lock;
-use crate::tool::{ToolContext, ToolError, ToolProgress};
+use crate::tool::{ToolError, ToolProgress, ToolScope};
 
 /// How long interrupted tools get to wind down before they are abandoned.
 const CANCEL_GRACE: Duration = Duration::from_secs(1);
@@ -311,7 +311,7 @@ impl Worker {
         name: &str,
         input: Value,
     ) -> (Result<crate::tool::ToolOutput, ToolFailure>, bool) {
-        let tool_ctx = ToolContext {
+        let tool_ctx = ToolScope {
             session_id: part.session_id.clone(),
             message_id: part.message_id.clone(),
             call_id: part
@@ -344,7 +344,7 @@ pub(crate) async fn run_showing_progress(
     part: &Part,
     name: &str,
     input: Value,
-    mut tool_ctx: ToolContext,
+    mut tool_ctx: ToolScope,
 ) -> Result<crate::tool::ToolOutput, ToolError> {
     let (progress_tx, mut progress_rx) = mpsc::unbounded_channel();
     tool_ctx.progress = Some(progress_tx);

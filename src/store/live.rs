@@ -1,9 +1,9 @@
-//! A caller's own decoded context read, kept between reads: the agent loop
+//! A caller's own decoded model view read, kept between reads: the agent loop
 //! holds one per session so that a step re-decodes only the rows that
 //! changed since the last step and copies nothing else.
 //!
 //! It is only ever brought up to date by the store against the stored row
-//! revisions (`Store::refresh_context`, see `refresh`), never edited by its
+//! revisions (`Store::refresh_view`, see `refresh`), never edited by its
 //! holder, so it cannot drift from what is committed.
 
 use super::cache::MessageKey;
@@ -11,7 +11,7 @@ use crate::message::MessageWithParts;
 
 /// The model's history of one session as of its last refresh, oldest first.
 #[derive(Debug)]
-pub struct LiveContext {
+pub struct LiveView {
     pub(super) session_id: String,
     pub(super) messages: Vec<MessageWithParts>,
     /// The stored keys of `messages`, beside them.
@@ -24,7 +24,7 @@ pub struct LiveContext {
     pub(super) reaches_session_start: bool,
 }
 
-impl LiveContext {
+impl LiveView {
     /// An empty read of `session_id`: its first refresh decodes everything.
     pub fn new(session_id: &str) -> Self {
         Self {
@@ -40,7 +40,7 @@ impl LiveContext {
         &self.session_id
     }
 
-    /// What `Store::read_context` returned at the last refresh.
+    /// What `Store::read_view` returned at the last refresh.
     pub fn messages(&self) -> &[MessageWithParts] {
         &self.messages
     }

@@ -10,7 +10,7 @@
 //! Files: `schema` (open, pragmas, migrations), `thread` (connection threads),
 //! `sessions`, `writes`, `reads` (SQL), `cache` (the reader's decoded rows,
 //! checked against row revisions), `live` and `refresh` (a caller's own kept
-//! context read and how it is brought up to date),
+//! model view read and how it is brought up to date),
 //! `part_json` (stored part JSON), `remembered` (permission answers kept per
 //! project), `error`.
 
@@ -32,7 +32,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use rusqlite::{Connection, TransactionBehavior};
 
 pub use error::Error;
-pub use live::LiveContext;
+pub use live::LiveView;
 pub use reads::CONTEXT_PAGE;
 pub use remembered::RememberedRule;
 pub use schema::SCHEMA_VERSION;
@@ -259,21 +259,21 @@ impl Store {
     /// compaction point (or its kept tail) to the newest message, or the
     /// whole session if it was never compacted. Reads newest first and stops
     /// there; older messages are not loaded.
-    pub async fn read_context(&self, session_id: &str) -> Result<Vec<MessageWithParts>, Error> {
+    pub async fn read_view(&self, session_id: &str) -> Result<Vec<MessageWithParts>, Error> {
         let session_id = session_id.to_string();
         let cache = Arc::clone(&self.inner.cache);
         self.snapshot("read context", move |connection| {
-            reads::read_context(connection, lock(&cache).session(&session_id), &session_id)
+            reads::read_view(connection, lock(&cache).session(&session_id), &session_id)
         })
         .await
     }
 
-    /// [`Self::read_context`] into a read the caller keeps: brings
+    /// [`Self::read_view`] into a read the caller keeps: brings
     /// `previous` up to date by the rows written since it was read, decoding
     /// only those and copying nothing (the agent loop's read of every step).
-    pub async fn refresh_context(&self, previous: LiveContext) -> Result<LiveContext, Error> {
+    pub async fn refresh_view(&self, previous: LiveView) -> Result<LiveView, Error> {
         self.snapshot("read context", move |connection| {
-            refresh::refresh_context(connection, previous)
+            refresh::refresh_view(connection, previous)
         })
         .await
     }

@@ -6,7 +6,7 @@
 //! `Part::tokens`, so a step-finish part carries two `tokens` keys and does
 //! not deserialize. And decoding the struct picked by the `type` column skips
 //! the buffering serde does for an internally tagged enum, which is most of
-//! the cost of `read_context`. No I/O here.
+//! the cost of `read_view`. No I/O here.
 
 use serde::de::{DeserializeOwned, Error as _};
 use serde::{Deserialize, Serialize};

@@ -1,5 +1,5 @@
 //! Reading messages with their parts: by id, the whole session, pages going
-//! back in time, and the model's view of history (`read_context`), which
+//! back in time, and the model's view of history (`read_view`), which
 //! reads newest first and stops where `message::HistoryScan` says.
 //!
 //! Session reads go through the reader's [`SessionCache`]: a page's ids and
@@ -14,11 +14,11 @@ use rusqlite::{Connection, OptionalExtension};
 
 use super::cache::{MessageKey, RowKey, SessionCache};
 use super::error::{During, Error};
-use super::live::LiveContext;
+use super::live::LiveView;
 use super::part_json;
 use crate::message::{HistoryScan, Message, MessageWithParts, Part, ScanStep};
 
-/// Messages fetched per query round by [`read_context`]. A compaction point is
+/// Messages fetched per query round by [`read_view`]. A compaction point is
 /// usually a few dozen messages back; a round costs two indexed range scans.
 pub const CONTEXT_PAGE: usize = 50;
 
@@ -98,7 +98,7 @@ pub(crate) fn messages_before(
 /// [`CONTEXT_PAGE`], each message fed to a [`HistoryScan`] until it says stop.
 /// No message older than the stop point is decoded, and no page beyond the
 /// one holding it is listed.
-pub(crate) fn read_context(
+pub(crate) fn read_view(
     connection: &Connection,
     cache: &mut SessionCache,
     session_id: &str,
@@ -110,22 +110,19 @@ pub(crate) fn read_context(
     Ok(scanned.messages)
 }
 
-/// [`read_context`] for a caller that keeps its read between reads: what
+/// [`read_view`] for a caller that keeps its read between reads: what
 /// it holds becomes the cache of this read, messages still fresh are moved
 /// back to it without a copy, and only rows whose revision changed are
 /// decoded. Messages that left the context are dropped. (`refresh` tries a
 /// cheaper patch first.)
-pub(super) fn reread_context(
-    connection: &Connection,
-    previous: LiveContext,
-) -> Result<LiveContext, Error> {
+pub(super) fn reread_view(connection: &Connection, previous: LiveView) -> Result<LiveView, Error> {
     let mut cache = SessionCache::default();
     for (key, message) in previous.keys.into_iter().zip(previous.messages) {
         cache.restore(key, message);
     }
     let session_id = previous.session_id;
     let scanned = scan_context(connection, &mut cache, &session_id, Handout::Take)?;
-    Ok(LiveContext {
+    Ok(LiveView {
         session_id,
         messages: scanned.messages,
         keys: scanned.keys,
@@ -179,7 +176,7 @@ enum Handout {
     Take,
 }
 
-/// The context scan behind [`read_context`] and [`reread_context`].
+/// The context scan behind [`read_view`] and [`reread_view`].
 fn scan_context(
     connection: &Connection,
     cache: &mut SessionCache,

@@ -1,4 +1,4 @@
-//! Bringing a kept context read (`LiveContext`) up to date by what changed.
+//! Bringing a kept model view read (`LiveView`) up to date by what changed.
 //!
 //! Every write stamps its rows with the next value of the database-wide
 //! `revision` counter, so "what changed since the last refresh" is the rows
@@ -13,7 +13,7 @@ use rusqlite::Connection;
 
 use super::cache::{MessageKey, RowKey};
 use super::error::{During, Error};
-use super::live::LiveContext;
+use super::live::LiveView;
 use super::reads;
 use crate::message::{HistoryScan, MessageWithParts, ScanStep};
 
@@ -21,10 +21,10 @@ const OPERATION: &str = "read context";
 
 /// `previous` brought up to date: patched in place when only stamped rows
 /// changed, otherwise read again with `previous` as the decoded-row cache.
-pub(crate) fn refresh_context(
+pub(crate) fn refresh_view(
     connection: &Connection,
-    mut previous: LiveContext,
-) -> Result<LiveContext, Error> {
+    mut previous: LiveView,
+) -> Result<LiveView, Error> {
     let revision = current_revision(connection)?;
     // No shortcut on an unchanged revision: a raw SQL delete (through
     // `Store::call`) does not move it; the counts in `patch` catch it.
@@ -35,7 +35,7 @@ pub(crate) fn refresh_context(
         previous.revision = Some(revision);
         return Ok(previous);
     }
-    let mut fresh = reads::reread_context(connection, previous)?;
+    let mut fresh = reads::reread_view(connection, previous)?;
     fresh.revision = Some(revision);
     Ok(fresh)
 }
@@ -58,7 +58,7 @@ struct Changes {
 
 /// Applies the rows stamped after `seen` to `live`. Returns false, leaving
 /// `live` untouched, when they cannot be applied exactly (a deletion).
-fn patch(connection: &Connection, live: &mut LiveContext, seen: i64) -> Result<bool, Error> {
+fn patch(connection: &Connection, live: &mut LiveView, seen: i64) -> Result<bool, Error> {
     let Some(oldest) = live.keys.first().map(|key| key.row.id.clone()) else {
         return Ok(false);
     };
@@ -163,7 +163,7 @@ fn counts_from(
 
 /// Decodes the changed rows and puts them in place, keeping messages and
 /// parts ordered by id.
-fn apply(connection: &Connection, live: &mut LiveContext, changes: Changes) -> Result<(), Error> {
+fn apply(connection: &Connection, live: &mut LiveView, changes: Changes) -> Result<(), Error> {
     for key in changes.messages {
         let message = reads::fetch_message(connection, OPERATION, &key.id)?;
         match live.keys.binary_search_by(|k| k.row.id.cmp(&key.id)) {
@@ -216,7 +216,7 @@ fn apply(connection: &Connection, live: &mut LiveContext, changes: Changes) -> R
 /// does not stop inside the read although the read itself began at a
 /// compaction point: the context now reaches further back, so only a full
 /// read can tell where.
-fn rescan(live: &mut LiveContext) -> bool {
+fn rescan(live: &mut LiveView) -> bool {
     let mut scan = HistoryScan::new();
     let stop = live
         .messages

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
 
 use super::bash_output::OutputSink;
-use super::{Tool, ToolContext, ToolError, ToolOutput, ToolProgress, parse_args, schema_for};
+use super::{Tool, ToolError, ToolOutput, ToolProgress, ToolScope, parse_args, schema_for};
 
 /// The name the model calls it by, which is also its permission.
 const NAME: &str = "bash";
@@ -57,7 +57,7 @@ impl Tool for Bash {
         false
     }
 
-    async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+    async fn execute(&self, input: Value, ctx: &ToolScope) -> Result<ToolOutput, ToolError> {
         let args: Args = parse_args(NAME, input)?;
         let cwd = args
             .workdir
@@ -202,7 +202,7 @@ async fn run_command(
     command: &str,
     cwd: &PathBuf,
     timeout: Duration,
-    ctx: &ToolContext,
+    ctx: &ToolScope,
 ) -> Result<Run, ToolError> {
     let (writer, mut reader) = tokio::net::unix::pipe::pipe()
         .map_err(|e| ToolError::io("create an output pipe for", cwd, e))?;

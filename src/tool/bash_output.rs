@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::truncate::{self, Direction};
-use super::{OutputLimits, ToolContext, ToolProgress};
+use super::{OutputLimits, ToolProgress, ToolScope};
 
 /// Live output is sent at most this often: a command printing gigabytes
 /// must not queue them all for the UI faster than it can take them.
@@ -25,7 +25,7 @@ pub const SPILL_MAX_BYTES: u64 = 256 * 1024 * 1024;
 /// [`SPILL_MAX_BYTES`]) once it passes the caps, and the live text not yet
 /// sent to the UI.
 pub(super) struct OutputSink<'a> {
-    ctx: &'a ToolContext,
+    ctx: &'a ToolScope,
     window: Vec<u8>,
     total_bytes: u64,
     total_lines: usize,
@@ -52,7 +52,7 @@ struct LiveText {
 }
 
 impl<'a> OutputSink<'a> {
-    pub(super) fn new(ctx: &'a ToolContext) -> Self {
+    pub(super) fn new(ctx: &'a ToolScope) -> Self {
         Self {
             ctx,
             window: Vec::new(),

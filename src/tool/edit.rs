@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Tool, ToolContext, ToolError, ToolOutput, parse_args, schema_for};
+use super::{Tool, ToolError, ToolOutput, ToolScope, parse_args, schema_for};
 use crate::permission::Preview;
 
 /// The name the model calls it by, which is also its permission.
@@ -50,7 +50,7 @@ impl Tool for Edit {
         false
     }
 
-    async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+    async fn execute(&self, input: Value, ctx: &ToolScope) -> Result<ToolOutput, ToolError> {
         let args: Args = parse_args(NAME, input)?;
         if args.old_string == args.new_string {
             return Err(ToolError::Failed(

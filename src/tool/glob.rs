@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::lines::NewestFiles;
-use super::{Tool, ToolContext, ToolError, ToolOutput, parse_args, schema_for, walk};
+use super::{Tool, ToolError, ToolOutput, ToolScope, parse_args, schema_for, walk};
 
 /// The name the model calls it by, which is also its permission.
 const NAME: &str = "glob";
@@ -41,7 +41,7 @@ impl Tool for Glob {
         true
     }
 
-    async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+    async fn execute(&self, input: Value, ctx: &ToolScope) -> Result<ToolOutput, ToolError> {
         let args: Args = parse_args(NAME, input)?;
         let root = ctx.resolve(args.path.as_deref().unwrap_or("."));
         ctx.check_external(&root, true).await?;

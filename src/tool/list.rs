@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Tool, ToolContext, ToolError, ToolOutput, parse_args, schema_for, walk};
+use super::{Tool, ToolError, ToolOutput, ToolScope, parse_args, schema_for, walk};
 
 /// The name the model calls it by, which is also its permission.
 const NAME: &str = "list";
@@ -82,7 +82,7 @@ impl Tool for List {
         true
     }
 
-    async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+    async fn execute(&self, input: Value, ctx: &ToolScope) -> Result<ToolOutput, ToolError> {
         let args: Args = parse_args(NAME, input)?;
         let root = ctx.resolve(args.path.as_deref().unwrap_or("."));
         if !root.is_dir() {

@@ -4,7 +4,7 @@
 //! One file per tool (schema, argument parsing and execution together);
 //! adding a tool is a new file plus one line in [`Registry::builtin`].
 //! Tools never touch the store or the bus: results go back to the caller,
-//! live progress goes through [`ToolContext::progress`].
+//! live progress goes through [`ToolScope::progress`].
 
 mod bash;
 mod bash_output;
@@ -160,7 +160,7 @@ pub enum ToolProgress {
 
 /// Everything a tool call may use.
 #[derive(Debug, Clone)]
-pub struct ToolContext {
+pub struct ToolScope {
     pub session_id: String,
     pub message_id: String,
     pub call_id: String,
@@ -175,7 +175,7 @@ pub struct ToolContext {
     pub limits: OutputLimits,
 }
 
-impl ToolContext {
+impl ToolScope {
     /// Sends a live update; a closed or absent receiver is not an error.
     pub fn report(&self, progress: ToolProgress) {
         if let Some(sender) = &self.progress {
@@ -212,7 +212,7 @@ impl ToolContext {
             .await
     }
 
-    /// [`ToolContext::ask`] with what the call will do (a diff, the new
+    /// [`ToolScope::ask`] with what the call will do (a diff, the new
     /// content) for the dialog to show before the user answers.
     pub async fn ask_showing(
         &self,
@@ -421,7 +421,7 @@ pub trait Tool: Send + Sync {
     fn parameters(&self) -> Value;
     /// Read-only tools are the ones the plan agent keeps.
     fn is_read_only(&self) -> bool;
-    async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError>;
+    async fn execute(&self, input: Value, ctx: &ToolScope) -> Result<ToolOutput, ToolError>;
 }
 
 /// The tools by name.
@@ -484,7 +484,7 @@ impl Registry {
         &self,
         name: &str,
         input: Value,
-        ctx: &ToolContext,
+        ctx: &ToolScope,
     ) -> Result<ToolOutput, ToolError> {
         let tool = self
             .get(name)

@@ -13,7 +13,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Tool, ToolContext, ToolError, ToolOutput, lines, parse_args, schema_for, walk};
+use super::{Tool, ToolError, ToolOutput, ToolScope, lines, parse_args, schema_for, walk};
 use crate::message::FilePart;
 
 /// The name the model calls it by, which is also its permission.
@@ -66,7 +66,7 @@ impl Tool for Read {
         true
     }
 
-    async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+    async fn execute(&self, input: Value, ctx: &ToolScope) -> Result<ToolOutput, ToolError> {
         let args: Args = parse_args(NAME, input)?;
         let path = ctx.resolve(&args.path);
         let shown = ctx.display_path(&path);

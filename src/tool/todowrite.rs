@@ -6,7 +6,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::{Tool, ToolContext, ToolError, ToolOutput, parse_args, schema_for};
+use super::{Tool, ToolError, ToolOutput, ToolScope, parse_args, schema_for};
 
 /// The name the model calls it by, which is also its permission.
 const NAME: &str = "todowrite";
@@ -70,7 +70,7 @@ impl Tool for TodoWrite {
         true
     }
 
-    async fn execute(&self, input: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+    async fn execute(&self, input: Value, _ctx: &ToolScope) -> Result<ToolOutput, ToolError> {
         let args: Args = parse_args(NAME, input)?;
         let open = args
             .todos

@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::edit::{MAX_DIFF_BYTES, too_large_to_diff, unified_diff};
-use super::{Tool, ToolContext, ToolError, ToolOutput, parse_args, schema_for};
+use super::{Tool, ToolError, ToolOutput, ToolScope, parse_args, schema_for};
 use crate::permission::Preview;
 
 /// The name the model calls it by, which is also its permission.
@@ -42,7 +42,7 @@ impl Tool for Write {
         false
     }
 
-    async fn execute(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+    async fn execute(&self, input: Value, ctx: &ToolScope) -> Result<ToolOutput, ToolError> {
         let args: Args = parse_args(NAME, input)?;
         let path = ctx.resolve(&args.path);
         let shown = ctx.display_path(&path);

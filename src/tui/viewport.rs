@@ -14,7 +14,7 @@ use ratatui::text::Line;
 use super::markdown::WrapMemo;
 use super::scroll::{Anchor, Scroll};
 use super::timeline::Block;
-use super::view::transcript::{BlockContext, block_lines};
+use super::view::transcript::{BlockInputs, block_lines};
 
 #[derive(Debug)]
 struct Cached {
@@ -45,7 +45,7 @@ impl Viewport {
 impl Viewport {
     /// Fills `rows` for a transcript area of `width` x `height`, resolving
     /// `scroll` against the blocks `cx` shows.
-    pub fn prepare(&mut self, cx: &BlockContext, scroll: &mut Scroll, width: u16, height: u16) {
+    pub fn prepare(&mut self, cx: &BlockInputs, scroll: &mut Scroll, width: u16, height: u16) {
         self.height = height;
         let mut measure = Measure {
             cx,
@@ -68,7 +68,7 @@ impl Viewport {
 }
 
 struct Measure<'a, 'b> {
-    cx: &'a BlockContext<'b>,
+    cx: &'a BlockInputs<'b>,
     cache: &'a mut HashMap<String, Cached>,
     changing: &'a mut (String, WrapMemo),
     width: usize,

@@ -72,7 +72,7 @@ fn assistant(parent: &MessageWithParts, text: &str, summary: bool) -> MessageWit
     }
 }
 
-fn read_context(all: &[MessageWithParts]) -> Vec<MessageWithParts> {
+fn read_view(all: &[MessageWithParts]) -> Vec<MessageWithParts> {
     let mut scan = HistoryScan::new();
     let mut out = Vec::new();
     for message in all.iter().rev() {
@@ -116,7 +116,7 @@ fn after_compaction_the_model_sees_summary_tail_and_continue() {
     all.push(request);
 
     // A small window: the 2,000-token tail budget keeps only the newest turn.
-    let context = read_context(&all);
+    let context = read_view(&all);
     let SummaryPlan {
         head,
         tail_start_id,
@@ -155,7 +155,7 @@ fn after_compaction_the_model_sees_summary_tail_and_continue() {
     all.push(resume);
 
     let next = to_model_messages(
-        &order_for_model(read_context(&all)),
+        &order_for_model(read_view(&all)),
         &model(),
         ModelViewOptions::default(),
     );

@@ -210,8 +210,8 @@ fn tool_state(outcome: &Outcome) -> ToolState {
     }
 }
 
-/// What the store's context read returns: newest first until the scan stops, reversed.
-fn read_context(all: &[MessageWithParts]) -> Vec<MessageWithParts> {
+/// What the store's model view read returns: newest first until the scan stops, reversed.
+fn read_view(all: &[MessageWithParts]) -> Vec<MessageWithParts> {
     let mut scan = HistoryScan::new();
     let mut out = Vec::new();
     for message in all.iter().rev() {
@@ -289,7 +289,7 @@ fn build(ops: &[Op]) -> Vec<MessageWithParts> {
                 }
             }
             Op::Compact { budget, summary_ok } => {
-                let context = hide_completed_compactions(read_context(&b.messages));
+                let context = hide_completed_compactions(read_view(&b.messages));
                 let tail = select_tail(&context, 2, *budget, messages_tokens);
                 b.user(Some(CompactionPart {
                     auto: true,
@@ -378,7 +378,7 @@ proptest! {
         media_in_results in any::<bool>(),
     ) {
         let all = build(&ops);
-        let context = order_for_model(read_context(&all));
+        let context = order_for_model(read_view(&all));
         let options = ModelViewOptions { strip_media, tool_output_max_chars: cut, media_in_tool_results: media_in_results };
         let mut messages = to_model_messages(&context, &model(), options);
         let before = messages.clone();

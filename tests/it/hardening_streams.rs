@@ -41,7 +41,7 @@ fn request() -> ChatRequest {
 
 fn provider(server: &ScriptedServer, wire: Wire) -> Provider {
     let base = match wire {
-        Wire::OpenAi => format!("{}/v1", server.url()),
+        Wire::OpenAi | Wire::Responses => format!("{}/v1", server.url()),
         Wire::Anthropic => server.url(),
     };
     let mut config = Endpoint::new("hostile", wire, base);
@@ -71,6 +71,16 @@ fn openai_chunk(delta: Value, finish: Option<&str>) -> String {
 fn anthropic_event(name: &str, data: Value) -> String {
     format!("event: {name}\ndata: {data}\n\n")
 }
+
+fn responses_event(data: Value) -> String {
+    format!(
+        "event: {}\ndata: {data}\n\n",
+        data["type"].as_str().unwrap_or_default()
+    )
+}
+
+/// Every wire, for the hostile inputs that mean the same on each.
+const WIRES: [Wire; 3] = [Wire::OpenAi, Wire::Anthropic, Wire::Responses];
 
 /// Text "héllo wörld 世界" then a tool call with `arguments` (raw text).
 fn valid_stream(wire: Wire, arguments: &str) -> String {
@@ -126,6 +136,23 @@ fn valid_stream(wire: Wire, arguments: &str) -> String {
             anthropic_event("message_stop", json!({"type": "message_stop"})),
         ]
         .concat(),
+        Wire::Responses => [
+            responses_event(
+                json!({"type": "response.output_text.delta", "item_id": "msg_1", "delta": "héllo "}),
+            ),
+            responses_event(
+                json!({"type": "response.output_text.delta", "item_id": "msg_1", "delta": "wörld 世界"}),
+            ),
+            responses_event(json!({"type": "response.output_item.added", "output_index": 1,
+                "item": {"id": "fc_1", "type": "function_call", "call_id": "call_1", "name": "read", "arguments": ""}})),
+            responses_event(json!({"type": "response.function_call_arguments.delta",
+                "item_id": "fc_1", "delta": arguments})),
+            responses_event(json!({"type": "response.output_item.done", "output_index": 1,
+                "item": {"id": "fc_1", "type": "function_call", "call_id": "call_1", "name": "read", "arguments": arguments}})),
+            responses_event(json!({"type": "response.completed",
+                "response": {"status": "completed", "usage": {"input_tokens": 9, "output_tokens": 3}}})),
+        ]
+        .concat(),
     }
 }
 
@@ -153,7 +180,11 @@ fn decode_pieces(pieces: &[Vec<u8>], limit: usize) -> Result<Vec<SseEvent>, SseE
 }
 
 fn wire_strategy() -> impl Strategy<Value = Wire> {
-    prop_oneof![Just(Wire::OpenAi), Just(Wire::Anthropic)]
+    prop_oneof![
+        Just(Wire::OpenAi),
+        Just(Wire::Anthropic),
+        Just(Wire::Responses)
+    ]
 }
 
 /// Bytes that look like SSE often enough to reach the JSON decoders.
@@ -290,7 +321,7 @@ async fn a_line_over_the_event_cap_is_malformed() {
     let cap = cairn::provider::sse::MAX_EVENT_BYTES;
     let mut line = b"data: ".to_vec();
     line.resize(cap + 1024, b'a');
-    for wire in [Wire::OpenAi, Wire::Anthropic] {
+    for wire in WIRES {
         let response = ScriptedResponse::sse().chunked_every(&line, 1 << 20);
         let error = expect_error(stream(wire, response).await, ErrorKind::Malformed);
         assert!(error.to_string().contains("larger than"), "{error}");
@@ -306,6 +337,10 @@ async fn a_large_unreadable_event_is_quoted_short() {
             Wire::Anthropic,
             format!("event: content_block_delta\ndata: {{\"index\": \"{blob}\"}}\n\n"),
         ),
+        (
+            Wire::Responses,
+            format!("event: response.output_text.delta\ndata: {{\"delta\": \"{blob}\n\n"),
+        ),
     ] {
         let response = ScriptedResponse::sse().chunked_every(body, 64 * 1024);
         let error = expect_error(stream(wire, response).await, ErrorKind::Malformed);
@@ -315,13 +350,14 @@ async fn a_large_unreadable_event_is_quoted_short() {
 
 #[tokio::test]
 async fn a_stream_that_never_finishes_stalls_out() {
-    for wire in [Wire::OpenAi, Wire::Anthropic] {
+    for wire in WIRES {
         let valid = valid_stream(wire, "{}");
         // Everything but the end marker, then silence with the socket open.
         let cut = valid
             .rfind(match wire {
                 Wire::OpenAi => "data: {\"choices\":[]",
                 Wire::Anthropic => "event: message_delta",
+                Wire::Responses => "event: response.completed",
             })
             .expect("marker");
         let response = ScriptedResponse::sse().chunk(&valid[..cut]).then_stall();
@@ -369,7 +405,7 @@ async fn an_endless_valid_stream_hits_the_response_cap() {
 
 #[tokio::test]
 async fn keep_alive_comments_forever_stall_out() {
-    for wire in [Wire::OpenAi, Wire::Anthropic] {
+    for wire in WIRES {
         let mut response = ScriptedResponse::sse();
         for _ in 0..100 {
             response = response
@@ -392,7 +428,7 @@ async fn keep_alive_comments_forever_stall_out() {
 
 #[tokio::test]
 async fn a_body_that_closes_without_finish_is_a_network_error() {
-    for wire in [Wire::OpenAi, Wire::Anthropic] {
+    for wire in WIRES {
         let valid = valid_stream(wire, "{}");
         let response = ScriptedResponse::sse().chunk(&valid[..valid.len() / 2]);
         expect_error(stream(wire, response).await, ErrorKind::Network);
@@ -401,7 +437,7 @@ async fn a_body_that_closes_without_finish_is_a_network_error() {
 
 #[tokio::test]
 async fn invalid_utf8_is_malformed() {
-    for wire in [Wire::OpenAi, Wire::Anthropic] {
+    for wire in WIRES {
         let mut body = b"data: {\"choices\":[{\"delta\":{\"content\":\"".to_vec();
         body.extend_from_slice(&[0xc3, 0x28, 0xff]);
         body.extend_from_slice(b"\"}}]}\n\n");
@@ -421,6 +457,7 @@ async fn json_nested_ten_thousand_deep_is_malformed_not_a_stack_overflow() {
         (Wire::OpenAi, format!("data: {deep}\n\n")),
         (Wire::Anthropic, format!("event: error\ndata: {deep}\n\n")),
         (Wire::Anthropic, format!("data: {deep}\n\n")),
+        (Wire::Responses, format!("event: error\ndata: {deep}\n\n")),
     ] {
         let response = ScriptedResponse::sse().chunk(body);
         expect_error(stream(wire, response).await, ErrorKind::Malformed);
@@ -430,7 +467,7 @@ async fn json_nested_ten_thousand_deep_is_malformed_not_a_stack_overflow() {
 #[tokio::test]
 async fn deep_or_broken_tool_arguments_arrive_as_a_string_input() {
     for arguments in [nested(10_000), "{\"file_path\": \"a\"".to_owned()] {
-        for wire in [Wire::OpenAi, Wire::Anthropic] {
+        for wire in WIRES {
             let response = ScriptedResponse::sse().chunk(valid_stream(wire, &arguments));
             let (events, error) = stream(wire, response).await;
             assert!(error.is_none(), "{error:?}");

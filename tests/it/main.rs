@@ -41,6 +41,8 @@ mod permission_shell_run;
 mod permission_store;
 mod provider_anthropic;
 mod provider_openai;
+mod provider_responses;
+mod provider_wires;
 mod recovery;
 mod store;
 mod store_cache;

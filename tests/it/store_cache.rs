@@ -9,13 +9,13 @@ use crate::store_support;
 use std::path::Path;
 
 use cairn::message::*;
-use cairn::store::{Error, LiveContext, Store};
+use cairn::store::{Error, LiveView, Store};
 use store_support::*;
 
 /// What a handle with an empty cache reads.
 async fn uncached(path: &Path, session_id: &str) -> (Vec<MessageWithParts>, Vec<MessageWithParts>) {
     let fresh = Store::open(path).unwrap();
-    let context = fresh.read_context(session_id).await.unwrap();
+    let context = fresh.read_view(session_id).await.unwrap();
     let all = fresh.read_all(session_id).await.unwrap();
     (context, all)
 }
@@ -23,7 +23,7 @@ async fn uncached(path: &Path, session_id: &str) -> (Vec<MessageWithParts>, Vec<
 /// `store`'s reads (through its warm cache) equal an uncached handle's.
 async fn assert_reads_current(store: &Store, session_id: &str) {
     let (context, all) = uncached(store.path(), session_id).await;
-    assert_eq!(store.read_context(session_id).await.unwrap(), context);
+    assert_eq!(store.read_view(session_id).await.unwrap(), context);
     assert_eq!(store.read_all(session_id).await.unwrap(), all);
     let newest_first: Vec<_> = all.iter().rev().take(3).cloned().collect();
     assert_eq!(
@@ -62,13 +62,13 @@ async fn warm_reads_see_upserted_parts_and_messages() {
     let session = session("/repo");
     store.create_session(&session).await.unwrap();
     let (question, answer) = exchange(&store, &session, "first").await;
-    let before = store.read_context(&session.id).await.unwrap();
+    let before = store.read_view(&session.id).await.unwrap();
     assert_eq!(before.len(), 2);
 
     // The loop's case: one new part on the newest message between reads.
     let appended = text(&answer, "appended");
     store.upsert_part(&appended).await.unwrap();
-    let context = store.read_context(&session.id).await.unwrap();
+    let context = store.read_view(&session.id).await.unwrap();
     assert_eq!(context[1].parts.last(), Some(&appended));
     assert_reads_current(&store, &session.id).await;
 
@@ -79,7 +79,7 @@ async fn warm_reads_see_upserted_parts_and_messages() {
         ..TextPart::default()
     });
     store.upsert_part(&edited).await.unwrap();
-    let context = store.read_context(&session.id).await.unwrap();
+    let context = store.read_view(&session.id).await.unwrap();
     assert_eq!(context[1].parts.last(), Some(&edited));
     assert_reads_current(&store, &session.id).await;
 
@@ -90,7 +90,7 @@ async fn warm_reads_see_upserted_parts_and_messages() {
         assistant.finish = Some(FinishReason::Length);
     }
     store.upsert_message(&finished).await.unwrap();
-    let context = store.read_context(&session.id).await.unwrap();
+    let context = store.read_view(&session.id).await.unwrap();
     assert_eq!(context[1].message, finished);
     assert_eq!(context[0].message, question);
     assert_reads_current(&store, &session.id).await;
@@ -103,18 +103,18 @@ async fn warm_reads_drop_deleted_messages_and_sessions() {
     store.create_session(&session).await.unwrap();
     let (_, first_answer) = exchange(&store, &session, "one").await;
     let (second_question, _) = exchange(&store, &session, "two").await;
-    assert_eq!(store.read_context(&session.id).await.unwrap().len(), 4);
+    assert_eq!(store.read_view(&session.id).await.unwrap().len(), 4);
     assert_eq!(store.read_all(&session.id).await.unwrap().len(), 4);
 
     assert!(store.delete_message(&second_question.id).await.unwrap());
     assert!(store.delete_message(&first_answer.id).await.unwrap());
-    let context = store.read_context(&session.id).await.unwrap();
+    let context = store.read_view(&session.id).await.unwrap();
     assert_eq!(context.len(), 2);
     assert!(!ids(&context).contains(&second_question.id));
     assert_reads_current(&store, &session.id).await;
 
     assert!(store.delete_session(&session.id).await.unwrap());
-    assert!(store.read_context(&session.id).await.unwrap().is_empty());
+    assert!(store.read_view(&session.id).await.unwrap().is_empty());
     assert!(store.read_all(&session.id).await.unwrap().is_empty());
 }
 
@@ -125,7 +125,7 @@ async fn writes_of_another_handle_on_the_same_file_are_seen() {
     let session = session("/repo");
     reader.create_session(&session).await.unwrap();
     let (question, answer) = exchange(&reader, &session, "mine").await;
-    assert_eq!(reader.read_context(&session.id).await.unwrap().len(), 2);
+    assert_eq!(reader.read_view(&session.id).await.unwrap().len(), 2);
     assert_eq!(reader.read_all(&session.id).await.unwrap().len(), 2);
 
     let other = text(&answer, "written by the other handle");
@@ -136,14 +136,14 @@ async fn writes_of_another_handle_on_the_same_file_are_seen() {
         ..TextPart::default()
     });
     writer.upsert_part(&reworded).await.unwrap();
-    let context = reader.read_context(&session.id).await.unwrap();
+    let context = reader.read_view(&session.id).await.unwrap();
     assert_eq!(context[0].parts, vec![reworded]);
     assert_eq!(context[1].parts.last(), Some(&other));
     assert_reads_current(&reader, &session.id).await;
 
     assert!(writer.delete_message(&question.id).await.unwrap());
     assert_eq!(
-        ids(&reader.read_context(&session.id).await.unwrap()),
+        ids(&reader.read_view(&session.id).await.unwrap()),
         vec![answer.id.clone()]
     );
     assert_reads_current(&reader, &session.id).await;
@@ -179,7 +179,7 @@ async fn raw_sql_writes_through_call_are_seen() {
         })
         .await
         .unwrap();
-    let context = store.read_context(&session.id).await.unwrap();
+    let context = store.read_view(&session.id).await.unwrap();
     assert_eq!(context[1].message.id, answer.id);
     assert_eq!(context[1].parts.len(), 2);
     assert_eq!(context[1].parts[0], changed);
@@ -206,9 +206,9 @@ async fn unchanged_rows_are_not_decoded_again() {
     let session = session("/repo");
     store.create_session(&session).await.unwrap();
     exchange(&store, &session, "cached").await;
-    let before = store.read_context(&session.id).await.unwrap();
+    let before = store.read_view(&session.id).await.unwrap();
     let kept = store
-        .refresh_context(LiveContext::new(&session.id))
+        .refresh_view(LiveView::new(&session.id))
         .await
         .unwrap();
     // Garbage in every row with revisions left as they were (triggers off):
@@ -223,15 +223,15 @@ async fn unchanged_rows_are_not_decoded_again() {
         })
         .await
         .unwrap();
-    assert_eq!(store.read_context(&session.id).await.unwrap(), before);
-    let kept = store.refresh_context(kept).await.unwrap();
+    assert_eq!(store.read_view(&session.id).await.unwrap(), before);
+    let kept = store.refresh_view(kept).await.unwrap();
     assert_eq!(
         kept.messages(),
         before,
         "a kept read is not decoded again either"
     );
     let fresh = Store::open(&dir.path().join("data/cairn.db")).unwrap();
-    let error = fresh.read_context(&session.id).await.unwrap_err();
+    let error = fresh.read_view(&session.id).await.unwrap_err();
     assert!(matches!(error, Error::Decode { .. }), "{error}");
 }
 
@@ -243,7 +243,7 @@ async fn interleaved_edits_and_reads_always_match_an_uncached_read() {
     let mut rng = fastrand::Rng::with_seed(7);
     let mut answers: Vec<Message> = Vec::new();
     // A read kept across all the edits, as the agent loop keeps one.
-    let mut kept = LiveContext::new(&session.id);
+    let mut kept = LiveView::new(&session.id);
     for step in 0..60 {
         match rng.u8(0..6) {
             0 | 1 => answers.push(exchange(&store, &session, &format!("step {step}")).await.1),
@@ -271,7 +271,7 @@ async fn interleaved_edits_and_reads_always_match_an_uncached_read() {
             }
         }
         assert_reads_current(&store, &session.id).await;
-        kept = store.refresh_context(kept).await.unwrap();
+        kept = store.refresh_view(kept).await.unwrap();
         let (context, _) = uncached(store.path(), &session.id).await;
         assert_eq!(kept.messages(), context, "kept read after step {step}");
     }
@@ -352,7 +352,7 @@ async fn a_schema_1_database_migrates_keeping_its_data() {
 
     let store = Store::open(&old).unwrap();
     assert_eq!(store.read_all(&session.id).await.unwrap(), expected);
-    assert_eq!(store.read_context(&session.id).await.unwrap(), expected);
+    assert_eq!(store.read_view(&session.id).await.unwrap(), expected);
     assert_eq!(
         store.get_session(&session.id).await.unwrap(),
         expected_session
@@ -400,10 +400,10 @@ async fn a_kept_read_follows_moves_of_the_compaction_point_and_deletions() {
     let (_, answer) = exchange(&store, &session, "after").await;
 
     let mut kept = store
-        .refresh_context(LiveContext::new(&session.id))
+        .refresh_view(LiveView::new(&session.id))
         .await
         .unwrap();
-    let check = |kept: &LiveContext, what: &str| {
+    let check = |kept: &LiveView, what: &str| {
         let kept = kept.messages().to_vec();
         let path = store.path().to_path_buf();
         let session_id = session.id.clone();
@@ -418,14 +418,14 @@ async fn a_kept_read_follows_moves_of_the_compaction_point_and_deletions() {
     assert_eq!(kept.messages().len(), 4, "starts at the compaction point");
 
     // Nothing written: the same read comes back.
-    kept = store.refresh_context(kept).await.unwrap();
+    kept = store.refresh_view(kept).await.unwrap();
     check(&kept, "nothing changed").await;
 
     // The summary turns out failed: the context reaches back to the start.
     let mut failed = summary(&session, &request, true);
     failed.id = done.id.clone();
     store.upsert_message(&failed).await.unwrap();
-    kept = store.refresh_context(kept).await.unwrap();
+    kept = store.refresh_view(kept).await.unwrap();
     check(&kept, "failed summary").await;
 
     // A part deleted behind the store's back (raw SQL leaves no stamp).
@@ -438,17 +438,17 @@ async fn a_kept_read_follows_moves_of_the_compaction_point_and_deletions() {
         })
         .await
         .unwrap();
-    kept = store.refresh_context(kept).await.unwrap();
+    kept = store.refresh_view(kept).await.unwrap();
     check(&kept, "deleted part").await;
 
     // A new compaction point: older messages leave the kept read.
     let (_, done) = compact(&store, &session, false).await;
-    kept = store.refresh_context(kept).await.unwrap();
+    kept = store.refresh_view(kept).await.unwrap();
     check(&kept, "new compaction point").await;
     assert_eq!(kept.messages().len(), 2);
 
     // That summary deleted: back to the whole session.
     store.delete_message(&done.id).await.unwrap();
-    kept = store.refresh_context(kept).await.unwrap();
+    kept = store.refresh_view(kept).await.unwrap();
     check(&kept, "deleted summary").await;
 }

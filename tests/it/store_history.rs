@@ -1,4 +1,4 @@
-//! `Store::read_context`: newest-first reading that stops at the last
+//! `Store::read_view`: newest-first reading that stops at the last
 //! completed compaction point (or its kept tail), proved not to touch older
 //! rows by poisoning them: rows in pages beyond the stop point become blobs
 //! that cannot even be fetched as text, older rows inside the stop point's
@@ -54,7 +54,7 @@ fn compaction_point(
 
 /// Makes every message older than `history[stop]` (and its parts) unreadable:
 /// those in the same page as the stop point (counting pages from the newest
-/// message, as `read_context` does) get invalid JSON, older pages get blobs.
+/// message, as `read_view` does) get invalid JSON, older pages get blobs.
 async fn poison_older_than(store: &Store, history: &[MessageWithParts], stop: usize) {
     let stop_page = (history.len() - 1 - stop) / CONTEXT_PAGE;
     let mut garbage = Vec::new();
@@ -106,10 +106,10 @@ async fn a_session_never_compacted_is_read_whole_oldest_first() {
     let session = session("/repo");
     let history = exchanges(&session, CONTEXT_PAGE + 7);
     let (_dir, store) = store_with(&history, &session).await;
-    let context = store.read_context(&session.id).await.unwrap();
+    let context = store.read_view(&session.id).await.unwrap();
     assert_eq!(context, history);
     assert_eq!(store.read_all(&session.id).await.unwrap(), history);
-    assert!(store.read_context("ses_empty").await.unwrap().is_empty());
+    assert!(store.read_view("ses_empty").await.unwrap().is_empty());
 }
 
 #[tokio::test]
@@ -125,7 +125,7 @@ async fn reading_stops_at_the_completed_compaction_point_without_touching_older_
         let (_dir, store) = store_with(&history, &session).await;
         poison_older_than(&store, &history, stop).await;
 
-        let context = store.read_context(&session.id).await.unwrap();
+        let context = store.read_view(&session.id).await.unwrap();
         assert_eq!(context, history[stop..], "with {newer} newer exchanges");
         assert!(context[0].compaction().is_some());
         assert!(context[1].is_completed_summary());
@@ -149,7 +149,7 @@ async fn a_kept_tail_is_read_back_to_its_first_message() {
     let (_dir, store) = store_with(&history, &session).await;
     poison_older_than(&store, &history, tail_start).await;
 
-    let context = store.read_context(&session.id).await.unwrap();
+    let context = store.read_view(&session.id).await.unwrap();
     assert_eq!(context, history[tail_start..]);
     assert_eq!(context[0].message.id, tail_id);
 }
@@ -170,7 +170,7 @@ async fn a_failed_or_unanswered_compaction_is_not_a_stop_point() {
     let (_dir, store) = store_with(&history, &session).await;
     poison_older_than(&store, &history, completed).await;
 
-    let context = store.read_context(&session.id).await.unwrap();
+    let context = store.read_view(&session.id).await.unwrap();
     assert_eq!(context, history[completed..]);
 }
 
@@ -185,7 +185,7 @@ async fn the_newest_completed_point_wins_over_older_ones() {
     history.extend(exchanges(&session, 1));
     let (_dir, store) = store_with(&history, &session).await;
     poison_older_than(&store, &history, latest).await;
-    let context = store.read_context(&session.id).await.unwrap();
+    let context = store.read_view(&session.id).await.unwrap();
     assert_eq!(context, history[latest..]);
 }
 
@@ -199,5 +199,5 @@ async fn context_reads_see_writes_made_just_before() {
         store.upsert_message(&entry.message).await.unwrap();
         store.upsert_parts(&entry.parts).await.unwrap();
     }
-    assert_eq!(store.read_context(&session.id).await.unwrap(), point);
+    assert_eq!(store.read_view(&session.id).await.unwrap(), point);
 }

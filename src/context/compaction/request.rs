@@ -47,7 +47,7 @@ pub struct SummaryPlan {
 
 /// Plans the summary for the compaction request `compaction_message_id`.
 ///
-/// `context` is the store's context read (oldest first, not reordered);
+/// `context` is the store's model view read (oldest first, not reordered);
 /// `usable` is the window from `context::usable`. Returns `None` when the
 /// compaction request is not in `context`.
 pub fn plan_summary(

@@ -1,6 +1,6 @@
 //! History -> the messages the model sees (spec 6, seed 002 sections 4-5).
 //!
-//! Input is what the store's context read returns (oldest first, from the last
+//! Input is what the store's model view read returns (oldest first, from the last
 //! completed compaction point or its verbatim tail); output is provider-neutral
 //! `ChatMessage`s with every tool call answered right after it. Pure: never
 //! reads the store, never counts against a network. Sub-modules: `counting`
@@ -62,7 +62,7 @@ impl Default for ModelViewOptions {
     }
 }
 
-/// Reorders a context read so the model sees the latest summary first:
+/// Reorders a model view read so the model sees the latest summary first:
 /// `[compaction-user ..= summary] ++ [tail .. compaction-user) ++ (summary ..]`
 /// (spec 7.6). Earlier compaction pairs that appear inside the tail are hidden.
 pub fn order_for_model(history: Vec<MessageWithParts>) -> Vec<MessageWithParts> {

@@ -24,7 +24,7 @@ use ratatui::widgets::{Clear, Paragraph};
 use std::collections::HashSet;
 
 use super::app::{App, Overlay};
-use transcript::BlockContext;
+use transcript::BlockInputs;
 
 /// Where each pane goes for a given screen size.
 pub struct Areas {
@@ -72,7 +72,7 @@ pub fn prepare(app: &mut App, area: Rect) {
         show_reasoning,
         ..
     } = app;
-    let cx = BlockContext {
+    let cx = BlockInputs {
         timeline,
         now: *now,
         expand_details: *expand_details,

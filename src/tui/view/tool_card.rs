@@ -16,14 +16,14 @@ use crate::tui::wrap::wrap_into;
 const PREVIEW_LINES: usize = 4;
 const EXPANDED_LINES: usize = 200;
 
-pub struct CardContext<'a> {
+pub struct CardInputs<'a> {
     pub live_output: Option<&'a str>,
     pub now: Millis,
     pub expanded: bool,
     pub awaiting_permission: bool,
 }
 
-pub fn tool_card(tool: &ToolPart, cx: &CardContext<'_>, width: usize) -> Vec<Line<'static>> {
+pub fn tool_card(tool: &ToolPart, cx: &CardInputs<'_>, width: usize) -> Vec<Line<'static>> {
     let (icon, icon_style, status) = status_of(tool, cx);
     let argument = key_argument(&tool.tool, tool.state.input());
     let mut head = vec![
@@ -107,7 +107,7 @@ pub fn tool_card(tool: &ToolPart, cx: &CardContext<'_>, width: usize) -> Vec<Lin
     out
 }
 
-fn status_of(tool: &ToolPart, cx: &CardContext<'_>) -> (&'static str, Style, String) {
+fn status_of(tool: &ToolPart, cx: &CardInputs<'_>) -> (&'static str, Style, String) {
     match &tool.state {
         ToolState::Pending { .. } => ("○", Style::default().fg(Color::DarkGray), "pending".into()),
         ToolState::Running { .. } if cx.awaiting_permission => (

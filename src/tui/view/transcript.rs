@@ -1,7 +1,7 @@
 //! One transcript block as lines: message headers, user text, Markdown
 //! answers, reasoning, tool cards, compaction markers, inline notes.
 //!
-//! Pure: everything comes from the [`BlockContext`]; the viewport caches the
+//! Pure: everything comes from the [`BlockInputs`]; the viewport caches the
 //! result per block and width.
 
 use std::collections::HashSet;
@@ -15,12 +15,12 @@ use crate::tui::markdown::{WrapMemo, render_markdown, render_markdown_reusing};
 use crate::tui::timeline::{Block, Timeline};
 use crate::tui::wrap::wrap_into;
 
-use super::tool_card::{CardContext, tool_card};
+use super::tool_card::{CardInputs, tool_card};
 
 /// Summary lines shown before Ctrl+O expands a compaction summary.
 const SUMMARY_PREVIEW_LINES: usize = 3;
 
-pub struct BlockContext<'a> {
+pub struct BlockInputs<'a> {
     pub timeline: &'a Timeline,
     pub now: Millis,
     pub expand_details: bool,
@@ -29,7 +29,7 @@ pub struct BlockContext<'a> {
     pub awaiting: &'a HashSet<String>,
 }
 
-impl BlockContext<'_> {
+impl BlockInputs<'_> {
     /// True when the block's look depends on the clock or on dialogs, so it
     /// must not be cached.
     pub fn is_volatile(&self, block: Block) -> bool {
@@ -45,7 +45,7 @@ impl BlockContext<'_> {
 /// of an answer's logical lines between calls: the viewport passes one for
 /// the block that is changing (a streaming answer).
 pub fn block_lines(
-    cx: &BlockContext<'_>,
+    cx: &BlockInputs<'_>,
     block: Block,
     width: usize,
     memo: Option<&mut WrapMemo>,
@@ -146,7 +146,7 @@ fn header(message: &Message) -> Vec<Line<'static>> {
 }
 
 fn part_lines(
-    cx: &BlockContext<'_>,
+    cx: &BlockInputs<'_>,
     message: &Message,
     part: &Part,
     width: usize,
@@ -196,7 +196,7 @@ fn part_lines(
             reasoning_lines(&reasoning.text, cx.show_reasoning, width)
         }
         PartKind::Tool(tool) => {
-            let card = CardContext {
+            let card = CardInputs {
                 live_output: cx.timeline.live_output(&part.id),
                 now: cx.now,
                 expanded: cx.expand_details,

@@ -1,11 +1,11 @@
-//! Shared by the tools_* tests: a temp project and a ToolContext over it.
+//! Shared by the tools_* tests: a temp project and a ToolScope over it.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use cairn::bus::Bus;
 use cairn::permission::{Mode, Permissions, Rule, ruleset};
-use cairn::tool::{OutputLimits, ToolContext, ToolProgress};
+use cairn::tool::{OutputLimits, ToolProgress, ToolScope};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -34,12 +34,12 @@ impl Project {
     }
 
     /// A context that allows everything not denied (like `--yolo`).
-    pub fn context(&self) -> ToolContext {
+    pub fn context(&self) -> ToolScope {
         self.context_with(ruleset(&Default::default(), true), Mode::Headless)
     }
 
-    pub fn context_with(&self, rules: Vec<Rule>, mode: Mode) -> ToolContext {
-        ToolContext {
+    pub fn context_with(&self, rules: Vec<Rule>, mode: Mode) -> ToolScope {
+        ToolScope {
             session_id: "ses_test".into(),
             message_id: "msg_test".into(),
             call_id: "call_test".into(),
@@ -55,7 +55,7 @@ impl Project {
 }
 
 /// Attaches a progress channel to `ctx`.
-pub fn with_progress(ctx: &mut ToolContext) -> mpsc::UnboundedReceiver<ToolProgress> {
+pub fn with_progress(ctx: &mut ToolScope) -> mpsc::UnboundedReceiver<ToolProgress> {
     let (sender, receiver) = mpsc::unbounded_channel();
     ctx.progress = Some(sender);
     receiver
