@@ -8,6 +8,7 @@
 mod error;
 mod load;
 mod locate;
+pub mod permission;
 mod render;
 mod value;
 
@@ -15,9 +16,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::permission::PermissionConfig;
 pub use error::Error;
 pub use load::{LoadOptions, Loaded, Origin, Overrides, load};
+pub use permission::PermissionConfig;
 pub use value::{Fraction, ModelRef, NonEmpty};
 
 /// Default number of lines a tool result keeps before it is truncated.
@@ -391,7 +392,7 @@ mod tests {
         assert_eq!(local.models["qwen3-coder"].price_cache_write, Some(0.0));
         assert!(matches!(
             parsed.permission.get("bash"),
-            Some(crate::permission::PermissionSetting::Patterns(patterns)) if patterns.len() == 3
+            Some(permission::PermissionSetting::Patterns(patterns)) if patterns.len() == 3
         ));
     }
 

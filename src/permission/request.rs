@@ -6,6 +6,8 @@
 use serde::Serialize;
 use serde_json::Value;
 
+pub use crate::config::permission::{Action, PermissionConfig, PermissionSetting};
+
 /// A question for the user: may `permission` act on `patterns`?
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct PermissionRequest {
@@ -68,25 +70,3 @@ pub enum PermissionAnswer {
         message: Option<String>,
     },
 }
-
-/// What a rule says to do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Action {
-    Allow,
-    Ask,
-    Deny,
-}
-
-/// One tool's rules as written in config: one action for everything, or a
-/// table of patterns (`"git *" = "allow"`); later, more specific entries win.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
-#[serde(untagged)]
-pub enum PermissionSetting {
-    Action(Action),
-    Patterns(std::collections::BTreeMap<String, Action>),
-}
-
-/// The `[permission]` config table: permission name (`bash`, `edit`, `read`,
-/// `external_directory`, `doom_loop`, ...) to its setting.
-pub type PermissionConfig = std::collections::BTreeMap<String, PermissionSetting>;
