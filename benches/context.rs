@@ -10,13 +10,15 @@ use cairn::context::view::{
     ModelViewOptions, ensure_tool_pairing, fill_part_tokens, order_for_model, part_tokens,
     to_model_messages,
 };
-use cairn::message::{
-    AssistantMessage, FinishReason, Message, MessageWithParts, ModelRef, Part, PartKind, Role,
-    StepFinishPart, StepStartPart, TextPart, Tokens, ToolPart, ToolState, ToolTime, UserMessage,
-};
+use cairn::message::{FinishReason, MessageWithParts, ModelRef, PartKind, StepStartPart, Tokens};
 use cairn::token::{count, estimate};
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
+
+#[path = "../tests/common/history/mod.rs"]
+mod history;
+
+const SES: &str = "ses";
 
 const CORPUS: &[(&str, &str)] = &[
     (
@@ -62,70 +64,25 @@ fn model() -> ModelRef {
     ModelRef::new("anthropic", "claude-bench")
 }
 
-fn message(role: Role) -> MessageWithParts {
-    MessageWithParts {
-        message: Message {
-            id: cairn::id::message_id(),
-            session_id: "ses".into(),
-            time_created: 0,
-            role,
-        },
-        parts: Vec::new(),
-    }
-}
-
-fn push(message: &mut MessageWithParts, kind: PartKind) {
-    message.parts.push(Part {
-        id: cairn::id::part_id(),
-        message_id: message.message.id.clone(),
-        session_id: "ses".into(),
-        kind,
-        tokens: None,
-    });
-}
-
 /// A session of user turns, each answered by a text and three tool calls
 /// whose outputs are slices of the corpus, until about `target` tokens.
 fn session(target: u64) -> Vec<MessageWithParts> {
-    let text = |s: &str| {
-        PartKind::Text(TextPart {
-            text: s.into(),
-            ..TextPart::default()
-        })
-    };
-    let mut history = Vec::new();
+    let mut messages = Vec::new();
     let mut total = 0u64;
     let mut turn = 0usize;
     while total < target {
-        let mut user = message(Role::User(UserMessage {
-            agent: "build".into(),
-            model: model(),
-            system: None,
-        }));
-        push(
-            &mut user,
-            text("请检查 src/message.rs 并修复失败的测试, then run cargo test again"),
+        let mut user = history::user(
+            SES,
+            "请检查 src/message.rs 并修复失败的测试, then run cargo test again",
         );
-        let parent_id = user.message.id.clone();
-        let mut assistant = message(Role::Assistant(AssistantMessage {
-            parent_id,
-            agent: "build".into(),
-            model: model(),
-            path: Default::default(),
-            summary: false,
-            finish: Some(FinishReason::Stop),
-            error: None,
-            tokens: Tokens::default(),
-            cost: 0.0,
-            time_completed: None,
-        }));
-        push(
+        let mut assistant = history::assistant(SES, &user.message.id, FinishReason::Stop);
+        history::push(
             &mut assistant,
             PartKind::StepStart(StepStartPart::default()),
         );
-        push(
+        history::push(
             &mut assistant,
-            text("I will read the file, run the tests and look at the failures."),
+            history::text("I will read the file, run the tests and look at the failures."),
         );
         for call in 0..3 {
             let (_, source) = CORPUS[(turn + call) % CORPUS.len()];
@@ -134,40 +91,29 @@ fn session(target: u64) -> Vec<MessageWithParts> {
                 .nth((turn * 97) % 500)
                 .map_or(0, |(i, _)| i);
             let output: String = source[start..].chars().take(2_000).collect();
-            push(
+            history::push(
                 &mut assistant,
-                PartKind::Tool(ToolPart {
-                    call_id: format!("call_{turn}_{call}"),
-                    tool: "read".into(),
-                    state: ToolState::Completed {
-                        input: json!({"filePath": "src/message.rs", "offset": turn}),
-                        output,
-                        title: "src/message.rs".into(),
-                        metadata: json!({}),
-                        time: ToolTime::default(),
-                        attachments: Vec::new(),
-                    },
-                }),
+                history::tool(
+                    format!("call_{turn}_{call}"),
+                    "read",
+                    json!({"filePath": "src/message.rs", "offset": turn}),
+                    output,
+                ),
             );
         }
-        push(
+        history::push(
             &mut assistant,
-            PartKind::StepFinish(StepFinishPart {
-                reason: FinishReason::Stop,
-                tokens: Tokens::default(),
-                cost: 0.0,
-                snapshot: None,
-            }),
+            history::step_finish(FinishReason::Stop, Tokens::default()),
         );
         for m in [&mut user, &mut assistant] {
             fill_part_tokens(m.parts.iter_mut());
             total += m.parts.iter().map(|p| part_tokens(p).0).sum::<u64>();
         }
-        history.push(user);
-        history.push(assistant);
+        messages.push(user);
+        messages.push(assistant);
         turn += 1;
     }
-    history
+    messages
 }
 
 fn benches(c: &mut Criterion) {

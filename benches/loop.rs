@@ -23,6 +23,7 @@ use cairn::session::writer::Writer;
 use cairn::tool::OutputLimits;
 use criterion::{Criterion, criterion_group, criterion_main};
 
+#[path = "../tests/common/history/mod.rs"]
 mod history;
 
 const MESSAGES: usize = 1_000;

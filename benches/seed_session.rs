@@ -12,6 +12,7 @@ use cairn::clock::now_millis;
 use cairn::message::{Session, Tokens};
 use cairn::store::Store;
 
+#[path = "../tests/common/history/mod.rs"]
 mod history;
 
 const DEFAULT_MESSAGES: usize = 5_000;

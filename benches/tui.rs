@@ -17,94 +17,40 @@ use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use serde_json::json;
 
+#[path = "../tests/common/history/mod.rs"]
+mod history;
+
 const MESSAGES: usize = 5_000;
+const SES: &str = "ses_bench";
 const NOW: Millis = 1_763_780_000_000;
 
-fn message(id: String, role: Role) -> Message {
-    Message {
-        id,
-        session_id: "ses_bench".into(),
-        time_created: NOW,
-        role,
-    }
-}
-
-fn part(id: String, message: &Message, kind: PartKind) -> Part {
-    Part {
-        id,
-        message_id: message.id.clone(),
-        session_id: "ses_bench".into(),
-        kind,
-        tokens: None,
-    }
-}
-
-fn history() -> Vec<MessageWithParts> {
-    let model = ModelRef::new("anthropic", "claude-sonnet-4-5");
+/// `MESSAGES` messages: questions answered by a `cargo test` card and a
+/// Markdown finding.
+fn long_session() -> Vec<MessageWithParts> {
     let mut out = Vec::with_capacity(MESSAGES);
     for n in 0..MESSAGES / 2 {
-        let user = message(
-            format!("msg_{n:06}a"),
-            Role::User(UserMessage {
-                agent: "build".into(),
-                model: model.clone(),
-                system: None,
-            }),
+        let user = history::user(
+            SES,
+            &format!("question {n}: why does the parser fail on empty input?"),
         );
-        let assistant = message(
-            format!("msg_{n:06}b"),
-            Role::Assistant(AssistantMessage {
-                parent_id: user.id.clone(),
-                agent: "build".into(),
-                model: model.clone(),
-                path: MessagePath::default(),
-                summary: false,
-                finish: Some(FinishReason::Stop),
-                error: None,
-                tokens: Tokens::default(),
-                cost: 0.01,
-                time_completed: Some(NOW),
-            }),
-        );
-        let question = PartKind::Text(TextPart {
-            text: format!("question {n}: why does the parser fail on empty input?"),
-            ..Default::default()
-        });
-        let answer = PartKind::Text(TextPart {
-            text: format!(
-                "## Finding {n}\n\nThe **lexer** returns `None` on empty input, so:\n\n- check `len()` first\n- add a test\n\n```rust\nif input.is_empty() {{\n    return Ok(Vec::new());\n}}\n```\n"
+        let mut assistant = history::assistant(SES, &user.message.id, FinishReason::Stop);
+        history::push(
+            &mut assistant,
+            history::tool(
+                format!("call_{n}"),
+                "bash",
+                json!({ "command": "cargo test" }),
+                "running 12 tests\ntest result: ok. 12 passed",
             ),
-            ..Default::default()
-        });
-        let tool = PartKind::Tool(ToolPart {
-            call_id: format!("call_{n}"),
-            tool: "bash".into(),
-            state: ToolState::Completed {
-                input: json!({ "command": "cargo test" }),
-                output: "running 12 tests\ntest result: ok. 12 passed".into(),
-                title: "cargo test".into(),
-                metadata: json!({}),
-                time: ToolTime {
-                    start: NOW - 2_000,
-                    end: Some(NOW),
-                    compacted: None,
-                },
-                attachments: vec![],
-            },
-        });
-        let user_parts = vec![part(format!("prt_{n:06}a"), &user, question)];
-        let assistant_parts = vec![
-            part(format!("prt_{n:06}b"), &assistant, tool),
-            part(format!("prt_{n:06}c"), &assistant, answer),
-        ];
-        out.push(MessageWithParts {
-            message: user,
-            parts: user_parts,
-        });
-        out.push(MessageWithParts {
-            message: assistant,
-            parts: assistant_parts,
-        });
+        );
+        history::push(
+            &mut assistant,
+            history::text(format!(
+                "## Finding {n}\n\nThe **lexer** returns `None` on empty input, so:\n\n- check `len()` first\n- add a test\n\n```rust\nif input.is_empty() {{\n    return Ok(Vec::new());\n}}\n```\n"
+            )),
+        );
+        out.push(user);
+        out.push(assistant);
     }
     out
 }
@@ -143,7 +89,7 @@ fn frame(terminal: &mut Terminal<TestBackend>, app: &mut App) {
 }
 
 fn bench(c: &mut Criterion) {
-    let history = history();
+    let history = long_session();
     let mut terminal = Terminal::new(TestBackend::new(120, 40)).expect("test backend");
 
     let mut warm = app(history.clone());

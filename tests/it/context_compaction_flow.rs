@@ -6,70 +6,18 @@ use cairn::context::compaction::{
     AUTO_CONTINUE, SummaryPlan, TailSettings, plan_summary, shrink_step, summary_messages,
 };
 use cairn::context::view::{ModelViewOptions, is_well_paired, order_for_model, to_model_messages};
-use cairn::message::{
-    AssistantMessage, CompactionPart, FinishReason, HistoryScan, Message, MessageWithParts,
-    ModelRef, Part, PartKind, Role, ScanStep, TextPart, Tokens, UserMessage,
-};
+use cairn::message::{FinishReason, HistoryScan, MessageWithParts, PartKind, ScanStep};
 use cairn::provider::{ChatMessage, Content};
 
-fn model() -> ModelRef {
-    ModelRef::new("anthropic", "claude-test")
-}
+use crate::history;
 
-fn user(text: &str, compaction: Option<CompactionPart>) -> MessageWithParts {
-    let message = Message {
-        id: cairn::id::message_id(),
-        session_id: "ses".into(),
-        time_created: 0,
-        role: Role::User(UserMessage {
-            agent: "build".into(),
-            model: model(),
-            system: None,
-        }),
-    };
-    let kind = match compaction {
-        Some(c) => PartKind::Compaction(c),
-        None => PartKind::Text(TextPart {
-            text: text.into(),
-            ..TextPart::default()
-        }),
-    };
-    let part = Part::new(&message, kind);
-    MessageWithParts {
-        message,
-        parts: vec![part],
-    }
-}
+const SES: &str = "ses";
 
-fn assistant(parent: &MessageWithParts, text: &str, summary: bool) -> MessageWithParts {
-    let message = Message {
-        id: cairn::id::message_id(),
-        session_id: "ses".into(),
-        time_created: 0,
-        role: Role::Assistant(AssistantMessage {
-            parent_id: parent.message.id.clone(),
-            agent: if summary { "compaction" } else { "build" }.into(),
-            model: model(),
-            path: Default::default(),
-            summary,
-            finish: Some(FinishReason::Stop),
-            error: None,
-            tokens: Tokens::default(),
-            cost: 0.0,
-            time_completed: Some(1),
-        }),
-    };
-    let part = Part::new(
-        &message,
-        PartKind::Text(TextPart {
-            text: text.into(),
-            ..TextPart::default()
-        }),
-    );
-    MessageWithParts {
-        message,
-        parts: vec![part],
-    }
+/// A build-agent answer to `parent` holding `text`.
+fn answer(parent: &MessageWithParts, text: &str) -> MessageWithParts {
+    let mut message = history::assistant(SES, &parent.message.id, FinishReason::Stop);
+    history::push(&mut message, history::text(text));
+    message
 }
 
 fn read_view(all: &[MessageWithParts]) -> Vec<MessageWithParts> {
@@ -100,18 +48,12 @@ fn flat(messages: &[ChatMessage]) -> Vec<String> {
 fn after_compaction_the_model_sees_summary_tail_and_continue() {
     let mut all = Vec::new();
     for n in 0..4 {
-        let u = user(&format!("request {n}"), None);
-        let a = assistant(&u, &format!("answer {n} ").repeat(500), false);
+        let u = history::user(SES, &format!("request {n}"));
+        let a = answer(&u, &format!("answer {n} ").repeat(500));
         all.push(u);
         all.push(a);
     }
-    let request = user(
-        "",
-        Some(CompactionPart {
-            auto: true,
-            ..CompactionPart::default()
-        }),
-    );
+    let request = history::compaction_request(SES, None);
     let request_id = request.message.id.clone();
     all.push(request);
 
@@ -129,7 +71,7 @@ fn after_compaction_the_model_sees_summary_tail_and_continue() {
     assert_eq!(first_step, 0);
     let request_messages = summary_messages(
         &shrink_step(&head, first_step).expect("step"),
-        &model(),
+        &history::model(),
         &prompt,
         true,
     );
@@ -145,9 +87,9 @@ fn after_compaction_the_model_sees_summary_tail_and_continue() {
     if let PartKind::Compaction(c) = &mut all[8].parts[0].kind {
         c.tail_start_id = tail_start_id;
     }
-    let summary = assistant(&all[8], "## Goal\nthe summary", true);
+    let summary = history::summary(SES, &all[8].message.id, "## Goal\nthe summary");
     all.push(summary);
-    let mut resume = user(AUTO_CONTINUE, None);
+    let mut resume = history::user(SES, AUTO_CONTINUE);
     if let PartKind::Text(t) = &mut resume.parts[0].kind {
         t.synthetic = true;
         t.metadata = Some(serde_json::json!({ "compaction_continue": true }));
@@ -156,7 +98,7 @@ fn after_compaction_the_model_sees_summary_tail_and_continue() {
 
     let next = to_model_messages(
         &order_for_model(read_view(&all)),
-        &model(),
+        &history::model(),
         ModelViewOptions::default(),
     );
     let texts = flat(&next);

@@ -5,12 +5,10 @@
 //! stays bounded and the model gets a truncated result that says so.
 //! Full-size figures (2 GB, 1 GB, 200,000 files): `benches/bounds.sh`.
 
+use crate::history;
 use crate::project::Project;
 use crate::scenario;
 use crate::support;
-
-#[path = "../../benches/history/mod.rs"]
-mod history;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

@@ -1,17 +1,19 @@
-//! A realistic session history for the loop and TUI figures: turns of a user
-//! message answered by two tool steps (read + grep, bash + edit) and a final
-//! Markdown answer, each step closed by a step-finish with growing usage.
+//! The one history builder of the tests and benches: messages and parts as
+//! the loop writes them (`user`, `assistant`, `summary`, `compaction_request`,
+//! `push` with `text` / `tool` / `step_finish`), and `HistoryBuilder`, a
+//! realistic session for the figures: turns of a user message answered by two
+//! tool steps (read + grep, bash + edit) and a final Markdown answer, each
+//! step closed by a step-finish with growing usage.
 //!
-//! Shared by `benches/loop.rs` and `benches/seed_session.rs`; it builds data
-//! only and never touches a store or a server itself.
-#![allow(dead_code)] // each bench uses a different subset
+//! It builds data only and never touches a store or a server itself.
+#![allow(dead_code)] // each bench and suite uses a different subset
 
 use cairn::clock::now_millis;
 use cairn::config::{Config, ModelConfig, NonEmpty, ProviderConfig, Wire};
 use cairn::message::{
-    AssistantMessage, CacheTokens, FinishReason, Message, MessagePath, MessageWithParts, ModelRef,
-    Part, PartKind, ReasoningPart, Role, StepFinishPart, StepStartPart, TextPart, Tokens, ToolPart,
-    ToolState, ToolTime, UserMessage,
+    AssistantMessage, CacheTokens, CompactionPart, FinishReason, Message, MessagePath,
+    MessageWithParts, ModelRef, Part, PartKind, ReasoningPart, Role, StepFinishPart, StepStartPart,
+    TextPart, Tokens, ToolPart, ToolState, ToolTime, UserMessage,
 };
 use serde_json::json;
 
@@ -21,14 +23,17 @@ pub const MODEL: &str = "scripted/test-model";
 const SOURCES: &[(&str, &str)] = &[
     (
         "src/session/run.rs",
-        include_str!("../../src/session/run.rs"),
+        include_str!("../../../src/session/run.rs"),
     ),
-    ("src/message.rs", include_str!("../../src/message.rs")),
+    ("src/message.rs", include_str!("../../../src/message.rs")),
     (
         "src/store/reads.rs",
-        include_str!("../../src/store/reads.rs"),
+        include_str!("../../../src/store/reads.rs"),
     ),
-    ("src/tool/bash.rs", include_str!("../../src/tool/bash.rs")),
+    (
+        "src/tool/bash.rs",
+        include_str!("../../../src/tool/bash.rs"),
+    ),
 ];
 
 const CARGO_TEST: &str = "   Compiling cairn v0.1.0 (/repo)\n    Finished `test` profile [unoptimized + debuginfo] target(s) in 4.21s\n     Running unittests src/lib.rs (target/debug/deps/cairn-3f2a)\n\nrunning 212 tests\ntest message::tests::round_trip ... ok\ntest session::run::tests::latest_finds_the_newest_user ... ok\ntest store::tests::read_context_starts_at_compaction ... FAILED\n\nfailures:\n\n---- store::tests::read_context_starts_at_compaction stdout ----\nthread 'store::tests::read_context_starts_at_compaction' panicked at src/store/reads.rs:88:9:\nassertion `left == right` failed\n  left: 12\n right: 10\n\ntest result: FAILED. 211 passed; 1 failed; 0 ignored\n";
@@ -61,7 +66,8 @@ pub fn model() -> ModelRef {
     ModelRef::parse(MODEL).expect("a valid literal model name")
 }
 
-fn message(session_id: &str, role: Role) -> MessageWithParts {
+/// An empty message of `role`, created now.
+pub fn message(session_id: &str, role: Role) -> MessageWithParts {
     MessageWithParts {
         message: Message {
             id: cairn::id::message_id(),
@@ -73,27 +79,34 @@ fn message(session_id: &str, role: Role) -> MessageWithParts {
     }
 }
 
-fn push(message: &mut MessageWithParts, kind: PartKind) {
+/// Adds a part to `message`.
+pub fn push(message: &mut MessageWithParts, kind: PartKind) {
     let part = Part::new(&message.message, kind);
     message.parts.push(part);
 }
 
-fn text(text: String) -> PartKind {
+pub fn text(text: impl Into<String>) -> PartKind {
     PartKind::Text(TextPart {
-        text,
+        text: text.into(),
         ..TextPart::default()
     })
 }
 
-fn tool(call: String, name: &str, input: serde_json::Value, output: String) -> PartKind {
+/// A completed tool call.
+pub fn tool(
+    call: impl Into<String>,
+    name: &str,
+    input: serde_json::Value,
+    output: impl Into<String>,
+) -> PartKind {
     let now = now_millis();
     PartKind::Tool(ToolPart {
-        call_id: call,
+        call_id: call.into(),
         tool: name.into(),
         state: ToolState::Completed {
             title: input.to_string(),
             input,
-            output,
+            output: output.into(),
             metadata: json!({}),
             time: ToolTime {
                 start: now,
@@ -102,6 +115,80 @@ fn tool(call: String, name: &str, input: serde_json::Value, output: String) -> P
             },
             attachments: Vec::new(),
         },
+    })
+}
+
+/// A user message of the build agent holding `text`.
+pub fn user(session_id: &str, text_: &str) -> MessageWithParts {
+    let mut message = message(
+        session_id,
+        Role::User(UserMessage {
+            agent: "build".into(),
+            model: model(),
+            system: None,
+        }),
+    );
+    push(&mut message, text(text_));
+    message
+}
+
+/// A completed assistant step answering `parent_id`, with no parts yet.
+pub fn assistant(session_id: &str, parent_id: &str, finish: FinishReason) -> MessageWithParts {
+    message(
+        session_id,
+        Role::Assistant(AssistantMessage {
+            parent_id: parent_id.into(),
+            agent: "build".into(),
+            model: model(),
+            path: MessagePath {
+                cwd: "/repo".into(),
+                root: "/repo".into(),
+            },
+            summary: false,
+            finish: Some(finish),
+            error: None,
+            tokens: Tokens::default(),
+            cost: 0.0,
+            time_completed: Some(now_millis()),
+        }),
+    )
+}
+
+/// The compaction agent's summary answering the compaction request
+/// `parent_id`.
+pub fn summary(session_id: &str, parent_id: &str, text_: &str) -> MessageWithParts {
+    let mut message = assistant(session_id, parent_id, FinishReason::Stop);
+    if let Some(assistant) = message.message.as_assistant_mut() {
+        assistant.agent = "compaction".into();
+        assistant.summary = true;
+    }
+    push(&mut message, text(text_));
+    message
+}
+
+/// A user message asking for a compaction, keeping the tail from
+/// `tail_start_id` when there is one.
+pub fn compaction_request(session_id: &str, tail_start_id: Option<&str>) -> MessageWithParts {
+    let mut request = user(session_id, "");
+    request.parts.clear();
+    push(
+        &mut request,
+        PartKind::Compaction(CompactionPart {
+            auto: true,
+            tail_start_id: tail_start_id.map(String::from),
+            ..CompactionPart::default()
+        }),
+    );
+    request
+}
+
+/// The part closing a step, with the usage the provider reported.
+pub fn step_finish(reason: FinishReason, tokens: Tokens) -> PartKind {
+    PartKind::StepFinish(StepFinishPart {
+        reason,
+        tokens,
+        cost: 0.0,
+        snapshot: None,
     })
 }
 
@@ -168,24 +255,7 @@ impl HistoryBuilder {
     }
 
     fn assistant(&self, parent: &str, finish: FinishReason) -> MessageWithParts {
-        let mut message = message(
-            &self.session_id,
-            Role::Assistant(AssistantMessage {
-                parent_id: parent.into(),
-                agent: "build".into(),
-                model: model(),
-                path: MessagePath {
-                    cwd: "/repo".into(),
-                    root: "/repo".into(),
-                },
-                summary: false,
-                finish: Some(finish),
-                error: None,
-                tokens: Tokens::default(),
-                cost: 0.0,
-                time_completed: Some(now_millis()),
-            }),
-        );
+        let mut message = assistant(&self.session_id, parent, finish);
         push(&mut message, PartKind::StepStart(StepStartPart::default()));
         message
     }
@@ -195,15 +265,7 @@ impl HistoryBuilder {
         if let Some(assistant) = message.message.as_assistant_mut() {
             assistant.tokens = tokens;
         }
-        push(
-            message,
-            PartKind::StepFinish(StepFinishPart {
-                reason,
-                tokens,
-                cost: 0.0,
-                snapshot: None,
-            }),
-        );
+        push(message, step_finish(reason, tokens));
     }
 
     /// One user message and the three assistant steps answering it.
@@ -254,7 +316,7 @@ impl HistoryBuilder {
                 format!("call_{turn}_grep"),
                 "grep",
                 json!({"pattern": "compaction", "path": "src"}),
-                "src/store/reads.rs:42: // from the last completed compaction\nsrc/session/run.rs:4: // completed compaction point\nsrc/session/compaction.rs:1: //! Compaction\n".into(),
+                "src/store/reads.rs:42: // from the last completed compaction\nsrc/session/run.rs:4: // completed compaction point\nsrc/session/compaction.rs:1: //! Compaction\n",
             ),
         );
         self.finish(&mut read, FinishReason::ToolCalls, 180);
@@ -266,7 +328,7 @@ impl HistoryBuilder {
                 format!("call_{turn}_bash"),
                 "bash",
                 json!({"command": "cargo test --lib store"}),
-                CARGO_TEST.into(),
+                CARGO_TEST,
             ),
         );
         push(
