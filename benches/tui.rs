@@ -69,6 +69,7 @@ fn app(history: Vec<MessageWithParts>) -> App {
     App::new(AppInit {
         session,
         history,
+        has_older: false,
         model_label: "anthropic/claude-sonnet-4-5".into(),
         agent: "build".into(),
         gauge: None,

@@ -17,7 +17,7 @@ use cairn::config::{self, LoadOptions, Loaded};
 use cairn::headless;
 use cairn::permission::Mode;
 use cairn::tui::keymap::KeyMap;
-use cairn::tui::{Reload, TuiExit, TuiInput};
+use cairn::tui::{HISTORY_PAGE, History, HistoryRead, TuiExit, TuiInput};
 use std::sync::Arc;
 
 fn main() -> ExitCode {
@@ -159,13 +159,27 @@ async fn tui_input(app: &App, choice: SessionChoice) -> anyhow::Result<TuiInput>
     // Subscribe before reading the history, so no event falls in between.
     let events = app.bus.subscribe();
     let (session, handle) = app.start(choice, Mode::Interactive).await?;
-    let history = app.store.read_all(&session.id).await?;
+    // Only the newest page: a long session opens as fast as a short one,
+    // and older pages are read as the user scrolls back.
+    let history = app
+        .store
+        .messages_before(&session.id, None, HISTORY_PAGE)
+        .await?;
     let store = app.store.clone();
     let session_id = session.id.clone();
-    let reload: Arc<Reload> = Arc::new(move || {
+    let read_history: Arc<History> = Arc::new(move |read| {
         let store = store.clone();
         let session_id = session_id.clone();
-        Box::pin(async move { Ok(store.read_all(&session_id).await?) })
+        Box::pin(async move {
+            Ok(match read {
+                HistoryRead::Page { before } => {
+                    store
+                        .messages_before(&session_id, before.as_deref(), HISTORY_PAGE)
+                        .await?
+                }
+                HistoryRead::All => store.read_all(&session_id).await?,
+            })
+        })
     });
     let model = app
         .default_model()
@@ -185,7 +199,7 @@ async fn tui_input(app: &App, choice: SessionChoice) -> anyhow::Result<TuiInput>
         gauge: None,
         first_run: None,
         sessions,
-        reload: Some(reload),
+        read_history: Some(read_history),
         keymap: KeyMap::default(),
     })
 }
@@ -216,7 +230,7 @@ async fn first_run_input(app: &App) -> anyhow::Result<TuiInput> {
         first_run: Some(FIRST_RUN.to_string()),
         models: Vec::new(),
         sessions: Vec::new(),
-        reload: None,
+        read_history: None,
         keymap: KeyMap::default(),
     })
 }

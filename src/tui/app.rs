@@ -22,21 +22,28 @@ use super::scroll::Scroll;
 use super::timeline::Timeline;
 use super::viewport::Viewport;
 
+/// How close (in blocks) to the oldest message held the view may scroll
+/// before the next older page is read, so it usually arrives before the
+/// user gets there.
+pub const PREFETCH_BLOCKS: usize = 60;
+
 /// Something the runner must do for `update`, which does no I/O itself.
 #[derive(Debug)]
 pub enum Effect {
     Send(Command),
     /// Send `Command::Context` and show the reply in the /context overlay.
     RequestContext,
-    /// Write `contents` to `path` (`/export`).
+    /// Write the session to `path` (`/export`): the runner reads it whole
+    /// from the store, as the timeline may hold only its newest pages.
     Export {
         path: String,
-        contents: String,
     },
     /// Put `text` on the clipboard through OSC 52 (`/copy`).
     Copy(String),
-    /// Reread the history through the reload callback (after a lag).
+    /// Reread the newest page of the history (after a lag).
     Reload,
+    /// Read the page of messages older than this id (scrolled near the top).
+    LoadOlder(String),
     /// Ctrl+Z: give the terminal back to the shell until resumed.
     Suspend,
 }
@@ -181,6 +188,8 @@ pub struct App {
     pub last_ctrl_c: Option<Millis>,
     pub scroll: Scroll,
     pub viewport: Viewport,
+    /// A page of older messages is being read ([`Effect::LoadOlder`]).
+    pub loading_older: bool,
     pub exit: Option<TuiExit>,
     /// Something changed since the last frame.
     pub dirty: bool,
@@ -190,6 +199,7 @@ pub struct App {
 pub struct AppInit {
     pub session: Session,
     pub history: Vec<MessageWithParts>,
+    pub has_older: bool,
     pub model_label: String,
     pub agent: String,
     pub gauge: Option<ContextGauge>,
@@ -212,7 +222,7 @@ impl App {
     pub fn new(init: AppInit) -> Self {
         Self {
             session: init.session,
-            timeline: Timeline::new(init.history),
+            timeline: Timeline::paged(init.history, init.has_older),
             composer: Composer::default(),
             status: SessionStatus::Idle,
             busy_since: None,
@@ -238,6 +248,7 @@ impl App {
             last_escape: None,
             last_ctrl_c: None,
             scroll: Scroll::default(),
+            loading_older: false,
             viewport: Viewport::default(),
             exit: None,
             dirty: true,
@@ -338,9 +349,40 @@ impl App {
         vec![Effect::Reload]
     }
 
-    pub fn reloaded(&mut self, history: Vec<MessageWithParts>) {
-        self.timeline.reset(history);
+    pub fn reloaded(&mut self, history: Vec<MessageWithParts>, has_older: bool) {
+        self.timeline.reset(history, has_older);
+        self.loading_older = false;
         self.flash = None;
+        self.dirty = true;
+    }
+
+    /// The page to read next when the view is scrolled within
+    /// [`PREFETCH_BLOCKS`] of the oldest message held and the store has
+    /// older ones; marks it as loading so it is asked for once.
+    pub fn older_wanted(&mut self) -> Option<Effect> {
+        let near_top = self
+            .scroll
+            .anchor
+            .is_some_and(|anchor| anchor.block < PREFETCH_BLOCKS);
+        if self.loading_older || !near_top {
+            return None;
+        }
+        let before = self.timeline.older_than()?.to_string();
+        self.loading_older = true;
+        Some(Effect::LoadOlder(before))
+    }
+
+    /// A page of older messages arrived: it goes above what is shown, and
+    /// the view stays on the lines the user was reading, unless they were at
+    /// the very top (Home), where it stays to show the session's start.
+    pub fn older_loaded(&mut self, page: Vec<MessageWithParts>, has_older: bool) {
+        self.loading_older = false;
+        let added = self.timeline.prepend(page, has_older);
+        if let Some(anchor) = &mut self.scroll.anchor
+            && (anchor.block, anchor.line) != (0, 0)
+        {
+            anchor.block += added;
+        }
         self.dirty = true;
     }
 

@@ -13,8 +13,10 @@ pub enum Internal {
     Files(Vec<String>),
     /// The reply to `/context`; `None` when the session dropped the request.
     Context(Option<ContextBreakdown>),
-    /// The history reread after a lag.
+    /// The newest page of the history, reread after a lag.
     Reloaded(Vec<MessageWithParts>),
+    /// A page of older messages, or why it could not be read.
+    Older(Result<Vec<MessageWithParts>, String>),
     /// A line for the status bar (export done, copy done, reload failed).
     Flash(String),
 }

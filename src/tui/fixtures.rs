@@ -140,6 +140,7 @@ pub fn app(history: Vec<MessageWithParts>) -> App {
     App::new(AppInit {
         session: session(),
         history,
+        has_older: false,
         model_label: "anthropic/claude-sonnet-4-5".into(),
         agent: "build".into(),
         gauge: Some(gauge(62_000)),

@@ -44,16 +44,29 @@ use crate::context::ContextGauge;
 use crate::message::{MessageWithParts, Session};
 use crate::session::command::Command;
 
-/// Rereads the session's history from the store. Called after the bus
-/// receiver lagged (streamed deltas were lost), so the transcript is rebuilt
-/// from what was persisted. The TUI never opens the store itself.
-pub type Reload =
-    dyn Fn() -> BoxFuture<'static, anyhow::Result<Vec<MessageWithParts>>> + Send + Sync;
+/// Messages the TUI holds at first and reads per page as the user scrolls
+/// back: a long session opens as fast as a short one.
+pub const HISTORY_PAGE: usize = 200;
+
+/// What the TUI asks of the session's stored history.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HistoryRead {
+    /// Up to [`HISTORY_PAGE`] messages older than `before` (the newest when
+    /// `None`: opening, and rebuilding after the bus receiver lagged).
+    Page { before: Option<String> },
+    /// Every message, oldest first (`/export`).
+    All,
+}
+
+/// Reads the session's history from the store; the TUI never opens the
+/// store itself.
+pub type History =
+    dyn Fn(HistoryRead) -> BoxFuture<'static, anyhow::Result<Vec<MessageWithParts>>> + Send + Sync;
 
 /// Everything the TUI needs, prepared by `main`.
 pub struct TuiInput {
     pub session: Session,
-    /// The session's messages so far, oldest first.
+    /// The session's newest [`HISTORY_PAGE`] messages, oldest first.
     pub history: Vec<MessageWithParts>,
     /// A bus subscription taken *before* `history` was read, so nothing is missed.
     pub events: broadcast::Receiver<Event>,
@@ -69,8 +82,9 @@ pub struct TuiInput {
     pub models: Vec<String>,
     /// Sessions of this directory for `/sessions`, newest first.
     pub sessions: Vec<Session>,
-    /// See [`Reload`]; without it a lag only shows a notice.
-    pub reload: Option<Arc<Reload>>,
+    /// See [`History`]; without it the TUI shows only `history`, and a lag
+    /// only shows a notice.
+    pub read_history: Option<Arc<History>>,
     /// `KeyMap::default()`, or `KeyMap::with_overrides` from config.
     pub keymap: keymap::KeyMap,
 }
@@ -93,6 +107,7 @@ pub enum TuiExit {
 pub async fn run(input: TuiInput) -> anyhow::Result<TuiExit> {
     let mut app = app::App::new(app::AppInit {
         session: input.session,
+        has_older: input.history.len() >= HISTORY_PAGE,
         history: input.history,
         model_label: input.model_label,
         agent: input.agent,
@@ -106,7 +121,7 @@ pub async fn run(input: TuiInput) -> anyhow::Result<TuiExit> {
     let channels = runner::Channels {
         events: input.events,
         commands: input.commands,
-        reload: input.reload,
+        read_history: input.read_history,
         keymap: input.keymap,
     };
     runner::run_loop(guard.terminal(), &mut app, channels).await

@@ -22,7 +22,7 @@ use super::export::osc52;
 use super::keymap::KeyMap;
 use super::terminal::Backend;
 use super::update::update;
-use super::{Reload, TuiExit, keys, view};
+use super::{HISTORY_PAGE, History, HistoryRead, TuiExit, keys, view};
 
 /// Redraws after a key are coalesced to at most 60 per second.
 const FRAME_INTERVAL: Duration = Duration::from_millis(16);
@@ -35,7 +35,7 @@ const TICK_INTERVAL: Duration = Duration::from_secs(1);
 pub struct Channels {
     pub events: broadcast::Receiver<Event>,
     pub commands: mpsc::UnboundedSender<Command>,
-    pub reload: Option<Arc<Reload>>,
+    pub read_history: Option<Arc<History>>,
     pub keymap: KeyMap,
 }
 
@@ -73,6 +73,9 @@ pub async fn run_loop(
             app.dirty = false;
             user_waiting = false;
             last_frame = Instant::now();
+            if let Some(load) = app.older_wanted() {
+                perform(load, app, &channels, &internal_tx);
+            }
             continue;
         }
         if let Some(exit) = app.exit.take() {
@@ -156,7 +159,16 @@ fn apply_internal(app: &mut App, message: Internal) {
             app.overlay = None;
             app.flash = Some("the session did not answer /context; is it still running?".into());
         }
-        Internal::Reloaded(history) => app.reloaded(history),
+        Internal::Reloaded(history) => {
+            let has_older = history.len() >= HISTORY_PAGE;
+            app.reloaded(history, has_older);
+        }
+        Internal::Older(Ok(page)) => {
+            let has_older = page.len() >= HISTORY_PAGE;
+            app.older_loaded(page, has_older);
+        }
+        // `loading_older` stays set: the store is not asked again each frame.
+        Internal::Older(Err(error)) => app.flash = Some(error),
         Internal::Flash(text) => app.flash = Some(text),
     }
 }
@@ -177,16 +189,7 @@ fn perform(
                 let _ = internal.send(Internal::Context(answer.await.ok()));
             });
         }
-        Effect::Export { path, contents } => {
-            let internal = internal.clone();
-            tokio::task::spawn_blocking(move || {
-                let flash = match std::fs::write(&path, contents) {
-                    Ok(()) => format!("exported to {path}"),
-                    Err(error) => format!("cannot write {path}: {error}"),
-                };
-                let _ = internal.send(Internal::Flash(flash));
-            });
-        }
+        Effect::Export { path } => export(app, channels, internal, path),
         Effect::Copy(text) => {
             let mut out = std::io::stdout();
             let written = out
@@ -198,9 +201,9 @@ fn perform(
             });
         }
         Effect::Suspend => {}
-        Effect::Reload => match &channels.reload {
-            Some(reload) => {
-                let future = reload();
+        Effect::Reload => match &channels.read_history {
+            Some(read) => {
+                let future = read(HistoryRead::Page { before: None });
                 let internal = internal.clone();
                 tokio::spawn(async move {
                     let message = match future.await {
@@ -217,7 +220,58 @@ fn perform(
                     Some("some streamed text was skipped; it is complete in the store".into())
             }
         },
+        Effect::LoadOlder(before) => {
+            let Some(read) = &channels.read_history else {
+                return;
+            };
+            let future = read(HistoryRead::Page {
+                before: Some(before),
+            });
+            let internal = internal.clone();
+            tokio::spawn(async move {
+                let page = future
+                    .await
+                    .map_err(|error| format!("cannot read older messages: {error:#}"));
+                let _ = internal.send(Internal::Older(page));
+            });
+        }
     }
+}
+
+/// `/export`: the whole session from the store (the timeline may hold only
+/// its newest pages), as Markdown, to `path`.
+fn export(
+    app: &mut App,
+    channels: &Channels,
+    internal: &mpsc::UnboundedSender<Internal>,
+    path: String,
+) {
+    let session = app.session.clone();
+    let loaded = app.timeline.messages().to_vec();
+    let read = channels
+        .read_history
+        .as_ref()
+        .map(|read| read(HistoryRead::All));
+    let internal = internal.clone();
+    tokio::spawn(async move {
+        let messages = match read {
+            Some(read) => match read.await {
+                Ok(messages) => messages,
+                Err(error) => {
+                    let flash = format!("cannot read the session to export: {error:#}");
+                    let _ = internal.send(Internal::Flash(flash));
+                    return;
+                }
+            },
+            None => loaded,
+        };
+        let contents = crate::session::export::session_markdown(&session, &messages);
+        let flash = match tokio::fs::write(&path, contents).await {
+            Ok(()) => format!("exported to {path}"),
+            Err(error) => format!("cannot write {path}: {error}"),
+        };
+        let _ = internal.send(Internal::Flash(flash));
+    });
 }
 
 fn send(app: &mut App, channels: &Channels, command: Command) {
@@ -248,7 +302,7 @@ mod tests {
             Channels {
                 events,
                 commands,
-                reload: None,
+                read_history: None,
                 keymap: KeyMap::default(),
             },
             received,
@@ -282,20 +336,17 @@ mod tests {
     async fn export_writes_the_file_and_says_where() {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("out.md").to_string_lossy().into_owned();
-        let mut app = app(Vec::new());
+        let mut app = app(vec![crate::tui::fixtures::exchange(1).remove(0)]);
         let (channels, _received) = channels();
         let (internal_tx, mut internal_rx) = mpsc::unbounded_channel();
-        let export = Effect::Export {
-            path: path.clone(),
-            contents: "# hi\n".into(),
-        };
+        let export = Effect::Export { path: path.clone() };
         perform(export, &mut app, &channels, &internal_tx);
         apply_internal(&mut app, internal_rx.recv().await.expect("a flash"));
         assert_eq!(app.flash, Some(format!("exported to {path}")));
-        assert_eq!(
-            std::fs::read_to_string(&path).expect("exported file"),
-            "# hi\n"
-        );
+        let written = std::fs::read_to_string(&path).expect("exported file");
+        let expected =
+            crate::session::export::session_markdown(&app.session, app.timeline.messages());
+        assert_eq!(written, expected);
     }
 
     #[tokio::test]

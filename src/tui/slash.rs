@@ -5,7 +5,7 @@
 //! dispatch. No I/O: `/export` renders the Markdown here but the runner writes it.
 
 use crate::session::command::Command;
-use crate::session::export::{export_path, session_markdown};
+use crate::session::export::export_path;
 
 use crate::session::remembered;
 
@@ -43,8 +43,7 @@ pub fn run_slash(app: &mut App, input: &str) -> Vec<Effect> {
         "/sessions" | "/resume" => open_session_picker(app),
         "/export" => {
             let path = export_path(&app.session);
-            let contents = session_markdown(&app.session, app.timeline.messages());
-            return vec![Effect::Export { path, contents }];
+            return vec![Effect::Export { path }];
         }
         "/copy" => match app.timeline.last_answer() {
             Some(answer) => return vec![Effect::Copy(answer)],

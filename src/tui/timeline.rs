@@ -2,8 +2,10 @@
 //! events, plus inline notes (errors, notices).
 //!
 //! Owns applying events (`MessageUpdated`, `PartUpdated`, `PartDelta`, ...) and
-//! a revision per block so the view can cache wrapped lines. Never reads the
-//! store: after a lag the whole history is replaced through [`Timeline::reset`].
+//! a revision per block so the view can cache wrapped lines. Holds the newest
+//! page of a long session and the older pages the user scrolled back to
+//! ([`Timeline::prepend`]); never reads the store itself: pages and the
+//! history reread after a lag ([`Timeline::reset`]) are handed to it.
 
 use std::collections::HashMap;
 
@@ -45,23 +47,65 @@ pub struct Timeline {
     /// Parts that arrived before their message.
     orphans: HashMap<String, Vec<Part>>,
     live_output: HashMap<String, String>,
+    /// Older messages than the first one held are in the store, not here.
+    has_older: bool,
 }
 
 impl Timeline {
     pub fn new(history: Vec<MessageWithParts>) -> Self {
+        Self::paged(history, false)
+    }
+
+    /// The newest messages of a session; `has_older` when the store holds
+    /// older ones, loaded later through [`Timeline::prepend`].
+    pub fn paged(history: Vec<MessageWithParts>, has_older: bool) -> Self {
         let mut timeline = Self::default();
-        timeline.reset(history);
+        timeline.reset(history, has_older);
         timeline
     }
 
     /// Replaces everything with `history` (start-up, resync after a lag).
-    pub fn reset(&mut self, mut history: Vec<MessageWithParts>) {
+    pub fn reset(&mut self, mut history: Vec<MessageWithParts>, has_older: bool) {
         history.sort_by(|a, b| a.message.id.cmp(&b.message.id));
         self.messages = history;
+        self.has_older = has_older;
         self.reindex();
         self.live_output.clear();
         self.orphans.clear();
         self.bump_all();
+    }
+
+    /// The id to read older messages before, while the store holds some.
+    pub fn older_than(&self) -> Option<&str> {
+        if !self.has_older {
+            return None;
+        }
+        self.messages.first().map(|m| m.message.id.as_str())
+    }
+
+    /// Adds a page of older messages in front of those held (messages
+    /// already held are kept as they are: theirs is the newer copy) and
+    /// returns how many blocks now come before the ones shown until now.
+    pub fn prepend(&mut self, page: Vec<MessageWithParts>, has_older: bool) -> usize {
+        let blocks_before = self.blocks().len();
+        let mut older: Vec<MessageWithParts> = page
+            .into_iter()
+            .filter(|m| !self.index.contains_key(&m.message.id))
+            .collect();
+        older.sort_by(|a, b| a.message.id.cmp(&b.message.id));
+        self.has_older = has_older;
+        if !older.is_empty() {
+            older.append(&mut self.messages);
+            self.messages = older;
+            self.reindex();
+        }
+        self.blocks().len().saturating_sub(blocks_before)
+    }
+
+    /// An update to a message older than the page held: the store has it,
+    /// and the page that holds it reads it from there.
+    fn is_unloaded(&self, message_id: &str) -> bool {
+        self.older_than().is_some_and(|first| message_id < first)
     }
 
     pub fn messages(&self) -> &[MessageWithParts] {
@@ -108,6 +152,9 @@ impl Timeline {
     }
 
     pub fn upsert_message(&mut self, message: &Message) {
+        if self.is_unloaded(&message.id) {
+            return;
+        }
         match self.index.get(&message.id) {
             Some(&i) => self.messages[i].message = message.clone(),
             None => {
@@ -137,6 +184,9 @@ impl Timeline {
     }
 
     pub fn upsert_part(&mut self, part: &Part) {
+        if self.is_unloaded(&part.message_id) {
+            return;
+        }
         let Some(&m) = self.index.get(&part.message_id) else {
             self.orphans
                 .entry(part.message_id.clone())
