@@ -2,8 +2,11 @@
 //! with a large session open (issue 6). Not a measurement: a seeding tool that
 //! lives here because benches may use the library's dev-dependencies.
 //!
-//! Run: `cargo bench --bench seed_session -- DATA_DIR PROJECT_DIR [MESSAGES]`
-//! (default 5,000 messages); prints the new session's id on stdout.
+//! Run: `cargo bench --bench seed_session -- DATA_DIR PROJECT_DIR [MESSAGES]
+//! [compacted]` (default 5,000 messages); prints the new session's id on
+//! stdout. `compacted` ends the session with a completed compaction point
+//! 100 messages before its end, as a day-long session that compacts as it
+//! goes looks; without it the session was never compacted.
 
 use std::path::PathBuf;
 
@@ -58,7 +61,11 @@ fn main() -> anyhow::Result<()> {
             tokens: Tokens::default(),
         };
         store.create_session(&session).await?;
-        let history = history::HistoryBuilder::new(&session.id).build(messages);
+        let history = if rest.get(1).is_some_and(|arg| arg == "compacted") {
+            compacted_history(&session.id, messages, 100)
+        } else {
+            history::HistoryBuilder::new(&session.id).build(messages)
+        };
         for batch in history.chunks(200) {
             store.upsert_messages(batch).await?;
         }
@@ -71,4 +78,25 @@ fn main() -> anyhow::Result<()> {
         println!("{}", session.id);
         anyhow::Ok(())
     })
+}
+
+/// `messages` messages whose last `kept` follow a completed compaction
+/// point (request + summary), as the loop writes them: in id order.
+fn compacted_history(
+    session_id: &str,
+    messages: usize,
+    kept: usize,
+) -> Vec<cairn::message::MessageWithParts> {
+    let mut history =
+        history::HistoryBuilder::new(session_id).build(messages.saturating_sub(kept + 2));
+    let request = history::compaction_request(session_id, None);
+    let summary = history::summary(
+        session_id,
+        &request.message.id,
+        "## Goal\nFix the store's compaction query.\n## Progress\nFound the off-by-one.",
+    );
+    history.push(request);
+    history.push(summary);
+    history.extend(history::HistoryBuilder::new(session_id).build(kept));
+    history
 }

@@ -10,7 +10,10 @@ use std::hint::black_box;
 use cairn::bus::DeltaField;
 use cairn::clock::Millis;
 use cairn::message::*;
+use cairn::tui::HISTORY_PAGE;
+use cairn::tui::action::Action;
 use cairn::tui::app::{App, AppInit};
+use cairn::tui::update::update;
 use cairn::tui::view;
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use ratatui::Terminal;
@@ -56,6 +59,12 @@ fn long_session() -> Vec<MessageWithParts> {
 }
 
 fn app(history: Vec<MessageWithParts>) -> App {
+    app_with_older(history, false)
+}
+
+/// An App holding `history`, the newest messages of a longer session when
+/// `has_older`.
+fn app_with_older(history: Vec<MessageWithParts>, has_older: bool) -> App {
     let session = Session {
         id: "ses_bench".into(),
         title: "bench".into(),
@@ -69,7 +78,7 @@ fn app(history: Vec<MessageWithParts>) -> App {
     App::new(AppInit {
         session,
         history,
-        has_older: false,
+        has_older,
         model_label: "anthropic/claude-sonnet-4-5".into(),
         agent: "build".into(),
         gauge: None,
@@ -108,8 +117,8 @@ fn bench(c: &mut Criterion) {
         .message
         .id
         .clone();
-    let part_id = format!("prt_{:06}c", MESSAGES / 2 - 1);
     let original = streaming.timeline.messages().last().expect("history").parts[1].clone();
+    let part_id = original.id.clone();
     let mut appended = 0;
     c.bench_function("frame_5000_messages_streaming_delta", |b| {
         b.iter(|| {
@@ -135,5 +144,47 @@ fn bench(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, bench);
+/// Scrolling a paged session from the bottom to the top, a page (PageUp) per
+/// frame; the older pages the App asks for are handed to it between frames
+/// as the runner does (their store read runs off the UI thread and is not
+/// counted). Per frame: target under 8 ms.
+fn scroll(c: &mut Criterion) {
+    let history = long_session();
+    let mut terminal = Terminal::new(TestBackend::new(120, 40)).expect("test backend");
+    let paged = || app_with_older(history[history.len() - HISTORY_PAGE..].to_vec(), true);
+    let older_page = |app: &App| {
+        let first = app.timeline.older_than()?.to_string();
+        let end = history.partition_point(|m| m.message.id < first);
+        Some(history[end.saturating_sub(HISTORY_PAGE)..end].to_vec())
+    };
+    c.bench_function("frame_scrolling_to_the_top_of_5000_paged_messages", |b| {
+        b.iter_custom(|frames| {
+            let mut app = paged();
+            let mut drawing = std::time::Duration::ZERO;
+            for _ in 0..frames {
+                let started = std::time::Instant::now();
+                update(&mut app, Action::PageUp);
+                frame(&mut terminal, &mut app);
+                drawing += started.elapsed();
+                if app.older_wanted().is_some() {
+                    match older_page(&app) {
+                        Some(page) => {
+                            let has_older = page.len() == HISTORY_PAGE;
+                            app.older_loaded(page, has_older);
+                        }
+                        None => app = paged(),
+                    }
+                }
+                if app.timeline.older_than().is_none() && app.scroll.anchor
+                    == Some(cairn::tui::scroll::Anchor { block: 0, line: 0 })
+                {
+                    app = paged();
+                }
+            }
+            drawing
+        })
+    });
+}
+
+criterion_group!(benches, bench, scroll);
 criterion_main!(benches);
