@@ -175,8 +175,8 @@ fn scroll(c: &mut Criterion) {
                         None => app = paged(),
                     }
                 }
-                if app.timeline.older_than().is_none() && app.scroll.anchor
-                    == Some(cairn::tui::scroll::Anchor { block: 0, line: 0 })
+                if app.timeline.older_than().is_none()
+                    && app.scroll.anchor == Some(cairn::tui::scroll::Anchor { block: 0, line: 0 })
                 {
                     app = paged();
                 }

@@ -521,12 +521,48 @@ impl MessageWithParts {
         self.parts.iter().find_map(Part::as_compaction)
     }
 
+    /// About how many bytes of text the message carries (texts, reasoning,
+    /// tool inputs and outputs), for read budgets; cheap, never serialized.
+    pub fn content_bytes(&self) -> usize {
+        self.parts
+            .iter()
+            .map(|part| match &part.kind {
+                PartKind::Text(text) => text.text.len(),
+                PartKind::Reasoning(reasoning) => reasoning.text.len(),
+                PartKind::Tool(tool) => {
+                    let input = json_text_bytes(tool.state.input());
+                    input
+                        + match &tool.state {
+                            ToolState::Completed { output, .. } => output.len() + 64,
+                            ToolState::Error { error, .. } => error.len() + 64,
+                            _ => 64,
+                        }
+                }
+                _ => 64,
+            })
+            .sum()
+    }
+
     /// An assistant summary that finished without error: the far side of a
     /// completed compaction point.
     pub fn is_completed_summary(&self) -> bool {
         self.message
             .as_assistant()
             .is_some_and(|a| a.summary && a.finish.is_some() && a.error.is_none())
+    }
+}
+
+/// The bytes of the strings in `value` (a tool input: a written file's
+/// content is one of them), without serializing it.
+fn json_text_bytes(value: &serde_json::Value) -> usize {
+    match value {
+        serde_json::Value::String(text) => text.len(),
+        serde_json::Value::Array(items) => items.iter().map(json_text_bytes).sum(),
+        serde_json::Value::Object(fields) => fields
+            .iter()
+            .map(|(key, value)| key.len() + json_text_bytes(value))
+            .sum(),
+        _ => 8,
     }
 }
 
@@ -537,12 +573,25 @@ impl MessageWithParts {
 /// finished without error (seed 002 section 4). Reading stops at that user
 /// message, or, when the compaction kept a verbatim tail, at the tail's first
 /// message. Messages are fed newest first; the scan never needs older ones.
+///
+/// A scan [`within`](Self::within) a budget also stops, at the start of a
+/// turn, once the content read exceeds it: a session never compacted (or
+/// imported) is read as far as any model window can reach, not whole. Such
+/// a read is [`cut`](Self::was_cut): the loop compacts it before sending it.
 #[derive(Debug, Default)]
 pub struct HistoryScan {
     completed_summary_parents: Vec<String>,
     tail_start: Option<String>,
     done: bool,
+    budget: Option<usize>,
+    read_bytes: usize,
+    cut: bool,
 }
+
+/// The budget of a loop's model view read: about two million tokens of text
+/// and code, twice the largest window a model offers today, so a cut read is
+/// always more than the window and never drops what a request could hold.
+pub const VIEW_BUDGET_BYTES: usize = 8 << 20;
 
 /// What to do with the message just fed to a [`HistoryScan`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -558,8 +607,22 @@ impl HistoryScan {
         Self::default()
     }
 
+    /// A scan that also stops past `budget` bytes of content (`None`: never).
+    pub fn within(budget: Option<usize>) -> Self {
+        Self {
+            budget,
+            ..Self::default()
+        }
+    }
+
     pub fn is_done(&self) -> bool {
         self.done
+    }
+
+    /// Whether the scan stopped at its budget rather than at a compaction
+    /// point or the session's start: older messages exist that it left out.
+    pub fn was_cut(&self) -> bool {
+        self.cut
     }
 
     /// Feeds the next older message.
@@ -597,6 +660,14 @@ impl HistoryScan {
                     return ScanStep::KeepAndStop;
                 }
             }
+        }
+        self.read_bytes += message.content_bytes();
+        if message.message.is_user() && self.budget.is_some_and(|b| self.read_bytes > b) {
+            // A turn starts here: what is kept begins with a user message,
+            // so no tool call is cut from its result.
+            self.done = true;
+            self.cut = true;
+            return ScanStep::KeepAndStop;
         }
         ScanStep::Keep
     }
@@ -663,5 +734,82 @@ mod tests {
         let json = serde_json::to_string(&part).expect("serialize");
         let back: Part = serde_json::from_str(&json).expect("a step-finish part reads back");
         assert_eq!(back, part);
+    }
+
+    fn turn(n: usize, bytes: usize) -> [MessageWithParts; 2] {
+        let message = |id: String, role: Role| Message {
+            id,
+            session_id: "ses".into(),
+            time_created: 0,
+            role,
+        };
+        let user = message(
+            format!("msg_{n:03}a"),
+            Role::User(UserMessage {
+                agent: "build".into(),
+                model: ModelRef::new("p", "m"),
+                system: None,
+            }),
+        );
+        let answer = message(
+            format!("msg_{n:03}b"),
+            Role::Assistant(AssistantMessage {
+                parent_id: user.id.clone(),
+                agent: "build".into(),
+                model: ModelRef::new("p", "m"),
+                path: MessagePath::default(),
+                summary: false,
+                finish: Some(FinishReason::Stop),
+                error: None,
+                tokens: Tokens::default(),
+                cost: 0.0,
+                time_completed: None,
+            }),
+        );
+        let text = |message: &Message, text: String| {
+            Part::new(
+                message,
+                PartKind::Text(TextPart {
+                    text,
+                    ..TextPart::default()
+                }),
+            )
+        };
+        [
+            MessageWithParts {
+                parts: vec![text(&user, "q".into())],
+                message: user,
+            },
+            MessageWithParts {
+                parts: vec![text(&answer, "a".repeat(bytes))],
+                message: answer,
+            },
+        ]
+    }
+
+    /// Feeds `history` newest first; the index of the oldest message kept.
+    fn scan_start(scan: &mut HistoryScan, history: &[MessageWithParts]) -> usize {
+        history
+            .iter()
+            .rposition(|m| scan.push(m) == ScanStep::KeepAndStop)
+            .unwrap_or(0)
+    }
+
+    #[test]
+    fn a_budgeted_scan_stops_at_the_turn_that_passes_the_budget() {
+        let history: Vec<MessageWithParts> = (0..10).flat_map(|n| turn(n, 100)).collect();
+        let mut unbounded = HistoryScan::within(None);
+        assert_eq!(scan_start(&mut unbounded, &history), 0);
+        assert!(!unbounded.was_cut());
+        // Each turn is 101 bytes: the fourth newest passes 350 and is kept
+        // whole, from its user message.
+        let mut budgeted = HistoryScan::within(Some(350));
+        assert_eq!(scan_start(&mut budgeted, &history), 12);
+        assert!(budgeted.was_cut());
+        assert!(history[12].message.is_user());
+        // Within the budget, the session's start is reached and nothing is cut.
+        let mut roomy = HistoryScan::within(Some(100_000));
+        assert_eq!(scan_start(&mut roomy, &history), 0);
+        assert!(!roomy.was_cut());
     }
 }

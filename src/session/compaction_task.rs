@@ -27,9 +27,12 @@ use crate::session::processor::{self, Step, StepOutcome};
 use crate::session::tool_runner::ToolRunner;
 use crate::session::{Error, gauge, request};
 
+/// `cut`: the read left older messages out (a session never compacted);
+/// the summary request says so.
 pub async fn run(
     ctx: &Arc<SessionCtx>,
     history: &[MessageWithParts],
+    cut: bool,
     request: &MessageWithParts,
     cancel: &CancellationToken,
 ) -> Result<StepOutcome, Error> {
@@ -62,7 +65,7 @@ pub async fn run(
         tail_turns: ctx.settings.compaction.tail_turns as usize,
         preserve_recent_tokens: ctx.settings.compaction.preserve_recent_tokens,
     };
-    let Some(plan) = compaction::plan_summary(
+    let Some(mut plan) = compaction::plan_summary(
         history,
         &request.message.id,
         tail,
@@ -70,6 +73,9 @@ pub async fn run(
     ) else {
         return abandon(ctx, request).await;
     };
+    if cut {
+        compaction::note_omitted_history(&mut plan.head);
+    }
     let summary_id = match summarize(ctx, &model, &plan, request, &user, cancel).await? {
         Summarized::Written(id) => id,
         Summarized::Ended(outcome) => return Ok(outcome),

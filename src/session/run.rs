@@ -131,7 +131,11 @@ async fn iterate(
             return Ok(());
         }
         let context = ctx.read_view().await?;
-        let next = decide_and_act(ctx, cancel, context.messages(), step, retries).await;
+        let read = Read {
+            history: context.messages(),
+            cut: context.was_cut(),
+        };
+        let next = decide_and_act(ctx, cancel, read, step, retries).await;
         ctx.keep_view(context);
         if next? == Next::Exit {
             return Ok(());
@@ -146,15 +150,25 @@ enum Next {
     Exit,
 }
 
-/// One iteration over `history` (the session's model view read): exit, run a
-/// pending compaction, create one, or call the model once.
+/// The session's model view read for one iteration.
+#[derive(Clone, Copy)]
+struct Read<'a> {
+    history: &'a [MessageWithParts],
+    /// Older messages were left out (a session never compacted): it must be
+    /// compacted before the model sees it.
+    cut: bool,
+}
+
+/// One iteration over the session's model view read: exit, run a pending
+/// compaction, create one, or call the model once.
 async fn decide_and_act(
     ctx: &Arc<SessionCtx>,
     cancel: &CancellationToken,
-    history: &[MessageWithParts],
+    read: Read<'_>,
     step: &mut u32,
     retries: &mut u32,
 ) -> Result<Next, Error> {
+    let history = read.history;
     let latest = Latest::of(history);
     if latest.is_done() {
         gauge::reset_guard(ctx);
@@ -170,7 +184,7 @@ async fn decide_and_act(
     *step += 1;
 
     if let Some(request) = latest.compaction {
-        match compaction_task::run(ctx, history, request, cancel).await? {
+        match compaction_task::run(ctx, history, read.cut, request, cancel).await? {
             StepOutcome::Stop => return Ok(Next::Exit),
             _ => return Ok(Next::Continue),
         }
@@ -191,6 +205,20 @@ async fn decide_and_act(
             ctx.report_once(problem)
         })
         .await;
+    if read.cut {
+        // Never compacted and longer than any window: summarize what was
+        // read before building a request of it.
+        create_compaction(
+            ctx,
+            &user,
+            CompactionPart {
+                auto: true,
+                ..Default::default()
+            },
+        )
+        .await?;
+        return Ok(Next::Continue);
+    }
     let is_last_step = agent.steps.is_some_and(|max| *step >= max);
     let view = view::model_view(history);
     let request = build_request(ctx, &agent, &model, &view, is_last_step);

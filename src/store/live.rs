@@ -22,18 +22,36 @@ pub struct LiveView {
     /// Whether the read began at the session's first message rather than
     /// at a compaction point.
     pub(super) reaches_session_start: bool,
+    /// The content budget of the read (see `HistoryScan::within`).
+    pub(super) budget: Option<usize>,
+    /// The read stopped at its budget: older messages were left out.
+    pub(super) cut: bool,
 }
 
 impl LiveView {
     /// An empty read of `session_id`: its first refresh decodes everything.
     pub fn new(session_id: &str) -> Self {
+        Self::within(session_id, None)
+    }
+
+    /// An empty read of `session_id` that stops past `budget` bytes of
+    /// content (`HistoryScan::within`).
+    pub fn within(session_id: &str, budget: Option<usize>) -> Self {
         Self {
             session_id: session_id.to_string(),
             messages: Vec::new(),
             keys: Vec::new(),
             revision: None,
             reaches_session_start: false,
+            budget,
+            cut: false,
         }
+    }
+
+    /// Whether older messages than the read's first were left out because
+    /// the read reached its budget (a session never compacted).
+    pub fn was_cut(&self) -> bool {
+        self.cut
     }
 
     pub fn session_id(&self) -> &str {

@@ -103,7 +103,7 @@ pub(crate) fn read_view(
     cache: &mut SessionCache,
     session_id: &str,
 ) -> Result<Vec<MessageWithParts>, Error> {
-    let scanned = scan_context(connection, cache, session_id, Handout::Copy)?;
+    let scanned = scan_context(connection, cache, session_id, None, Handout::Copy)?;
     if let Some(oldest) = scanned.keys.first() {
         cache.forget_older_than(&oldest.row.id);
     }
@@ -121,13 +121,16 @@ pub(super) fn reread_view(connection: &Connection, previous: LiveView) -> Result
         cache.restore(key, message);
     }
     let session_id = previous.session_id;
-    let scanned = scan_context(connection, &mut cache, &session_id, Handout::Take)?;
+    let budget = previous.budget;
+    let scanned = scan_context(connection, &mut cache, &session_id, budget, Handout::Take)?;
     Ok(LiveView {
         session_id,
         messages: scanned.messages,
         keys: scanned.keys,
         revision: previous.revision,
         reaches_session_start: scanned.reaches_session_start,
+        budget,
+        cut: scanned.cut,
     })
 }
 
@@ -167,6 +170,8 @@ struct Scanned {
     keys: Vec<MessageKey>,
     /// The scan reached the session's first message without stopping.
     reaches_session_start: bool,
+    /// The scan stopped at its budget.
+    cut: bool,
 }
 
 /// Whether a read copies what it assembles out of the cache or moves it.
@@ -181,10 +186,11 @@ fn scan_context(
     connection: &Connection,
     cache: &mut SessionCache,
     session_id: &str,
+    budget: Option<usize>,
     handout: Handout,
 ) -> Result<Scanned, Error> {
     const OPERATION: &str = "read context";
-    let mut scan = HistoryScan::new();
+    let mut scan = HistoryScan::within(budget);
     let mut messages = Vec::new();
     let mut keys = Vec::new();
     let mut before: Option<String> = None;
@@ -221,6 +227,7 @@ fn scan_context(
                 messages,
                 keys,
                 reaches_session_start: !stopped,
+                cut: scan.was_cut(),
             });
         }
         before = oldest;

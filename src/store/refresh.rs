@@ -217,7 +217,7 @@ fn apply(connection: &Connection, live: &mut LiveView, changes: Changes) -> Resu
 /// compaction point: the context now reaches further back, so only a full
 /// read can tell where.
 fn rescan(live: &mut LiveView) -> bool {
-    let mut scan = HistoryScan::new();
+    let mut scan = HistoryScan::within(live.budget);
     let stop = live
         .messages
         .iter()
@@ -227,6 +227,7 @@ fn rescan(live: &mut LiveView) -> bool {
             live.messages.drain(..start);
             live.keys.drain(..start);
             live.reaches_session_start = false;
+            live.cut = scan.was_cut();
             true
         }
         None => live.reaches_session_start,

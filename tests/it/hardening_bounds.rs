@@ -373,3 +373,95 @@ async fn a_2k_message_session_opens_and_steps_with_bounded_memory() {
         run.peak_rss_mib
     );
 }
+
+/// A never-compacted session of 40 turns, each reading 300 KB (12 MB of
+/// content, past the model view's 8 MiB read budget).
+async fn seed_heavy_session(project: &Project) -> String {
+    let directory = std::fs::canonicalize(project.root.path()).expect("project path");
+    std::fs::create_dir_all(project.data_dir()).expect("data dir");
+    let store =
+        cairn::store::Store::open(&project.data_dir().join("cairn.db")).expect("open store");
+    let mut session = crate::store_support::session(&directory.display().to_string());
+    session.title = "heavy, never compacted".into();
+    store
+        .create_session(&session)
+        .await
+        .expect("create session");
+    let mut messages = Vec::new();
+    for turn in 0..40 {
+        let user = history::user(&session.id, &format!("TURN-{turn:02} please read big.txt"));
+        let mut read = history::assistant(
+            &session.id,
+            &user.message.id,
+            cairn::message::FinishReason::ToolCalls,
+        );
+        history::push(
+            &mut read,
+            history::tool(
+                format!("call_{turn}"),
+                "read",
+                json!({"filePath": "big.txt"}),
+                "x".repeat(300 * 1024),
+            ),
+        );
+        let mut answer = history::assistant(
+            &session.id,
+            &user.message.id,
+            cairn::message::FinishReason::Stop,
+        );
+        history::push(&mut answer, history::text(format!("ANSWER-{turn:02}")));
+        messages.extend([user, read, answer]);
+    }
+    store
+        .upsert_messages(&messages)
+        .await
+        .expect("seed messages");
+    session.id
+}
+
+/// Issue #18: a session never compacted and longer than any window is read
+/// only as far back as a window reaches, and summarized before the model
+/// sees it; the summary request says older turns were left out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_never_compacted_session_past_the_read_budget_is_summarized_first() {
+    let server = ScriptedServer::start([
+        scenario::text("## Goal\nread big files", 3000),
+        scenario::text("Answered after the summary.", 3000),
+    ])
+    .await;
+    let project = Project::new();
+    project.use_scripted(&server);
+    let id = seed_heavy_session(&project).await;
+    let run = project
+        .measured(
+            &["run", "--session", &id, "one more step"],
+            Duration::from_secs(120),
+        )
+        .await;
+    assert_eq!(run.code, Some(0), "{}", run.describe());
+    assert!(
+        run.stdout.contains("Answered after the summary."),
+        "{}",
+        run.describe()
+    );
+    let requests: Vec<String> = server
+        .requests()
+        .iter()
+        .map(|r| r.json().to_string())
+        .collect();
+    assert_eq!(requests.len(), 2, "a summary, then the answer");
+    let summary = &requests[0];
+    assert!(
+        summary.contains("its oldest turns were left out"),
+        "{summary:.300}"
+    );
+    assert!(!summary.contains("TURN-00"), "the oldest turn is not read");
+    assert!(summary.contains("TURN-39"), "the newest turn is summarized");
+    // What was read is bounded by the budget, not the 12 MB session.
+    assert!(summary.len() < 10 << 20, "{} bytes", summary.len());
+    assert!(
+        requests[1].contains("read big files"),
+        "the answer sees the summary"
+    );
+    assert!(!requests[1].contains("TURN-00"));
+}

@@ -18,7 +18,7 @@ use crate::message::{MessageWithParts, PartKind};
 pub use guard::{CompactionGuard, GuardVerdict, MIN_FREED_FRACTION};
 pub use prompt::{SYSTEM_PROMPT, build_prompt};
 pub use request::{SummaryPlan, TailSettings, plan_summary, summary_messages};
-pub use shrink::{SHRUNK_TOOL_OUTPUT_CHARS, omitted_turns_note, shrink_step};
+pub use shrink::{SHRUNK_TOOL_OUTPUT_CHARS, note_omitted_history, omitted_turns_note, shrink_step};
 pub use tail::{
     DEFAULT_TAIL_TURNS, MAX_PRESERVE_RECENT_TOKENS, MIN_PRESERVE_RECENT_TOKENS, TailSelection,
     messages_tokens, recent_budget, select_tail, turn_starts,

@@ -20,6 +20,26 @@ pub fn omitted_turns_note(turns: usize) -> String {
     )
 }
 
+/// Tells the summarizer that the session goes back further than what it is
+/// given (a never-compacted session read only as far as a window reaches).
+pub fn note_omitted_history(head: &mut [MessageWithParts]) {
+    let Some(first) = head.first_mut() else {
+        return;
+    };
+    let note = Part {
+        id: format!("{}-omitted-history", first.message.id),
+        message_id: first.message.id.clone(),
+        session_id: first.message.session_id.clone(),
+        kind: PartKind::Text(TextPart {
+            text: "[the session goes back further than these messages: its oldest turns were left out of this summary request because they could not fit in any context window]".into(),
+            synthetic: true,
+            ..TextPart::default()
+        }),
+        tokens: None,
+    };
+    first.parts.insert(0, note);
+}
+
 /// The input for attempt `step` of a summary request, or `None` when nothing
 /// more can be dropped (the caller then reports that compaction cannot help).
 pub fn shrink_step(history: &[MessageWithParts], step: u32) -> Option<Vec<MessageWithParts>> {
