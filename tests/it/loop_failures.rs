@@ -1,0 +1,96 @@
+//! Failures of the loop as a user meets them through the real `cairn run`:
+//! a session opened twice at once is refused clearly (issue 12), never
+//! answered twice.
+
+use crate::project::{Project, describe, text_of};
+use crate::scenario;
+use crate::support;
+
+use std::time::{Duration, Instant};
+
+use scenario::{text, tool_call};
+use serde_json::json;
+use support::ScriptedServer;
+
+/// The model's bash call says it is running, then waits for the test's go.
+const GATED_COMMAND: &str = "touch ready; while [ ! -e go ]; do sleep 0.05; done; echo ran";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_run_on_a_session_in_use_is_refused_with_exit_4_and_sends_nothing() {
+    let project = Project::new();
+    let server = ScriptedServer::start([
+        text("Started.", 300),
+        tool_call(
+            "call_gate",
+            "bash",
+            json!({ "command": GATED_COMMAND, "description": "wait for go" }),
+            500,
+        ),
+        text("First run done.", 700),
+        text("Third run done.", 900),
+    ])
+    .await;
+    project.use_scripted(&server);
+    project.ok(&["run", "start"]).await;
+
+    let first = project
+        .command(&["run", "--continue", "run the gated command"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start the first run");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !project.path("ready").exists() {
+        assert!(Instant::now() < deadline, "the bash tool never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let requests_before = server.requests().len();
+
+    let started = Instant::now();
+    let second = project.cairn(&["run", "--continue", "answer me too"]).await;
+    assert_eq!(second.status.code(), Some(4), "{}", describe(&second));
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "refused promptly: {:?}",
+        started.elapsed()
+    );
+    let stderr = text_of(&second.stderr);
+    let pid = first.id().expect("the first run is alive");
+    assert!(
+        stderr.contains(&format!("is in use by another cairn (pid {pid})")),
+        "{stderr}"
+    );
+    assert!(text_of(&second.stdout).is_empty(), "{}", describe(&second));
+    assert_eq!(
+        server.requests().len(),
+        requests_before,
+        "the second sent nothing"
+    );
+
+    std::fs::write(project.path("go"), "").expect("let the command finish");
+    let first = tokio::time::timeout(Duration::from_secs(60), first.wait_with_output())
+        .await
+        .expect("the first run ends")
+        .expect("wait for the first run");
+    assert_eq!(first.status.code(), Some(0), "{}", describe(&first));
+    assert!(text_of(&first.stdout).contains("First run done."));
+    // The running tool was not "recovered" as crashed by the refused opener.
+    assert!(
+        !text_of(&first.stderr).contains("interrupted"),
+        "{}",
+        describe(&first)
+    );
+
+    // Released with the first process: the session continues.
+    let third = project.ok(&["run", "--continue", "and now?"]).await;
+    assert!(third.contains("Third run done."), "{third}");
+    let prompts: Vec<String> = server
+        .requests()
+        .iter()
+        .map(|r| r.json().to_string())
+        .collect();
+    assert!(
+        prompts.iter().all(|body| !body.contains("answer me too")),
+        "the refused message never reached the model"
+    );
+}
