@@ -94,3 +94,59 @@ async fn a_second_run_on_a_session_in_use_is_refused_with_exit_4_and_sends_nothi
         "the refused message never reached the model"
     );
 }
+
+/// A file size limit (RLIMIT_FSIZE, with SIGXFSZ ignored so writes fail with
+/// EFBIG as on a full disk) that the database outgrows while saving the answer.
+fn with_file_size_limit(command: &mut tokio::process::Command, bytes: u64) {
+    // SAFETY: between fork and exec only async-signal-safe calls (setrlimit,
+    // signal) are made, on the child's own state.
+    unsafe {
+        command.pre_exec(move || {
+            let limit = libc::rlimit {
+                rlim_cur: bytes,
+                rlim_max: bytes,
+            };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_too_big_to_save_is_an_error_with_exit_1_not_a_hang() {
+    let project = Project::new();
+    let big = "y".repeat(6 * 1024 * 1024);
+    let server = ScriptedServer::start([text(&big, 300)]).await;
+    project.use_scripted(&server);
+    let mut command = project.command(&["run", "say a lot"]);
+    with_file_size_limit(&mut command, 2 * 1024 * 1024);
+    let started = Instant::now();
+    let output = tokio::time::timeout(Duration::from_secs(40), command.output())
+        .await
+        .expect("cairn ends promptly when a write fails")
+        .expect("run cairn");
+    assert_eq!(output.status.code(), Some(1), "{}", describe_short(&output));
+    let stderr = text_of(&output.stderr);
+    assert!(stderr.contains("may NOT be saved"), "{stderr}");
+    assert!(started.elapsed() < Duration::from_secs(30));
+    assert_eq!(server.requests().len(), 1, "no retry of a failed write");
+
+    // Space again: the next --continue answers (it neither hangs nor repeats the error).
+    server.push(text("Recovered.", 400));
+    let again = project.cairn(&["run", "--continue", "again"]).await;
+    assert_eq!(again.status.code(), Some(0), "{}", describe_short(&again));
+    assert!(text_of(&again.stdout).contains("Recovered."));
+}
+
+/// Like `describe`, without megabytes of stdout.
+fn describe_short(output: &std::process::Output) -> String {
+    format!(
+        "exit {:?}, {} bytes of stdout\n--- stderr\n{}",
+        output.status.code(),
+        output.stdout.len(),
+        text_of(&output.stderr)
+    )
+}
