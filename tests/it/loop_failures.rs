@@ -150,3 +150,31 @@ fn describe_short(output: &std::process::Output) -> String {
         text_of(&output.stderr)
     )
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_ends_a_run_waiting_on_a_silent_server() {
+    let project = Project::new();
+    let server = ScriptedServer::start([support::ScriptedResponse::no_answer()]).await;
+    project.use_scripted(&server);
+    let child = project
+        .command(&["run", "hello?"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start cairn");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while server.requests().is_empty() {
+        assert!(Instant::now() < deadline, "the request never arrived");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let pid = child.id().expect("cairn is running") as i32;
+    // SAFETY: kill(2) on the child we spawned and still own.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    let output = tokio::time::timeout(Duration::from_secs(7), child.wait_with_output())
+        .await
+        .expect("cairn ends within 7 s of one Ctrl+C, the server still silent")
+        .expect("wait for cairn");
+    assert_eq!(output.status.code(), Some(130), "{}", describe(&output));
+    assert!(text_of(&output.stderr).contains("Ctrl+C: interrupting"));
+    assert_eq!(server.requests().len(), 1);
+}
