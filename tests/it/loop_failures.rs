@@ -178,3 +178,38 @@ async fn ctrl_c_ends_a_run_waiting_on_a_silent_server() {
     assert!(text_of(&output.stderr).contains("Ctrl+C: interrupting"));
     assert_eq!(server.requests().len(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_message_bigger_than_the_window_exits_1_after_a_bounded_few_requests() {
+    let project = Project::new();
+    let overflow = || {
+        support::ScriptedResponse::json(
+            400,
+            r#"{"error":{"message":"This model's maximum context length is 8192 tokens. However, your messages resulted in 30000 tokens.","type":"invalid_request_error","code":"context_length_exceeded"}}"#,
+        )
+    };
+    let server = ScriptedServer::start((0..40).map(|_| overflow())).await;
+    project.use_scripted(&server);
+    let huge = "word ".repeat(20_000);
+    let started = Instant::now();
+    let output = project.cairn(&["run", &huge]).await;
+    let stderr = text_of(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        text_of(&output.stdout).trim().is_empty(),
+        "{}",
+        describe(&output)
+    );
+    let requests = server.requests().len();
+    assert!(requests <= 6, "{requests} requests: {stderr}");
+    assert!(
+        stderr.contains("error: your message alone does not fit the model's context window"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("/prune"), "pruning cannot help: {stderr}");
+}
