@@ -171,7 +171,9 @@ async fn handle(
                 running.queued = false;
                 running.cancel.cancel();
             }
-            None => ctx.writer.notice(&ctx.session_id, "nothing to interrupt"),
+            None => ctx
+                .writer
+                .notice(&ctx.session_id, "nothing to interrupt: the agent is idle"),
         },
         Command::Compact { instructions } => {
             let user = last_user_or_default(ctx).await?;
