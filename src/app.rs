@@ -16,6 +16,7 @@ use crate::message::{ModelRef, Session};
 use crate::permission::{Mode, Permissions};
 use crate::session::agent::{AgentOverride, Agents};
 use crate::session::ctx::{ModelSource, SessionCtx, Settings};
+use crate::session::lock::{LOCK_WAIT, SessionLock};
 use crate::session::models::{ConfiguredModels, default_model_from_env};
 use crate::session::prompt::Environment;
 use crate::session::runtime::{SessionHandle, spawn};
@@ -164,12 +165,26 @@ impl App {
                     format!("no session with id {id}; `cairn sessions` lists them")
                 })?,
             };
+        // Before recovery: another process's running tools are not a crash.
+        let lock = self.lock_session(&session.id).await?;
         let ctx = self.session_ctx(&session, mode, default_model);
         let project = ctx.env.root.display().to_string();
         crate::session::remembered::load(&self.store, &project, &ctx.permissions).await?;
         let ctx = Arc::new(ctx);
-        let (handle, _task) = spawn(ctx);
+        let (handle, _task) = spawn(ctx, lock);
         Ok((session, handle))
+    }
+
+    /// Takes the session's lock off the async threads (it may wait
+    /// [`LOCK_WAIT`] for another holder).
+    async fn lock_session(&self, session_id: &str) -> anyhow::Result<SessionLock> {
+        let data_dir = self.data_dir.clone();
+        let id = session_id.to_string();
+        let lock =
+            tokio::task::spawn_blocking(move || SessionLock::acquire(&data_dir, &id, LOCK_WAIT))
+                .await
+                .context("the session lock task failed")??;
+        Ok(lock)
     }
 
     /// The snapshot store of `session`'s project; `None` when snapshots are off.

@@ -16,6 +16,9 @@ pub const EXIT_USAGE: u8 = 2;
 /// `cairn run`: the answer was delivered on stdout, then a later step (a
 /// compaction, a prune) failed; stderr says what.
 pub const EXIT_FAILED_AFTER_ANSWER: u8 = 3;
+/// The session is open in another cairn process (`cairn run --continue`
+/// twice at once, or a TUI on it): nothing was sent.
+pub const EXIT_SESSION_BUSY: u8 = 4;
 
 /// A terminal coding agent.
 #[derive(Debug, Parser)]

@@ -12,10 +12,11 @@ use anyhow::Context;
 use clap::Parser;
 
 use cairn::app::{App, SessionChoice};
-use cairn::cli::{Cli, Command, EXIT_FAILURE, EXIT_OK, RunArgs};
+use cairn::cli::{Cli, Command, EXIT_FAILURE, EXIT_OK, EXIT_SESSION_BUSY, RunArgs};
 use cairn::config::{self, LoadOptions, Loaded};
 use cairn::headless;
 use cairn::permission::Mode;
+use cairn::session::lock::LockError;
 use cairn::tui::keymap::KeyMap;
 use cairn::tui::{HISTORY_PAGE, History, HistoryRead, TuiExit, TuiInput};
 use std::sync::Arc;
@@ -27,8 +28,21 @@ fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(error) => {
             eprintln!("error: {error:#}");
-            ExitCode::from(EXIT_FAILURE)
+            ExitCode::from(exit_code_of(&error))
         }
+    }
+}
+
+/// A session held by another process has its own code: a script can wait
+/// and try again instead of treating it as a failed run.
+fn exit_code_of(error: &anyhow::Error) -> u8 {
+    let busy = error
+        .chain()
+        .any(|cause| matches!(cause.downcast_ref::<LockError>(), Some(LockError::Busy(_))));
+    if busy {
+        EXIT_SESSION_BUSY
+    } else {
+        EXIT_FAILURE
     }
 }
 

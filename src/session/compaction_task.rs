@@ -110,7 +110,14 @@ async fn summarize(
     let mut step = plan.first_step;
     loop {
         let Some(input) = compaction::shrink_step(&plan.head, step) else {
-            let outcome = give_up(ctx, request, plan.replay.is_some()).await?;
+            // No answer yet to summarize: the user's message is all there is.
+            let answered = plan.head.iter().any(|m| !m.message.is_user());
+            let what = match (&plan.replay, answered) {
+                (_, false) => TooLarge::MessageAlone,
+                (Some(_), true) => TooLarge::History,
+                (None, true) => TooLarge::Session,
+            };
+            let outcome = give_up(ctx, request, what).await?;
             return Ok(Summarized::Ended(outcome));
         };
         step += 1;
@@ -398,20 +405,34 @@ async fn mark_failed(
     Ok(reason)
 }
 
+/// What did not fit when nothing more can be dropped.
+enum TooLarge {
+    /// The message being answered is the whole conversation (a first message
+    /// bigger than the window): there is nothing to summarize, and compacting
+    /// or pruning cannot help.
+    MessageAlone,
+    History,
+    Session,
+}
+
 /// Nothing more can be dropped and the summary still does not fit.
 async fn give_up(
     ctx: &SessionCtx,
     request: &MessageWithParts,
-    replaying: bool,
+    what: TooLarge,
 ) -> Result<StepOutcome, Error> {
-    let what = if replaying {
-        "the conversation history is too large to compact"
-    } else {
-        "the session is too large to compact"
+    let message = match what {
+        TooLarge::MessageAlone => "your message alone does not fit the model's context window: shorten it (send a large file as a path for the model to read instead of its content), or use a model with a larger context window".to_string(),
+        TooLarge::History | TooLarge::Session => {
+            let what = if matches!(what, TooLarge::History) {
+                "the conversation history is too large to compact"
+            } else {
+                "the session is too large to compact"
+            };
+            format!("{what}: even the smallest summary request exceeds the model's window. Try /prune, a model with a larger context window, or a new session.")
+        }
     };
-    ctx.writer.error(&ctx.session_id, format!(
-        "{what}: even the smallest summary request exceeds the model's window. Try /prune, a model with a larger context window, or a new session."
-    ));
+    ctx.writer.error(&ctx.session_id, message);
     abandon(ctx, request).await
 }
 

@@ -15,6 +15,7 @@
 //! - `prune_task`      clearing old tool outputs (the rule is `context::prune`)
 //! - `compaction_task` summarizing history (the rules are `context::compaction`)
 //! - `recovery`        closing turns a crash left unfinished
+//! - `lock`            one process per session (a lock file in the data dir)
 //! - `remote_instructions`  `instructions` given as URLs, fetched once
 //! - `remembered`      "always" answers kept per project; `/permissions`
 //! - `shell`           `!cmd` typed by the user
@@ -32,6 +33,7 @@ pub mod ctx;
 pub mod doom;
 pub mod export;
 pub mod gauge;
+pub mod lock;
 pub mod models;
 pub mod processor;
 pub mod prompt;

@@ -122,7 +122,7 @@ pub async fn process(step: Step<'_>, runner: &mut ToolRunner) -> Result<StepOutc
                 record_patch(ctx, &mut building).await?;
                 return Ok(StepOutcome::Stop);
             }
-            event = stream.next() => event,
+            event = next_or_say_quiet(ctx, model, &mut stream) => event,
         };
         match event {
             None => break,
@@ -143,6 +143,50 @@ pub async fn process(step: Step<'_>, runner: &mut ToolRunner) -> Result<StepOutc
         summary,
     };
     after_stream(ended, building, runner).await
+}
+
+/// How long a silent stream goes unremarked: a quarter of the stall timeout
+/// (30 s of the default 120 s), so the user hears well before it is given up.
+fn quiet_notice_after(model: &ResolvedModel) -> Duration {
+    model.provider.config().stall_timeout / 4
+}
+
+/// The stream's next event; each quarter of the stall timeout without one,
+/// a notice says the server is silent and when cairn gives up (a user facing
+/// a silent server otherwise saw nothing for two minutes).
+async fn next_or_say_quiet(
+    ctx: &SessionCtx,
+    model: &ResolvedModel,
+    stream: &mut provider::EventStream,
+) -> Option<Result<StreamEvent, provider::Error>> {
+    let every = quiet_notice_after(model);
+    let stall = model.provider.config().stall_timeout;
+    let next = stream.next();
+    tokio::pin!(next);
+    let mut quiet = Duration::ZERO;
+    loop {
+        tokio::select! {
+            event = &mut next => return event,
+            () = tokio::time::sleep(every) => {
+                quiet += every;
+                ctx.writer.notice(&ctx.session_id, format!(
+                    "no response from the server for {}; cairn gives up after {} of silence (Ctrl+C stops now)",
+                    seconds(quiet),
+                    seconds(stall)
+                ));
+            }
+        }
+    }
+}
+
+/// "30 s", or "0.5 s" below ten seconds.
+fn seconds(duration: Duration) -> String {
+    let secs = duration.as_secs_f64();
+    if secs < 10.0 {
+        format!("{secs:.1} s")
+    } else {
+        format!("{secs:.0} s")
+    }
 }
 
 /// Opens the model's stream; retries are reported on the status line.

@@ -84,13 +84,15 @@ pub async fn run(ctx: Arc<SessionCtx>, cancel: CancellationToken) -> Result<(), 
     let mut retries: u32 = 0;
     // A new turn: rejected-as-too-long compactions count afresh.
     gauge::reset_rejections(&ctx);
-    let result = iterate(&ctx, &cancel, &mut step, &mut retries).await;
+    let mut result = iterate(&ctx, &cancel, &mut step, &mut retries).await;
     // A run that found nothing to do (the runtime's re-check after a message
     // queued while busy) never said busy, so it must not say idle either:
     // front ends would see the session go idle twice.
     let worked = step > 0;
     if worked && result.is_ok() && ctx.settings.compaction.prune && !cancel.is_cancelled() {
-        prune_task::run(&ctx, false).await?;
+        // A failed prune is reported like any failure below, then idle: with
+        // `?` here the session stayed busy and `cairn run` waited for good.
+        result = prune_task::run(&ctx, false).await;
     }
     if worked {
         // The last step's usage is the gauge's new anchor: show it.

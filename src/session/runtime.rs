@@ -19,6 +19,7 @@ use crate::message::{
 };
 use crate::session::command::Command;
 use crate::session::ctx::{SessionCtx, last_user_or_default};
+use crate::session::lock::SessionLock;
 use crate::session::{Error, gauge, prune_task, remembered, request, run, shell};
 
 /// A front end's handle on a running session.
@@ -39,15 +40,19 @@ impl SessionHandle {
     }
 }
 
-/// Starts serving a session. The task ends when every handle is dropped,
+/// Starts serving a session while holding its lock (taken before recovery,
+/// released when the task ends). The task ends when every handle is dropped,
 /// after cancelling a running loop.
-pub fn spawn(ctx: Arc<SessionCtx>) -> (SessionHandle, JoinHandle<()>) {
+pub fn spawn(ctx: Arc<SessionCtx>, lock: SessionLock) -> (SessionHandle, JoinHandle<()>) {
     let (commands, receiver) = mpsc::unbounded_channel();
     let handle = SessionHandle {
         session_id: ctx.session_id.clone(),
         commands,
     };
-    let task = tokio::spawn(serve(ctx, receiver));
+    let task = tokio::spawn(async move {
+        let _held = lock;
+        serve(ctx, receiver).await;
+    });
     (handle, task)
 }
 
@@ -166,7 +171,9 @@ async fn handle(
                 running.queued = false;
                 running.cancel.cancel();
             }
-            None => ctx.writer.notice(&ctx.session_id, "nothing to interrupt"),
+            None => ctx
+                .writer
+                .notice(&ctx.session_id, "nothing to interrupt: the agent is idle"),
         },
         Command::Compact { instructions } => {
             let user = last_user_or_default(ctx).await?;

@@ -75,6 +75,9 @@ async fn a_server_silent_mid_answer_is_cut_off_the_partial_text_kept_and_the_ste
         started.elapsed()
     );
     assert!(out.contains("The whole answer, second try."), "{out}");
+    // The cut-off text was printed once: the closing update of its part,
+    // sent when the step fails, does not print it again.
+    assert_eq!(out.matches("The first half of").count(), 1, "{out}");
     assert!(err.contains(STALL_ADVICE), "the user is told why: {err}");
     assert_eq!(scenario.requests().len(), 2);
     assert_eq!(stall_notices(&recorder, &session.id), 1);
@@ -195,4 +198,29 @@ async fn a_hung_command_is_killed_at_the_bash_timeout_and_the_model_is_told() {
             .all(|p| !matches!(&p.kind, PartKind::Tool(t) if !t.state.is_finished())),
         "no tool is left running"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_server_is_remarked_on_before_it_is_given_up() {
+    let mut scenario = Scenario::start(vec![
+        text_then_stall("Thinking about"),
+        text("Done after all.", 900),
+    ])
+    .await;
+    scenario.app.models = Arc::new(ShortStall {
+        inner: scenario.app.models.clone(),
+        stall: Duration::from_secs(2),
+    });
+    let (_session, handle) = scenario.session(Mode::Headless).await;
+    let (code, out, err) = scenario.run(&handle, "explain").await;
+    assert_eq!(code, 0, "stdout: {out}\nstderr: {err}");
+    assert!(
+        err.contains("no response from the server for 0.5 s; cairn gives up after 2.0 s of silence (Ctrl+C stops now)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("no response from the server for 1.5 s"),
+        "{err}"
+    );
+    assert!(out.contains("Done after all."), "{out}");
 }
