@@ -118,6 +118,26 @@ fn a_change_is_listed_with_line_counts_and_restored_exactly() {
 }
 
 #[test]
+fn a_diff_of_some_paths_shows_only_those_and_takes_names_literally() {
+    let f = fixture(DEFAULT_MAX_FILE_BYTES);
+    std::fs::write(f.project.join("*.txt"), "star\n").expect("write");
+    std::fs::write(f.project.join("a.txt"), "a\n").expect("write");
+    let before = f.store.track().expect("track");
+    std::fs::write(f.project.join("*.txt"), "STAR\n").expect("write");
+    std::fs::write(f.project.join("a.txt"), "A\n").expect("write");
+    let after = f.store.track().expect("track");
+    let diff = f
+        .store
+        .diff_paths(&before.hash, &after.hash, &["*.txt".to_owned()])
+        .expect("diff");
+    assert!(diff.contains("-star\n+STAR"), "{diff}");
+    assert!(
+        !diff.contains("a.txt"),
+        "a glob-like name is not a glob: {diff}"
+    );
+}
+
+#[test]
 fn gitignored_and_oversized_files_are_skipped_and_reported() {
     let f = fixture(10);
     std::fs::write(f.project.join(".gitignore"), "ignored*\n").expect("write");

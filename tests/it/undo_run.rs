@@ -91,6 +91,12 @@ async fn undo_takes_back_an_edit_and_a_bash_file_and_redo_brings_them_back() {
     assert_eq!(project.read("new.txt").as_deref(), Some("x\n"));
     assert_eq!(server.requests().len(), 4);
 
+    let diff = project.ok(&["run", "--continue", "/diff"]).await;
+    assert!(diff.contains("--- a/notes.txt"), "{diff}");
+    assert!(diff.contains("-teh cat sat\n+the cat sat"), "{diff}");
+    assert!(diff.contains("+++ b/new.txt"), "{diff}");
+    assert!(diff.contains("+x"), "{diff}");
+
     let undone = project.ok(&["run", "--continue", "/undo"]).await;
     assert!(undone.contains("prompt: fix notes.txt"), "{undone}");
     assert_eq!(project.read("notes.txt").as_deref(), Some("teh cat sat\n"));
@@ -102,7 +108,17 @@ async fn undo_takes_back_an_edit_and_a_bash_file_and_redo_brings_them_back() {
     assert_eq!(project.read("new.txt").as_deref(), Some("x\n"));
 
     project.ok(&["run", "--continue", "/undo"]).await;
-    assert_eq!(server.requests().len(), 4, "undo and redo call no model");
+    let diff = project.ok(&["run", "--continue", "/diff"]).await;
+    assert_eq!(
+        diff.trim(),
+        "no files changed in this session",
+        "undone turns leave the diff"
+    );
+    assert_eq!(
+        server.requests().len(),
+        4,
+        "undo, redo and diff call no model"
+    );
     project.ok(&["run", "--continue", "anything else?"]).await;
     let next = said(&server, 4);
     assert!(next.contains("say hello"), "{next}");
