@@ -1,6 +1,7 @@
 //! `/undo` and `/redo` through the real binary (issue #14): a turn that edits
 //! a file and makes one with `bash -c`, taken back by `cairn run --continue
-//! "/undo"` and brought back by `"/redo"`, against a scripted server.
+//! "/undo"` and brought back by `"/redo"`, against a scripted server; `/diff`
+//! prints the changes; an undo right after `/compact` removes the compaction.
 
 use crate::project::{Project, describe};
 use crate::scenario;
@@ -168,4 +169,35 @@ async fn undo_refuses_to_overwrite_a_hand_edit_unless_forced() {
 
     project.ok(&["run", "--continue", "/undo --force"]).await;
     assert_eq!(project.read("notes.txt").as_deref(), Some("teh cat sat\n"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn undo_right_after_a_compaction_gives_the_model_the_full_history_again() {
+    let server = ScriptedServer::start([
+        text("The capital is Paris.", 300),
+        text("SUMMARY: the user asked about France.", 400),
+        text("Berlin.", 500),
+    ])
+    .await;
+    let project = committed_project(&server);
+    project.ok(&["run", "what is the capital of France?"]).await;
+    project.ok(&["run", "--continue", "/compact"]).await;
+    assert_eq!(server.requests().len(), 2, "the answer, then the summary");
+
+    let undone = project.ok(&["run", "--continue", "/undo"]).await;
+    assert!(
+        undone.contains("compaction removed") && undone.contains("tokens"),
+        "says the compaction point is gone and how big the context will be: {undone}"
+    );
+    assert_eq!(server.requests().len(), 2, "the undo calls no model");
+
+    project.ok(&["run", "--continue", "and Germany?"]).await;
+    let next = said(&server, 2);
+    assert!(next.contains("what is the capital of France?"), "{next}");
+    assert!(next.contains("The capital is Paris."), "{next}");
+    assert!(next.contains("and Germany?"), "{next}");
+    assert!(
+        !next.contains("SUMMARY"),
+        "the summary left the model's view: {next}"
+    );
 }
