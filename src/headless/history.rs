@@ -1,15 +1,20 @@
-//! `/undo` and `/redo` in `cairn run`: served from the store and the
-//! snapshots without starting the loop or calling the model.
+//! `/undo`, `/redo` and `/diff` in `cairn run`: served from the store and
+//! the snapshots without starting the loop or calling the model.
 
 use std::io::Write;
 
 use super::Outcome;
 
-/// `/undo`, `/undo --force` and `/redo` typed as the message of `cairn run`.
+/// `/undo`, `/undo --force`, `/redo` and `/diff` typed as the message of
+/// `cairn run`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HistoryCommand {
-    Undo { force: bool },
+    Undo {
+        force: bool,
+    },
     Redo,
+    /// The session's changes so far as a unified diff on stdout.
+    Diff,
 }
 
 impl HistoryCommand {
@@ -18,6 +23,7 @@ impl HistoryCommand {
             ["/undo"] => Some(Self::Undo { force: false }),
             ["/undo", "--force"] => Some(Self::Undo { force: true }),
             ["/redo"] => Some(Self::Redo),
+            ["/diff"] => Some(Self::Diff),
             _ => None,
         }
     }
@@ -40,6 +46,9 @@ pub async fn run_history_command(
             undo::undo(store, snapshots, session_id, force).await,
         ),
         HistoryCommand::Redo => ("redid", undo::redo(store, snapshots, session_id).await),
+        HistoryCommand::Diff => {
+            return print_diff(store, snapshots, session_id, stdout, stderr).await;
+        }
     };
     let done = match result {
         Ok(done) => done,
@@ -66,6 +75,25 @@ pub async fn run_history_command(
     }
     if matches!(command, HistoryCommand::Undo { .. }) && !done.prompt.is_empty() {
         writeln!(stdout, "prompt: {}", done.prompt)?;
+    }
+    Ok(Outcome::Success)
+}
+
+/// `/diff`: the unified diff on stdout, or a line saying there is none.
+async fn print_diff(
+    store: &crate::store::Store,
+    snapshots: Option<&crate::snapshot::Snapshots>,
+    session_id: &str,
+    stdout: &mut impl Write,
+    stderr: &mut impl Write,
+) -> std::io::Result<Outcome> {
+    match crate::session::undo::session_diff(store, snapshots, session_id).await {
+        Ok(diff) if diff.is_empty() => writeln!(stdout, "no files changed in this session")?,
+        Ok(diff) => stdout.write_all(diff.as_bytes())?,
+        Err(error) => {
+            writeln!(stderr, "error: {error}")?;
+            return Ok(Outcome::Failed);
+        }
     }
     Ok(Outcome::Success)
 }

@@ -44,6 +44,8 @@ pub enum Error {
          so they cannot be put back; run `/undo --force` to undo the messages only"
     )]
     NoSnapshots(String),
+    #[error("no diff: snapshots are off (`snapshot.enabled = false`)")]
+    DiffWithoutSnapshots,
     #[error(transparent)]
     Snapshot(#[from] snapshot::Error),
     #[error(transparent)]
@@ -175,6 +177,50 @@ pub async fn redo(
         compaction_removed: None,
         messages: turn.len(),
     })
+}
+
+/// `/diff`: the session's changes so far, as a unified diff. Each file the
+/// session's steps changed is compared from the snapshot before the first
+/// step that changed it to the snapshot after the last (the tree now when a
+/// step recorded no after). Undone turns are out of the session, so they are
+/// out of the diff. Empty when no step changed a file.
+pub async fn session_diff(
+    store: &Store,
+    snapshots: Option<&Snapshots>,
+    session_id: &str,
+) -> Result<String, Error> {
+    let history = store.read_all(session_id).await?;
+    let plan = plan(&history);
+    if plan.is_empty() {
+        return Ok(String::new());
+    }
+    let Some(snapshots) = snapshots.cloned() else {
+        return Err(Error::DiffWithoutSnapshots);
+    };
+    blocking(move || {
+        let mut now = None;
+        // Files that share a before and an after are one git diff.
+        let mut groups: Vec<(String, String, Vec<String>)> = Vec::new();
+        for (path, before, after) in plan.0 {
+            let after = match after {
+                Some(after) => after,
+                None => now.get_or_insert(snapshots.track()?.hash).clone(),
+            };
+            match groups
+                .iter_mut()
+                .find(|(b, a, _)| *b == before && *a == after)
+            {
+                Some(group) => group.2.push(path),
+                None => groups.push((before, after, vec![path])),
+            }
+        }
+        let mut diff = String::new();
+        for (before, after, paths) in groups {
+            diff.push_str(&snapshots.diff_paths(&before, &after, &paths)?);
+        }
+        Ok::<_, snapshot::Error>(diff)
+    })
+    .await
 }
 
 /// For each file the turn changed: the snapshot to restore it from and the

@@ -231,6 +231,21 @@ impl Snapshots {
         ])?))
     }
 
+    /// The unified diff from `from` to `to` of `paths` only. The paths are
+    /// literal: a name like `*.rs` a tool wrote is that file, not a glob.
+    pub fn diff_paths(&self, from: &str, to: &str, paths: &[String]) -> Result<String, Error> {
+        let mut args = vec![
+            "diff".to_owned(),
+            "--no-renames".to_owned(),
+            "--no-color".to_owned(),
+            from.to_owned(),
+            to.to_owned(),
+            "--".to_owned(),
+        ];
+        args.extend(paths.iter().map(|path| format!(":(literal){path}")));
+        Ok(text(self.git(args)?))
+    }
+
     /// Puts each of `paths` back as snapshot `hash` had it: written when the
     /// snapshot has it, removed when it does not.
     pub fn restore(&self, hash: &str, paths: &[String]) -> Result<(), Error> {

@@ -118,6 +118,26 @@ fn a_change_is_listed_with_line_counts_and_restored_exactly() {
 }
 
 #[test]
+fn a_diff_of_some_paths_shows_only_those_and_takes_names_literally() {
+    let f = fixture(DEFAULT_MAX_FILE_BYTES);
+    std::fs::write(f.project.join("*.txt"), "star\n").expect("write");
+    std::fs::write(f.project.join("a.txt"), "a\n").expect("write");
+    let before = f.store.track().expect("track");
+    std::fs::write(f.project.join("*.txt"), "STAR\n").expect("write");
+    std::fs::write(f.project.join("a.txt"), "A\n").expect("write");
+    let after = f.store.track().expect("track");
+    let diff = f
+        .store
+        .diff_paths(&before.hash, &after.hash, &["*.txt".to_owned()])
+        .expect("diff");
+    assert!(diff.contains("-star\n+STAR"), "{diff}");
+    assert!(
+        !diff.contains("a.txt"),
+        "a glob-like name is not a glob: {diff}"
+    );
+}
+
+#[test]
 fn gitignored_and_oversized_files_are_skipped_and_reported() {
     let f = fixture(10);
     std::fs::write(f.project.join(".gitignore"), "ignored*\n").expect("write");
@@ -176,6 +196,9 @@ enum Op {
     Append(u8, Vec<u8>),
     Delete(u8),
     Rename(u8, u8),
+    /// What a `bash` tool call does to files the tool-by-tool view can't
+    /// see: a real `sh -c` that moves, removes or writes one.
+    Shell(u8, u8, u8),
 }
 
 fn name(n: u8) -> String {
@@ -202,6 +225,23 @@ fn apply(root: &Path, op: &Op) {
         Op::Delete(n) => {
             let _ = std::fs::remove_file(root.join(name(*n)));
         }
+        Op::Shell(kind, a, b) => {
+            let (a, b) = (name(*a), name(*b));
+            let script = match kind % 3 {
+                0 => {
+                    format!("mkdir -p \"$(dirname '{b}')\" && mv -f '{a}' '{b}' 2>/dev/null; true")
+                }
+                1 => format!("rm -f '{a}'"),
+                _ => format!("mkdir -p \"$(dirname '{a}')\" && echo shell >> '{a}'"),
+            };
+            let status = std::process::Command::new("sh")
+                .arg("-c")
+                .arg(script)
+                .current_dir(root)
+                .status()
+                .expect("sh runs");
+            assert!(status.success());
+        }
         Op::Rename(a, b) => {
             let to = root.join(name(*b));
             std::fs::create_dir_all(to.parent().expect("parent")).expect("mkdir");
@@ -217,14 +257,16 @@ fn op() -> impl Strategy<Value = Op> {
         (n.clone(), bytes.clone()).prop_map(|(n, b)| Op::Write(n, b)),
         (n.clone(), bytes).prop_map(|(n, b)| Op::Append(n, b)),
         n.clone().prop_map(Op::Delete),
-        (n.clone(), n).prop_map(|(a, b)| Op::Rename(a, b)),
+        (n.clone(), n.clone()).prop_map(|(a, b)| Op::Rename(a, b)),
+        (0u8..3, n.clone(), n).prop_map(|(k, a, b)| Op::Shell(k, a, b)),
     ]
 }
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
 
-    /// Turns of file operations, each bracketed by snapshots the way the
+    /// Turns of file operations (writes, appends, deletes, renames and
+    /// `sh -c` commands), each bracketed by snapshots the way the
     /// loop does it, then undo (restore the turn's files to the snapshot
     /// before it) and redo (restore them to the state at the undo) in a
     /// random order: the tree always equals the expected state, and the

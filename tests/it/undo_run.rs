@@ -1,6 +1,7 @@
 //! `/undo` and `/redo` through the real binary (issue #14): a turn that edits
 //! a file and makes one with `bash -c`, taken back by `cairn run --continue
-//! "/undo"` and brought back by `"/redo"`, against a scripted server.
+//! "/undo"` and brought back by `"/redo"`, against a scripted server; `/diff`
+//! prints the changes; an undo right after `/compact` removes the compaction.
 
 use crate::project::{Project, describe};
 use crate::scenario;
@@ -91,6 +92,12 @@ async fn undo_takes_back_an_edit_and_a_bash_file_and_redo_brings_them_back() {
     assert_eq!(project.read("new.txt").as_deref(), Some("x\n"));
     assert_eq!(server.requests().len(), 4);
 
+    let diff = project.ok(&["run", "--continue", "/diff"]).await;
+    assert!(diff.contains("--- a/notes.txt"), "{diff}");
+    assert!(diff.contains("-teh cat sat\n+the cat sat"), "{diff}");
+    assert!(diff.contains("+++ b/new.txt"), "{diff}");
+    assert!(diff.contains("+x"), "{diff}");
+
     let undone = project.ok(&["run", "--continue", "/undo"]).await;
     assert!(undone.contains("prompt: fix notes.txt"), "{undone}");
     assert_eq!(project.read("notes.txt").as_deref(), Some("teh cat sat\n"));
@@ -102,7 +109,17 @@ async fn undo_takes_back_an_edit_and_a_bash_file_and_redo_brings_them_back() {
     assert_eq!(project.read("new.txt").as_deref(), Some("x\n"));
 
     project.ok(&["run", "--continue", "/undo"]).await;
-    assert_eq!(server.requests().len(), 4, "undo and redo call no model");
+    let diff = project.ok(&["run", "--continue", "/diff"]).await;
+    assert_eq!(
+        diff.trim(),
+        "no files changed in this session",
+        "undone turns leave the diff"
+    );
+    assert_eq!(
+        server.requests().len(),
+        4,
+        "undo, redo and diff call no model"
+    );
     project.ok(&["run", "--continue", "anything else?"]).await;
     let next = said(&server, 4);
     assert!(next.contains("say hello"), "{next}");
@@ -152,4 +169,35 @@ async fn undo_refuses_to_overwrite_a_hand_edit_unless_forced() {
 
     project.ok(&["run", "--continue", "/undo --force"]).await;
     assert_eq!(project.read("notes.txt").as_deref(), Some("teh cat sat\n"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn undo_right_after_a_compaction_gives_the_model_the_full_history_again() {
+    let server = ScriptedServer::start([
+        text("The capital is Paris.", 300),
+        text("SUMMARY: the user asked about France.", 400),
+        text("Berlin.", 500),
+    ])
+    .await;
+    let project = committed_project(&server);
+    project.ok(&["run", "what is the capital of France?"]).await;
+    project.ok(&["run", "--continue", "/compact"]).await;
+    assert_eq!(server.requests().len(), 2, "the answer, then the summary");
+
+    let undone = project.ok(&["run", "--continue", "/undo"]).await;
+    assert!(
+        undone.contains("compaction removed") && undone.contains("tokens"),
+        "says the compaction point is gone and how big the context will be: {undone}"
+    );
+    assert_eq!(server.requests().len(), 2, "the undo calls no model");
+
+    project.ok(&["run", "--continue", "and Germany?"]).await;
+    let next = said(&server, 2);
+    assert!(next.contains("what is the capital of France?"), "{next}");
+    assert!(next.contains("The capital is Paris."), "{next}");
+    assert!(next.contains("and Germany?"), "{next}");
+    assert!(
+        !next.contains("SUMMARY"),
+        "the summary left the model's view: {next}"
+    );
 }

@@ -240,11 +240,50 @@ fn part_lines(
             Style::default().fg(Color::DarkGray),
         )],
         PartKind::Patch(patch) => vec![Line::styled(
-            format!("± {} file(s) changed", patch.files.len()),
+            patch_summary(patch),
             Style::default().fg(Color::DarkGray),
         )],
         PartKind::StepStart(_) | PartKind::StepFinish(_) => Vec::new(),
     }
+}
+
+/// Files a patch card names before "and N more": the card is one line.
+const PATCH_FILES_SHOWN: usize = 3;
+
+/// The patch card under a step: how many files, added/modified/deleted,
+/// line counts, and who changed which (a `bash` change is otherwise
+/// invisible in the tool-by-tool view).
+fn patch_summary(patch: &crate::message::PatchPart) -> String {
+    let count = patch.files.len().max(patch.changes.len());
+    let noun = if count == 1 { "file" } else { "files" };
+    let mut line = format!("± {count} {noun} changed");
+    if patch.changes.is_empty() {
+        return line;
+    }
+    let kinds: Vec<String> = ["added", "modified", "deleted"]
+        .iter()
+        .filter_map(|kind| {
+            let n = patch.changes.iter().filter(|c| c.kind == *kind).count();
+            (n > 0).then(|| format!("{n} {kind}"))
+        })
+        .collect();
+    let added: u32 = patch.changes.iter().map(|c| c.added).sum();
+    let removed: u32 = patch.changes.iter().map(|c| c.removed).sum();
+    line.push_str(&format!(": {} (+{added} −{removed})", kinds.join(", ")));
+    let shown: Vec<String> = patch
+        .changes
+        .iter()
+        .take(PATCH_FILES_SHOWN)
+        .map(|c| format!("{} {}", c.by, c.path))
+        .collect();
+    line.push_str(&format!(" · {}", shown.join(", ")));
+    if patch.changes.len() > PATCH_FILES_SHOWN {
+        line.push_str(&format!(
+            " and {} more",
+            patch.changes.len() - PATCH_FILES_SHOWN
+        ));
+    }
+    line
 }
 
 fn reasoning_lines(text: &str, shown: bool, width: usize) -> Vec<Line<'static>> {
@@ -284,5 +323,51 @@ pub fn short(tokens: u64) -> String {
         1_000..=9_999 => format!("{:.1}k", tokens as f64 / 1000.0),
         10_000..=999_999 => format!("{}k", tokens / 1000),
         _ => format!("{:.1}M", tokens as f64 / 1_000_000.0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::{PatchFile, PatchPart};
+
+    fn change(path: &str, kind: &str, added: u32, removed: u32, by: &str) -> PatchFile {
+        PatchFile {
+            path: path.into(),
+            kind: kind.into(),
+            added,
+            removed,
+            by: by.into(),
+        }
+    }
+
+    #[test]
+    fn a_patch_card_says_what_changed_how_much_and_by_whom() {
+        let mut patch = PatchPart {
+            hash: "h".into(),
+            files: vec!["notes.txt".into(), "new.txt".into()],
+            after: None,
+            changes: vec![
+                change("notes.txt", "modified", 1, 1, "edit"),
+                change("new.txt", "added", 1, 0, "bash"),
+            ],
+        };
+        assert_eq!(
+            patch_summary(&patch),
+            "± 2 files changed: 1 added, 1 modified (+2 −1) · edit notes.txt, bash new.txt"
+        );
+        for n in 0..3 {
+            patch
+                .changes
+                .push(change(&format!("gone{n}"), "deleted", 0, 2, "bash"));
+        }
+        assert_eq!(
+            patch_summary(&patch),
+            "± 5 files changed: 1 added, 1 modified, 3 deleted (+2 −7) \
+             · edit notes.txt, bash new.txt, bash gone0 and 2 more"
+        );
+        patch.changes.clear();
+        patch.files.truncate(1);
+        assert_eq!(patch_summary(&patch), "± 1 file changed");
     }
 }
