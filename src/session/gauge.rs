@@ -24,6 +24,19 @@ pub fn usable(ctx: &SessionCtx, model: &ResolvedModel) -> u64 {
     context::usable(&limits(ctx, model), &ctx.settings.compaction)
 }
 
+/// The summary request's `max_tokens` (`context::summary_output_tokens`).
+pub fn summary_output_tokens(ctx: &SessionCtx, model: &ResolvedModel) -> u32 {
+    let limits = limits(ctx, model);
+    let usable = context::usable(&limits, &ctx.settings.compaction);
+    context::summary_output_tokens(&limits, usable) as u32
+}
+
+/// The step's `max_tokens`: the model's output limit, bounded by the window
+/// (`context::max_output_tokens`, including a window the provider stated).
+pub fn step_output_tokens(ctx: &SessionCtx, model: &ResolvedModel) -> u32 {
+    context::max_output_tokens(&limits(ctx, model)) as u32
+}
+
 /// The model's limits, with the window a provider stated when it is smaller:
 /// the provider knows its window better than the catalog or the config.
 fn limits(ctx: &SessionCtx, model: &ResolvedModel) -> context::Limits {
@@ -236,6 +249,18 @@ pub async fn refresh(ctx: &SessionCtx, model: &ResolvedModel) -> Result<ContextG
     Ok(gauge)
 }
 
+/// The usable window of the model the session's newest user message uses;
+/// 0 (unknown: the seed's thresholds) when it cannot be resolved.
+pub async fn session_usable(ctx: &SessionCtx) -> u64 {
+    let Ok(user) = crate::session::ctx::last_user_or_default(ctx).await else {
+        return 0;
+    };
+    match ctx.models.resolve(&user.model).await {
+        Ok(model) => usable(ctx, &model),
+        Err(_) => 0,
+    }
+}
+
 /// Refreshes the gauge for the model the session's newest user message uses
 /// (on opening, after a run, after a prune). Failures are logged: a gauge
 /// that cannot be measured must not fail what triggered it.
@@ -280,7 +305,9 @@ pub async fn breakdown(ctx: &SessionCtx, model: &ResolvedModel) -> Result<Contex
     with_next_request(ctx, model, |read, history, request| {
         // Prune walks back from the newest message to the latest summary,
         // all inside the model view read (in time order, not the model's).
-        let prunable = prune::plan_prune(read, |part| view::part_tokens(part).0).freed_tokens;
+        let limits = prune::PruneLimits::for_usable(usable(ctx, model));
+        let prunable =
+            prune::plan_prune(read, limits, |part| view::part_tokens(part).0).freed_tokens;
         let gauge = measure(ctx, model, history, request);
         let (base, instructions) = request.system.split_at(1.min(request.system.len()));
         view::build_breakdown(&BreakdownInput {

@@ -11,8 +11,9 @@ use crate::session::{Error, gauge};
 pub async fn run(ctx: &SessionCtx, report: bool) -> Result<(), Error> {
     // The model view read is enough: the plan walks back from the newest
     // message and stops at the latest summary, which the read includes.
+    let limits = prune::PruneLimits::for_usable(gauge::session_usable(ctx).await);
     let read = ctx.read_view().await?;
-    let plan = prune::plan_prune(read.messages(), |part| view::part_tokens(part).0);
+    let plan = prune::plan_prune(read.messages(), limits, |part| view::part_tokens(part).0);
     let parts = plan.acts().then(|| {
         let parts = read.messages().iter().flat_map(|m| m.parts.iter());
         prune::apply(&plan, parts, now_millis())

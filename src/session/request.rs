@@ -65,7 +65,7 @@ pub fn build_request(
         system,
         messages,
         tools,
-        max_output_tokens: model.max_output_tokens(),
+        max_output_tokens: crate::session::gauge::step_output_tokens(ctx, model),
         temperature: agent.temperature,
         cache_key: Some(ctx.session_id.clone()),
     }
