@@ -37,6 +37,13 @@ pub fn step_output_tokens(ctx: &SessionCtx, model: &ResolvedModel) -> u32 {
     context::max_output_tokens(&limits(ctx, model)) as u32
 }
 
+/// Whether requests to `model` use the lean prompt: its window (as stated
+/// by the provider when smaller) is below `compaction.lean_prompt_below`.
+pub fn is_lean(ctx: &SessionCtx, model: &ResolvedModel) -> bool {
+    let context = limits(ctx, model).context;
+    context != 0 && context < ctx.settings.compaction.lean_prompt_below
+}
+
 /// The model's limits, with the window a provider stated when it is smaller:
 /// the provider knows its window better than the catalog or the config.
 fn limits(ctx: &SessionCtx, model: &ResolvedModel) -> context::Limits {
@@ -208,6 +215,55 @@ fn fixed_tokens(request: &ChatRequest) -> (u64, bool) {
     let tools = serde_json::to_string(&request.tools).unwrap_or_default();
     let (tokens, is_estimate) = token::count_or_estimate(&tools);
     (total + tokens as u64, estimated || is_estimate)
+}
+
+/// The share of the usable window the fixed prompt (system prompt, tools,
+/// instruction files) may take. After a compaction a request holds the
+/// fixed prompt, the summary (at most a fifth of usable) and the verbatim
+/// tail (at most a quarter); with the prompt under a quarter, ~30% is left
+/// for the next turn. Above it, compacting cannot make room for a turn, so
+/// the window is reported as too small instead.
+pub const MAX_FIXED_SHARE: f64 = 0.25;
+
+/// `Some(diagnosis)` when the request's fixed part is more than
+/// [`MAX_FIXED_SHARE`] of the usable window: one line naming the window,
+/// the prompt's size and the smallest window that would do.
+pub fn window_too_small(
+    ctx: &SessionCtx,
+    model: &ResolvedModel,
+    request: &ChatRequest,
+) -> Option<String> {
+    let limits = limits(ctx, model);
+    let usable = context::usable(&limits, &ctx.settings.compaction);
+    if limits.context == 0 {
+        return None;
+    }
+    let fixed = ctx
+        .accounting
+        .calibration(&model.model)
+        .scale(fixed_tokens(request).0);
+    if (fixed as f64) <= usable as f64 * MAX_FIXED_SHARE {
+        return None;
+    }
+    // usable = window * (1 - OUTPUT_FRACTION) below the seed's constants.
+    let needed =
+        (fixed as f64 / MAX_FIXED_SHARE / (1.0 - context::window::OUTPUT_FRACTION)).ceil() as u64;
+    let which = if is_lean(ctx, model) {
+        "smallest prompt"
+    } else {
+        "prompt"
+    };
+    let instructions = if request.system.len() > 1 {
+        " (instruction files included)"
+    } else {
+        ""
+    };
+    Some(format!(
+        "this model's window of {} tokens is smaller than the {} that cairn's {which} of {} tokens{instructions} needs (the prompt may fill at most a quarter of a request); run the model with a larger window",
+        thousands(limits.context),
+        thousands(needed.max(limits.context + 1)),
+        thousands(fixed),
+    ))
 }
 
 /// Our whole count of a request and whether it is an estimate.

@@ -226,6 +226,11 @@ async fn decide_and_act(
     let measured = gauge::measure_request(ctx, &model, &view, &request);
     let gauge = measured.gauge;
     gauge::publish(ctx, gauge);
+    // A window the prompt alone (nearly) fills: compacting cannot help.
+    if let Some(diagnosis) = gauge::window_too_small(ctx, &model, &request) {
+        ctx.writer.error(&ctx.session_id, diagnosis);
+        return Ok(Next::Exit);
+    }
     let after_summary = latest
         .finished
         .and_then(|m| m.message.as_assistant())
