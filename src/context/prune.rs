@@ -10,19 +10,18 @@ use crate::message::{MessageWithParts, Part, PartKind, ToolState};
 use crate::shared::thousands;
 
 /// Prune acts only when it would free more than this many tokens (large
-/// windows; [`PRUNE_MINIMUM_FRACTION`] of the usable window below).
+/// windows; [`PRUNE_MINIMUM_FRACTION`] of the window below).
 pub const PRUNE_MINIMUM: u64 = 20_000;
 /// The newest tool output, up to this many tokens, is never pruned (large
-/// windows; [`PRUNE_PROTECT_FRACTION`] of the usable window below).
+/// windows; [`PRUNE_PROTECT_FRACTION`] of the window below).
 pub const PRUNE_PROTECT: u64 = 40_000;
-/// Below ~160k of usable window the seed's constants would hardly let prune
-/// act (a 60k window cannot hold 40k of protected output plus 20k to free),
-/// so both scale with the window: protect a quarter, act above an eighth.
-/// These shares keep the seed's figures on a 200k window (168k usable).
-pub const PRUNE_PROTECT_FRACTION: f64 = 0.25;
-pub const PRUNE_MINIMUM_FRACTION: f64 = 0.125;
+/// The seed's constants are 20% and 10% of the 200k window they were tuned
+/// for; below it they would hardly let prune act (a 60k window cannot hold
+/// 40k of protected output plus 20k to free), so they scale with the window.
+pub const PRUNE_PROTECT_FRACTION: f64 = 0.20;
+pub const PRUNE_MINIMUM_FRACTION: f64 = 0.10;
 
-/// Prune's two thresholds for a usable window (`0`: unknown, the seed's).
+/// Prune's two thresholds for a context window (`0`: unknown, the seed's).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PruneLimits {
     pub protect: u64,
@@ -30,10 +29,10 @@ pub struct PruneLimits {
 }
 
 impl PruneLimits {
-    pub fn for_usable(usable: u64) -> Self {
+    pub fn for_window(context: u64) -> Self {
         Self {
-            protect: crate::context::scaled(PRUNE_PROTECT, PRUNE_PROTECT_FRACTION, usable),
-            minimum: crate::context::scaled(PRUNE_MINIMUM, PRUNE_MINIMUM_FRACTION, usable),
+            protect: crate::context::scaled(PRUNE_PROTECT, PRUNE_PROTECT_FRACTION, context),
+            minimum: crate::context::scaled(PRUNE_MINIMUM, PRUNE_MINIMUM_FRACTION, context),
         }
     }
 }
@@ -211,18 +210,22 @@ mod tests {
 
     #[test]
     fn small_windows_scale_protect_and_minimum() {
-        // A 4k window's usable 3,414: protect 853, act above 426.
-        let limits = PruneLimits::for_usable(3_414);
+        // A 4k window: protect 819, act above 409.
+        let limits = PruneLimits::for_window(4_096);
         assert_eq!(
             limits,
             PruneLimits {
-                protect: 853,
-                minimum: 426
+                protect: 819,
+                minimum: 409
             }
         );
-        assert_eq!(PruneLimits::for_usable(0), SEED);
-        assert_eq!(PruneLimits::for_usable(168_000), SEED, "Claude keeps the seed");
-        assert_eq!(PruneLimits::for_usable(1_000_000), SEED);
+        assert_eq!(PruneLimits::for_window(0), SEED);
+        assert_eq!(
+            PruneLimits::for_usable(168_000),
+            SEED,
+            "Claude keeps the seed"
+        );
+        assert_eq!(PruneLimits::for_window(1_000_000), SEED);
         let mut h = HistoryBuilder::new();
         h.user("old")
             .assistant()

@@ -12,6 +12,7 @@ use crate::context::view::{self, BreakdownInput};
 use crate::context::{self, ContextBreakdown, ContextGauge, prune};
 use crate::message::MessageWithParts;
 use crate::provider::ChatRequest;
+use crate::provider::tokenize::{self, NoCount};
 use crate::session::Error;
 use crate::session::ctx::{ResolvedModel, SessionCtx};
 use crate::shared::{lock, thousands};
@@ -141,6 +142,39 @@ pub struct Measured {
     /// The request's size in our tokenizer's units, which calibration
     /// compares with the usage the provider reports for it.
     pub counted: u64,
+    /// Whether the figure rests on provider-reported usage; without it, it
+    /// is our count scaled by calibration (an estimate, shown with `~`).
+    pub anchored: bool,
+}
+
+/// [`measure_request`], but when nothing anchors the figure yet (a new
+/// session, after a compaction, a new `cairn run`) and the model runs on a
+/// local llama-server, counted by the server's own tokenizer: exact before
+/// the first answer. The count also teaches calibration.
+pub async fn measure_request_exact(
+    ctx: &SessionCtx,
+    model: &ResolvedModel,
+    history: &[MessageWithParts],
+    request: &ChatRequest,
+) -> Measured {
+    let mut measured = measure_request(ctx, model, history, request);
+    if measured.anchored || lock(&ctx.accounting.no_server_count).contains(&model.model) {
+        return measured;
+    }
+    match tokenize::count_prompt(&model.provider, request).await {
+        Ok(exact) => {
+            ctx.accounting
+                .observe_count(&model.model, measured.counted, exact);
+            measured.gauge = gauge_for(ctx, model, exact, false);
+        }
+        Err(NoCount::NotLocal | NoCount::Unsupported) => {
+            lock(&ctx.accounting.no_server_count).insert(model.model.clone());
+        }
+        Err(NoCount::Failed(why)) => {
+            tracing::debug!(%why, "the server could not count the prompt; estimating");
+        }
+    }
+    measured
 }
 
 /// [`measure`], plus our own count of the request. Anchored, that count is
@@ -166,10 +200,12 @@ pub fn measure_request(
         // Nothing to anchor on: count the request as it will be sent, so the
         // per-message framing is in the figure too.
         None => {
-            let (tokens, estimated) = request_tokens(request);
+            let (tokens, _) = request_tokens(request);
+            // Our tokenizer is not the model's: unanchored, this is an
+            // estimate even when counted exactly.
             let next = context::NextRequest {
                 tokens: calibration.scale(tokens),
-                estimated,
+                estimated: true,
             };
             (next, tokens)
         }
@@ -177,7 +213,10 @@ pub fn measure_request(
             let added: Vec<(u64, bool)> = anchor
                 .added
                 .iter()
-                .map(|part| view::part_tokens(part))
+                .map(|part| {
+                    let (tokens, estimated) = view::part_tokens(part);
+                    (tokens + view::part_framing(part), estimated)
+                })
                 .collect();
             let removed: Vec<(u64, bool)> = anchor
                 .pruned
@@ -200,6 +239,7 @@ pub fn measure_request(
     Measured {
         gauge: gauge_for(ctx, model, next.tokens, next.estimated),
         counted,
+        anchored: anchor.usage.is_some(),
     }
 }
 
@@ -305,14 +345,14 @@ pub async fn refresh(ctx: &SessionCtx, model: &ResolvedModel) -> Result<ContextG
     Ok(gauge)
 }
 
-/// The usable window of the model the session's newest user message uses;
-/// 0 (unknown: the seed's thresholds) when it cannot be resolved.
-pub async fn session_usable(ctx: &SessionCtx) -> u64 {
+/// The window of the model the session's newest user message uses; 0
+/// (unknown: the seed's thresholds) when it cannot be resolved.
+pub async fn session_window(ctx: &SessionCtx) -> u64 {
     let Ok(user) = crate::session::ctx::last_user_or_default(ctx).await else {
         return 0;
     };
     match ctx.models.resolve(&user.model).await {
-        Ok(model) => usable(ctx, &model),
+        Ok(model) => limits(ctx, &model).context,
         Err(_) => 0,
     }
 }
@@ -361,7 +401,7 @@ pub async fn breakdown(ctx: &SessionCtx, model: &ResolvedModel) -> Result<Contex
     with_next_request(ctx, model, |read, history, request| {
         // Prune walks back from the newest message to the latest summary,
         // all inside the model view read (in time order, not the model's).
-        let limits = prune::PruneLimits::for_usable(usable(ctx, model));
+        let limits = prune::PruneLimits::for_window(limits(ctx, model).context);
         let prunable =
             prune::plan_prune(read, limits, |part| view::part_tokens(part).0).freed_tokens;
         let gauge = measure(ctx, model, history, request);
