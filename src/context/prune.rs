@@ -221,7 +221,7 @@ mod tests {
         );
         assert_eq!(PruneLimits::for_window(0), SEED);
         assert_eq!(
-            PruneLimits::for_usable(168_000),
+            PruneLimits::for_window(200_000),
             SEED,
             "Claude keeps the seed"
         );

@@ -366,3 +366,47 @@ async fn without_a_server_tokenizer_the_first_gauge_is_marked_as_an_estimate() {
     let gauges = watched.request_gauges();
     assert!(gauges[0].estimated, "not anchored: {gauges:?}");
 }
+
+#[tokio::test]
+async fn json_output_shows_a_tool_calls_arguments_as_they_stream() {
+    let scenario = Scenario::start(vec![
+        tool_call(
+            "c1",
+            "bash",
+            json!({ "command": "echo streamed-arguments", "description": "say it" }),
+            900,
+        ),
+        text("Said it.", 950),
+    ])
+    .await;
+    let (_session, handle) = scenario.session(Mode::Headless).await;
+    let mut out = Vec::new();
+    let mut err = Vec::new();
+    let outcome = crate::support::within(
+        std::time::Duration::from_secs(30),
+        cairn::headless::run(
+            &handle,
+            &scenario.app.bus,
+            &scenario.app.store,
+            "run it".to_string(),
+            cairn::headless::Format::Json,
+            &mut out,
+            &mut err,
+        ),
+    )
+    .await
+    .expect("writes to memory");
+    assert_eq!(outcome.exit_code(), 0);
+    let deltas: Vec<String> = String::from_utf8_lossy(&out)
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|e| e["type"] == "part_delta" && e["field"] == "tool_input")
+        .filter_map(|e| e["delta"].as_str().map(str::to_string))
+        .collect();
+    assert!(
+        deltas.len() >= 2,
+        "the arguments arrive in pieces: {deltas:?}"
+    );
+    let whole: Value = serde_json::from_str(&deltas.concat()).expect("the pieces make the JSON");
+    assert_eq!(whole["command"], "echo streamed-arguments");
+}
