@@ -290,6 +290,7 @@ async fn a_2k_window_is_diagnosed_in_one_line_without_compacting() {
         .filter(|l| l.contains("this model's window of 2,048 tokens is smaller than"))
         .collect();
     assert_eq!(diagnosis.len(), 1, "{err}");
+    eprintln!("{}", diagnosis[0]);
     assert!(
         diagnosis[0].contains("cairn's smallest prompt of "),
         "{err}"
