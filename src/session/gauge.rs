@@ -45,6 +45,24 @@ pub fn is_lean(ctx: &SessionCtx, model: &ResolvedModel) -> bool {
     context != 0 && context < ctx.settings.compaction.lean_prompt_below
 }
 
+/// Share of the usable window one tool result may fill, and the bytes a
+/// token takes at least (code and logs run 3-4 bytes a token).
+pub const TOOL_OUTPUT_FRACTION: f64 = 0.25;
+const BYTES_PER_TOKEN: f64 = 3.0;
+
+/// The configured tool output caps, with `max_bytes` at most a quarter of
+/// the usable window: 51,200 bytes is ~15k tokens, more than a whole 8k
+/// window, and one `read` would overflow it. 200k windows keep the config.
+pub fn tool_output_limits(ctx: &SessionCtx, model: &ResolvedModel) -> crate::tool::OutputLimits {
+    let mut limits = ctx.settings.tool_limits;
+    let usable = usable(ctx, model);
+    if usable != 0 {
+        let bytes = (usable as f64 * TOOL_OUTPUT_FRACTION * BYTES_PER_TOKEN) as usize;
+        limits.max_bytes = limits.max_bytes.min(bytes.max(1_024));
+    }
+    limits
+}
+
 /// The model's limits, with the window a provider stated when it is smaller:
 /// the provider knows its window better than the catalog or the config.
 fn limits(ctx: &SessionCtx, model: &ResolvedModel) -> context::Limits {

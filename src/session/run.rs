@@ -259,7 +259,8 @@ async fn decide_and_act(
         agent.tools,
         recent_calls(history),
         cancel.clone(),
-    );
+    )
+    .with_output_limits(gauge::tool_output_limits(ctx, &model));
     let assistant_id = assistant.id.clone();
     let outcome = processor::process(
         Step {

@@ -411,3 +411,39 @@ async fn json_output_shows_a_tool_calls_arguments_as_they_stream() {
     let whole: Value = serde_json::from_str(&deltas.concat()).expect("the pieces make the JSON");
     assert_eq!(whole["command"], "echo streamed-arguments");
 }
+
+#[tokio::test]
+async fn a_big_file_read_on_a_4k_window_is_cut_to_a_quarter_of_it() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let bodies: Arc<Mutex<Vec<Value>>> = Arc::new(Mutex::new(Vec::new()));
+    let model = agent(4_096, 10, seen.clone());
+    let kept = bodies.clone();
+    let scenario = Scenario::answering(
+        move |request| {
+            if request.path == "/v1/chat/completions" {
+                kept.lock().unwrap().push(request.json());
+            }
+            model(request)
+        },
+        |c| window(c, 4_096),
+    )
+    .await;
+    let line = format!("{}\n", prose(8, 3));
+    std::fs::write(scenario.path("big.txt"), line.repeat(40_000 / line.len())).expect("write");
+    let (_session, handle) = scenario.session(Mode::Headless).await;
+    let watched = prompt_and_settle(&scenario, &handle, "how many lines in big.txt?").await;
+    assert!(watched.errors().is_empty(), "{:?}", watched.errors());
+    let bodies = bodies.lock().unwrap();
+    let read_result = bodies
+        .iter()
+        .flat_map(messages_of)
+        .find(|m| m["role"] == "tool")
+        .map(|m| message_text(&m))
+        .expect("the read's result was sent");
+    // A quarter of the usable 3,414 tokens at 3 bytes a token, plus the
+    // note on where the full output is.
+    assert!(read_result.len() < 2_560 + 600, "{}", read_result.len());
+    for s in seen.lock().unwrap().iter() {
+        assert!(s.prompt + s.max_tokens <= 4_096, "{s:?}");
+    }
+}
