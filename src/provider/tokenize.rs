@@ -3,8 +3,10 @@
 //! llama-server renders a chat request with the model's template at
 //! `POST /apply-template` (same body as `/v1/chat/completions`) and counts
 //! text at `POST /tokenize`; together they give the prompt size the server
-//! will report, before the first answer. Other servers (Ollama, LM Studio,
-//! vLLM) answer 404 here and keep the calibrated estimate.
+//! will report, before the first answer. vLLM has no `/apply-template` but
+//! counts a whole chat at `POST /tokenize` (`messages`, `tools` -> `count`).
+//! Servers with neither (Ollama, LM Studio) answer 404 and keep the
+//! calibrated estimate.
 
 use std::time::Duration;
 
@@ -41,12 +43,11 @@ pub async fn count_prompt(provider: &Provider, request: &ChatRequest) -> Result<
         .timeout(COUNT_TIMEOUT)
         .build()
         .map_err(|error| NoCount::Failed(error.to_string()))?;
-    let rendered = post(
-        &http,
-        &format!("{root}/apply-template"),
-        &provider.request_body(request),
-    )
-    .await?;
+    let body = provider.request_body(request);
+    let rendered = match post(&http, &format!("{root}/apply-template"), &body).await {
+        Err(NoCount::Unsupported) => return count_chat_vllm(&http, root, &body).await,
+        rendered => rendered?,
+    };
     let prompt = rendered["prompt"].as_str().ok_or(NoCount::Unsupported)?;
     let body = json!({ "content": prompt, "add_special": true, "parse_special": true });
     let tokens = post(&http, &format!("{root}/tokenize"), &body).await?;
@@ -54,6 +55,19 @@ pub async fn count_prompt(provider: &Provider, request: &ChatRequest) -> Result<
         .as_array()
         .map(|tokens| tokens.len() as u64)
         .ok_or(NoCount::Unsupported)
+}
+
+/// vLLM's chat form of `/tokenize`: the request's messages and tools,
+/// rendered and counted by the server.
+async fn count_chat_vllm(http: &reqwest::Client, root: &str, body: &Value) -> Result<u64, NoCount> {
+    let mut chat = json!({ "messages": body["messages"], "add_generation_prompt": true });
+    for key in ["model", "tools"] {
+        if let Some(value) = body.get(key) {
+            chat[key] = value.clone();
+        }
+    }
+    let counted = post(http, &format!("{root}/tokenize"), &chat).await?;
+    counted["count"].as_u64().ok_or(NoCount::Unsupported)
 }
 
 async fn post(http: &reqwest::Client, url: &str, body: &Value) -> Result<Value, NoCount> {

@@ -447,3 +447,32 @@ async fn a_big_file_read_on_a_4k_window_is_cut_to_a_quarter_of_it() {
         assert!(s.prompt + s.max_tokens <= 4_096, "{s:?}");
     }
 }
+
+#[tokio::test]
+async fn a_vllm_server_counts_the_first_request_with_its_chat_tokenize() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let model = agent(8_192, 10, seen.clone());
+    let scenario = Scenario::answering(
+        move |request| match request.path.as_str() {
+            // vLLM: no /apply-template; /tokenize takes the chat itself.
+            "/apply-template" => ScriptedResponse::json(404, r#"{"detail":"Not Found"}"#),
+            "/tokenize" => {
+                let count = server_count(&request.json());
+                let body = json!({"count": count, "max_model_len": 8_192, "tokens": vec![1; count as usize]});
+                ScriptedResponse::json(200, &body.to_string())
+            }
+            _ => model(request),
+        },
+        |c| window(c, 8_192),
+    )
+    .await;
+    let (_session, handle) = scenario.session(Mode::Headless).await;
+    let watched = prompt_and_settle(&scenario, &handle, "what is in f1.txt?").await;
+    let gauges = watched.request_gauges();
+    let first = seen.lock().unwrap()[0];
+    assert_eq!(
+        gauges[0].used, first.prompt,
+        "exact, from vLLM's /tokenize: {gauges:?}"
+    );
+    assert!(!gauges[0].estimated);
+}
