@@ -25,6 +25,9 @@ pub enum DeltaField {
     Reasoning,
     /// Live output of a running tool (bash), shown before the tool completes.
     ToolOutput,
+    /// A tool call's arguments as the model streams them (raw JSON text),
+    /// so a long generation is never silent.
+    ToolInput,
 }
 
 /// What a session is doing right now.

@@ -99,7 +99,15 @@ pub struct CompactionConfig {
     /// Model used to write summaries. None: the session's model.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<ModelRef>,
+    /// Windows smaller than this many tokens get the lean prompt: a short
+    /// system prompt and environment block, one-line tool descriptions, no
+    /// todowrite. 0 never uses it.
+    pub lean_prompt_below: u64,
 }
+
+/// `compaction.lean_prompt_below` by default: 8k and 4k windows are lean; a
+/// 16k window still has room for the full prompt (~2,400 tokens, 17%).
+pub const LEAN_PROMPT_BELOW: u64 = 16_384;
 
 impl Default for CompactionConfig {
     fn default() -> Self {
@@ -111,6 +119,7 @@ impl Default for CompactionConfig {
             tail_turns: 2,
             preserve_recent_tokens: None,
             model: None,
+            lean_prompt_below: LEAN_PROMPT_BELOW,
         }
     }
 }

@@ -22,5 +22,5 @@ pub use accounting::{NextRequest, RequestAnchor, added_since_last_request, next_
 pub use view::breakdown::ContextBreakdown;
 pub use window::{
     COMPACTION_BUFFER, ContextGauge, Limits, OUTPUT_TOKEN_MAX, gauge, is_overflow,
-    max_output_tokens, reserved, usable,
+    max_output_tokens, reserved, scaled, summary_output_tokens, usable,
 };

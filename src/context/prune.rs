@@ -9,10 +9,33 @@ use crate::clock::Millis;
 use crate::message::{MessageWithParts, Part, PartKind, ToolState};
 use crate::shared::thousands;
 
-/// Prune acts only when it would free more than this many tokens.
+/// Prune acts only when it would free more than this many tokens (large
+/// windows; [`PRUNE_MINIMUM_FRACTION`] of the window below).
 pub const PRUNE_MINIMUM: u64 = 20_000;
-/// The newest tool output, up to this many tokens, is never pruned.
+/// The newest tool output, up to this many tokens, is never pruned (large
+/// windows; [`PRUNE_PROTECT_FRACTION`] of the window below).
 pub const PRUNE_PROTECT: u64 = 40_000;
+/// The seed's constants are 20% and 10% of the 200k window they were tuned
+/// for; below it they would hardly let prune act (a 60k window cannot hold
+/// 40k of protected output plus 20k to free), so they scale with the window.
+pub const PRUNE_PROTECT_FRACTION: f64 = 0.20;
+pub const PRUNE_MINIMUM_FRACTION: f64 = 0.10;
+
+/// Prune's two thresholds for a context window (`0`: unknown, the seed's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PruneLimits {
+    pub protect: u64,
+    pub minimum: u64,
+}
+
+impl PruneLimits {
+    pub fn for_window(context: u64) -> Self {
+        Self {
+            protect: crate::context::scaled(PRUNE_PROTECT, PRUNE_PROTECT_FRACTION, context),
+            minimum: crate::context::scaled(PRUNE_MINIMUM, PRUNE_MINIMUM_FRACTION, context),
+        }
+    }
+}
 /// Tools whose output is never pruned: a loaded skill is instructions.
 pub const PRUNE_PROTECTED_TOOLS: &[&str] = &["skill"];
 /// The newest user turns whose tool outputs are never pruned.
@@ -38,9 +61,13 @@ impl PrunePlan {
 
 /// Chooses the tool outputs to clear: newest to oldest, skipping the last two
 /// user turns, stopping at a summary or an already-pruned output, keeping the
-/// newest `PRUNE_PROTECT` tokens and protected tools; acts only above
-/// `PRUNE_MINIMUM`. `count` gives a part's tokens (`Part.tokens` or an estimate).
-pub fn plan_prune(messages: &[MessageWithParts], count: impl Fn(&Part) -> u64) -> PrunePlan {
+/// newest `limits.protect` tokens and protected tools; acts only above
+/// `limits.minimum`. `count` gives a part's tokens (`Part.tokens` or an estimate).
+pub fn plan_prune(
+    messages: &[MessageWithParts],
+    limits: PruneLimits,
+    count: impl Fn(&Part) -> u64,
+) -> PrunePlan {
     let mut turns = 0;
     let mut seen = 0u64;
     let mut freed = 0u64;
@@ -70,13 +97,13 @@ pub fn plan_prune(messages: &[MessageWithParts], count: impl Fn(&Part) -> u64) -
             }
             let tokens = count(part);
             seen += tokens;
-            if seen > PRUNE_PROTECT {
+            if seen > limits.protect {
                 freed += tokens;
                 candidates.push(part.id.clone());
             }
         }
     }
-    if freed > PRUNE_MINIMUM {
+    if freed > limits.minimum {
         PrunePlan {
             outputs: candidates.len(),
             part_ids: candidates,
@@ -88,7 +115,7 @@ pub fn plan_prune(messages: &[MessageWithParts], count: impl Fn(&Part) -> u64) -
             reason_if_none: Some(format!(
                 "nothing to prune: only {} tokens of old tool output (prune acts above {})",
                 thousands(freed),
-                thousands(PRUNE_MINIMUM)
+                thousands(limits.minimum)
             )),
             ..PrunePlan::default()
         }
@@ -125,6 +152,11 @@ mod tests {
     use super::*;
     use crate::context::view::test_history::HistoryBuilder;
 
+    const SEED: PruneLimits = PruneLimits {
+        protect: PRUNE_PROTECT,
+        minimum: PRUNE_MINIMUM,
+    };
+
     /// Each tool output's token count is its length in characters.
     fn by_len(part: &Part) -> u64 {
         match &part.kind {
@@ -160,7 +192,7 @@ mod tests {
 
     #[test]
     fn acts_only_above_the_minimum() {
-        let plan = plan_prune(&history_with_old_output(19_999), by_len);
+        let plan = plan_prune(&history_with_old_output(19_999), SEED, by_len);
         assert!(!plan.acts());
         assert_eq!(
             plan.reason_if_none.as_deref(),
@@ -168,11 +200,55 @@ mod tests {
                 "nothing to prune: only 19,999 tokens of old tool output (prune acts above 20,000)"
             )
         );
-        let plan = plan_prune(&history_with_old_output(20_000), by_len);
+        let plan = plan_prune(&history_with_old_output(20_000), SEED, by_len);
         assert!(!plan.acts(), "exactly the minimum is not more than it");
         let history = history_with_old_output(20_001);
-        let plan = plan_prune(&history, by_len);
+        let plan = plan_prune(&history, SEED, by_len);
         assert_eq!((plan.outputs, plan.freed_tokens), (1, 20_001));
+        assert_eq!(plan.part_ids, vec![history[1].parts[1].id.clone()]);
+    }
+
+    #[test]
+    fn small_windows_scale_protect_and_minimum() {
+        // A 4k window: protect 819, act above 409.
+        let limits = PruneLimits::for_window(4_096);
+        assert_eq!(
+            limits,
+            PruneLimits {
+                protect: 819,
+                minimum: 409
+            }
+        );
+        assert_eq!(PruneLimits::for_window(0), SEED);
+        assert_eq!(
+            PruneLimits::for_window(200_000),
+            SEED,
+            "Claude keeps the seed"
+        );
+        assert_eq!(PruneLimits::for_window(1_000_000), SEED);
+        let mut h = HistoryBuilder::new();
+        h.user("old")
+            .assistant()
+            .tool_done("read", &"o".repeat(500))
+            .finish(1);
+        h.user("mid")
+            .assistant()
+            .tool_done("read", &"m".repeat(600))
+            .finish(1);
+        h.user("previous")
+            .assistant()
+            .tool_done("bash", &"p".repeat(900))
+            .finish(1);
+        h.user("current")
+            .assistant()
+            .tool_done("bash", &"c".repeat(900));
+        let history = h.build();
+        assert!(
+            !plan_prune(&history, SEED, by_len).acts(),
+            "the seed never acts here"
+        );
+        let plan = plan_prune(&history, limits, by_len);
+        assert_eq!((plan.outputs, plan.freed_tokens), (1, 500));
         assert_eq!(plan.part_ids, vec![history[1].parts[1].id.clone()]);
     }
 
@@ -187,7 +263,7 @@ mod tests {
         h.user("current")
             .assistant()
             .tool_done("bash", &"b".repeat(100_000));
-        assert!(!plan_prune(&h.build(), by_len).acts());
+        assert!(!plan_prune(&h.build(), SEED, by_len).acts());
         // A third turn becomes prunable once past the protected 40,000.
         let mut h = HistoryBuilder::new();
         h.user("old")
@@ -201,7 +277,7 @@ mod tests {
         h.user("current")
             .assistant()
             .tool_done("bash", &"b".repeat(100_000));
-        let plan = plan_prune(&h.build(), by_len);
+        let plan = plan_prune(&h.build(), SEED, by_len);
         // The part that crosses the protected 40,000 is cleared whole (upstream rule).
         assert_eq!((plan.outputs, plan.freed_tokens), (1, 70_000));
     }
@@ -215,7 +291,7 @@ mod tests {
             .finish(1);
         h.user("previous").assistant().finish(1);
         h.user("current");
-        let plan = plan_prune(&h.build(), by_len);
+        let plan = plan_prune(&h.build(), SEED, by_len);
         assert!(!plan.acts());
         assert_eq!(plan.freed_tokens, 0);
     }
@@ -235,7 +311,7 @@ mod tests {
             .finish(1);
         h.user("previous").assistant().finish(1);
         h.user("current");
-        let plan = plan_prune(&h.build(), by_len);
+        let plan = plan_prune(&h.build(), SEED, by_len);
         assert!(
             !plan.acts(),
             "the 90,000 before the summary are not reached"
@@ -246,7 +322,7 @@ mod tests {
     #[test]
     fn stops_at_an_already_pruned_output_and_apply_marks_parts() {
         let history = history_with_old_output(30_000);
-        let plan = plan_prune(&history, by_len);
+        let plan = plan_prune(&history, SEED, by_len);
         assert!(plan.acts());
         let all_parts = history.iter().flat_map(|m| m.parts.iter());
         let updated = apply(&plan, all_parts, 1_234);
@@ -265,7 +341,7 @@ mod tests {
             .finish(1);
         let mut combined = h.build();
         combined.extend(pruned_history);
-        let plan = plan_prune(&combined, by_len);
+        let plan = plan_prune(&combined, SEED, by_len);
         assert!(!plan.acts());
     }
 }

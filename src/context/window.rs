@@ -36,12 +36,38 @@ pub const COMPACTION_BUFFER: u64 = 20_000;
 /// A model's limits (the catalog's type); `context == 0` means unknown or unlimited.
 pub use crate::provider::catalog::Limits;
 
-/// `min(output, 32_000) || 32_000`.
+/// Output space per step as a share of the window: the seed's 32,000 from a
+/// 192k window up, a sixth of the window below, so a 4k window keeps ~5/6 of
+/// itself for input and a runaway generation stops after ~680 tokens.
+pub const OUTPUT_FRACTION: f64 = 1.0 / 6.0;
+
+/// The rule every window-dependent threshold follows: the seed's `constant`
+/// for large windows, `fraction` of `base` below (never more than the
+/// constant). `base == 0` is an unknown window: the constant.
+pub fn scaled(constant: u64, fraction: f64, base: u64) -> u64 {
+    if base == 0 {
+        return constant;
+    }
+    constant.min((base as f64 * fraction).floor() as u64).max(1)
+}
+
+/// `min(output, 32_000) || 32_000`, and at most a sixth of the window
+/// ([`OUTPUT_FRACTION`]): the `max_tokens` of every step.
 pub fn max_output_tokens(limits: &Limits) -> u64 {
-    match limits.output.min(OUTPUT_TOKEN_MAX) {
+    let seed = match limits.output.min(OUTPUT_TOKEN_MAX) {
         0 => OUTPUT_TOKEN_MAX,
         n => n,
-    }
+    };
+    scaled(seed, OUTPUT_FRACTION, limits.context)
+}
+
+/// The summary's output budget: the step's output space, and at most a fifth
+/// of the usable window, so the summary plus the verbatim tail (a quarter)
+/// and the fixed prompt leave room below the compaction point.
+pub const SUMMARY_OUTPUT_FRACTION: f64 = 0.20;
+
+pub fn summary_output_tokens(limits: &Limits, usable: u64) -> u64 {
+    scaled(max_output_tokens(limits), SUMMARY_OUTPUT_FRACTION, usable)
 }
 
 /// `compaction.reserved ?? min(20_000, max_output)`.
@@ -185,14 +211,51 @@ mod tests {
     }
 
     #[test]
-    fn window_smaller_than_output_space_saturates_at_zero() {
+    fn output_space_is_a_sixth_of_a_small_window() {
         let tiny = Limits {
             context: 2_048,
             input: None,
             output: 4_096,
         };
-        let g = gauge(1, false, &tiny, &CompactionConfig::default());
-        assert_eq!(g.usable, 0);
+        assert_eq!(max_output_tokens(&tiny), 341);
+        let g = gauge(1_707, false, &tiny, &CompactionConfig::default());
+        assert_eq!(g.usable, 1_707);
         assert!(is_overflow(&g));
+        for (context, output, expected) in [
+            (4_096, 682, 3_414),
+            (8_192, 1_365, 6_827),
+            (16_384, 2_730, 13_654),
+            (32_768, 5_461, 27_307),
+            (200_000, 32_000, 168_000),
+        ] {
+            let limits = Limits {
+                context,
+                input: None,
+                output: context / 4,
+            };
+            let limits = if context == 200_000 { CLAUDE } else { limits };
+            assert_eq!(max_output_tokens(&limits), output, "{context}");
+            assert_eq!(
+                usable(&limits, &CompactionConfig::default()),
+                expected,
+                "{context}"
+            );
+        }
+    }
+
+    #[test]
+    fn summary_budget_is_a_fifth_of_usable_below_the_seed() {
+        let small = Limits {
+            context: 4_096,
+            input: None,
+            output: 1_024,
+        };
+        let usable = usable(&small, &CompactionConfig::default());
+        assert_eq!(summary_output_tokens(&small, usable), 682);
+        assert_eq!(summary_output_tokens(&CLAUDE, 168_000), 32_000);
+        assert_eq!(summary_output_tokens(&CLAUDE, 0), 32_000);
+        assert_eq!(scaled(40_000, 0.2, 0), 40_000);
+        assert_eq!(scaled(40_000, 0.2, 1_000_000), 40_000);
+        assert_eq!(scaled(40_000, 0.2, 3_414), 682);
     }
 }

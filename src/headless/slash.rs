@@ -222,6 +222,12 @@ fn print_breakdown(
         thousands(gauge.context),
         thousands(gauge.reserved)
     )?;
+    writeln!(
+        stdout,
+        "fixed part (every request): {} ({:.0}% of usable)",
+        thousands(breakdown.fixed()),
+        breakdown.fixed() as f64 * 100.0 / usable
+    )?;
     match gauge.compact_at {
         Some(at) => writeln!(stdout, "automatic compaction at {}", thousands(at))?,
         None => writeln!(stdout, "automatic compaction is off")?,

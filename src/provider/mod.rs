@@ -15,6 +15,7 @@
 //! - `retry`     backoff, `retry-after`, `RetryNotice` for the countdown
 //! - `presets`   built-in providers and `resolve_provider`
 //! - `catalog`   model limits and prices, `cost`, `probe_context` for local servers
+//! - `tokenize`  exact prompt counts from a local llama-server's tokenizer
 
 use serde::Serialize;
 use serde_json::Value;
@@ -31,6 +32,7 @@ pub mod presets;
 pub mod responses;
 pub mod retry;
 pub mod sse;
+pub mod tokenize;
 
 pub use client::{DEFAULT_STALL_TIMEOUT, Endpoint, EventStream, Provider, Wire};
 pub use error::{Error, ErrorKind};

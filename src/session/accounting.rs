@@ -29,6 +29,9 @@ pub struct Accounting {
     /// `used` of the last gauge published: the size of the request just
     /// sent, the only figure for one the provider rejected.
     pub(super) last_gauge_used: Mutex<u64>,
+    /// Models whose server cannot count a prompt (not a local llama-server):
+    /// never asked again this session.
+    pub(super) no_server_count: Mutex<std::collections::HashSet<ModelRef>>,
 }
 
 impl Accounting {
@@ -46,6 +49,15 @@ impl Accounting {
             Some(counted) => last_sent.insert(model.clone(), counted),
             None => last_sent.remove(model),
         };
+    }
+
+    /// Learns the tokenizer ratio from a server's own count of a request we
+    /// counted at `counted`.
+    pub fn observe_count(&self, model: &ModelRef, counted: u64, exact: u64) {
+        lock(&self.calibrations)
+            .entry(model.clone())
+            .or_insert_with(|| Calibration::for_model(model))
+            .observe(counted, exact);
     }
 
     /// Learns the tokenizer ratio from the provider's usage of that request.

@@ -121,7 +121,12 @@ async fn summarize(
             return Ok(Summarized::Ended(outcome));
         };
         step += 1;
-        let chat = summary_request(model, &input, plan);
+        let chat = summary_request(
+            model,
+            &input,
+            plan,
+            gauge::summary_output_tokens(ctx, model),
+        );
         let counted = gauge::count_request(&chat);
         if gauge::request_exceeds(ctx, model, counted) {
             continue; // certain to overflow: shrink before paying for a round trip
@@ -158,10 +163,13 @@ async fn summarize(
     }
 }
 
+/// `output_tokens` is the summary's budget (`context::summary_output_tokens`):
+/// on a small window the whole output limit would leave no room for input.
 fn summary_request(
     model: &ResolvedModel,
     input: &[MessageWithParts],
     plan: &SummaryPlan,
+    output_tokens: u32,
 ) -> ChatRequest {
     ChatRequest {
         model: model.model.model.clone(),
@@ -173,7 +181,7 @@ fn summary_request(
             model.media_in_tool_results(),
         ),
         tools: Vec::new(),
-        max_output_tokens: model.max_output_tokens(),
+        max_output_tokens: output_tokens,
         temperature: None,
         // A summary never shares the session's cache partition (spec 16.D).
         cache_key: None,

@@ -12,6 +12,7 @@ use crate::context::view::{self, BreakdownInput};
 use crate::context::{self, ContextBreakdown, ContextGauge, prune};
 use crate::message::MessageWithParts;
 use crate::provider::ChatRequest;
+use crate::provider::tokenize::{self, NoCount};
 use crate::session::Error;
 use crate::session::ctx::{ResolvedModel, SessionCtx};
 use crate::shared::{lock, thousands};
@@ -22,6 +23,44 @@ pub const MAX_REJECTED_COMPACTIONS: u32 = 2;
 
 pub fn usable(ctx: &SessionCtx, model: &ResolvedModel) -> u64 {
     context::usable(&limits(ctx, model), &ctx.settings.compaction)
+}
+
+/// The summary request's `max_tokens` (`context::summary_output_tokens`).
+pub fn summary_output_tokens(ctx: &SessionCtx, model: &ResolvedModel) -> u32 {
+    let limits = limits(ctx, model);
+    let usable = context::usable(&limits, &ctx.settings.compaction);
+    context::summary_output_tokens(&limits, usable) as u32
+}
+
+/// The step's `max_tokens`: the model's output limit, bounded by the window
+/// (`context::max_output_tokens`, including a window the provider stated).
+pub fn step_output_tokens(ctx: &SessionCtx, model: &ResolvedModel) -> u32 {
+    context::max_output_tokens(&limits(ctx, model)) as u32
+}
+
+/// Whether requests to `model` use the lean prompt: its window (as stated
+/// by the provider when smaller) is below `compaction.lean_prompt_below`.
+pub fn is_lean(ctx: &SessionCtx, model: &ResolvedModel) -> bool {
+    let context = limits(ctx, model).context;
+    context != 0 && context < ctx.settings.compaction.lean_prompt_below
+}
+
+/// Share of the usable window one tool result may fill, and the bytes a
+/// token takes at least (code and logs run 3-4 bytes a token).
+pub const TOOL_OUTPUT_FRACTION: f64 = 0.25;
+const BYTES_PER_TOKEN: f64 = 3.0;
+
+/// The configured tool output caps, with `max_bytes` at most a quarter of
+/// the usable window: 51,200 bytes is ~15k tokens, more than a whole 8k
+/// window, and one `read` would overflow it. 200k windows keep the config.
+pub fn tool_output_limits(ctx: &SessionCtx, model: &ResolvedModel) -> crate::tool::OutputLimits {
+    let mut limits = ctx.settings.tool_limits;
+    let usable = usable(ctx, model);
+    if usable != 0 {
+        let bytes = (usable as f64 * TOOL_OUTPUT_FRACTION * BYTES_PER_TOKEN) as usize;
+        limits.max_bytes = limits.max_bytes.min(bytes.max(1_024));
+    }
+    limits
 }
 
 /// The model's limits, with the window a provider stated when it is smaller:
@@ -121,6 +160,39 @@ pub struct Measured {
     /// The request's size in our tokenizer's units, which calibration
     /// compares with the usage the provider reports for it.
     pub counted: u64,
+    /// Whether the figure rests on provider-reported usage; without it, it
+    /// is our count scaled by calibration (an estimate, shown with `~`).
+    pub anchored: bool,
+}
+
+/// [`measure_request`], but when nothing anchors the figure yet (a new
+/// session, after a compaction, a new `cairn run`) and the model runs on a
+/// local llama-server, counted by the server's own tokenizer: exact before
+/// the first answer. The count also teaches calibration.
+pub async fn measure_request_exact(
+    ctx: &SessionCtx,
+    model: &ResolvedModel,
+    history: &[MessageWithParts],
+    request: &ChatRequest,
+) -> Measured {
+    let mut measured = measure_request(ctx, model, history, request);
+    if measured.anchored || lock(&ctx.accounting.no_server_count).contains(&model.model) {
+        return measured;
+    }
+    match tokenize::count_prompt(&model.provider, request).await {
+        Ok(exact) => {
+            ctx.accounting
+                .observe_count(&model.model, measured.counted, exact);
+            measured.gauge = gauge_for(ctx, model, exact, false);
+        }
+        Err(NoCount::NotLocal | NoCount::Unsupported) => {
+            lock(&ctx.accounting.no_server_count).insert(model.model.clone());
+        }
+        Err(NoCount::Failed(why)) => {
+            tracing::debug!(%why, "the server could not count the prompt; estimating");
+        }
+    }
+    measured
 }
 
 /// [`measure`], plus our own count of the request. Anchored, that count is
@@ -146,10 +218,12 @@ pub fn measure_request(
         // Nothing to anchor on: count the request as it will be sent, so the
         // per-message framing is in the figure too.
         None => {
-            let (tokens, estimated) = request_tokens(request);
+            let (tokens, _) = request_tokens(request);
+            // Our tokenizer is not the model's: unanchored, this is an
+            // estimate even when counted exactly.
             let next = context::NextRequest {
                 tokens: calibration.scale(tokens),
-                estimated,
+                estimated: true,
             };
             (next, tokens)
         }
@@ -157,7 +231,10 @@ pub fn measure_request(
             let added: Vec<(u64, bool)> = anchor
                 .added
                 .iter()
-                .map(|part| view::part_tokens(part))
+                .map(|part| {
+                    let (tokens, estimated) = view::part_tokens(part);
+                    (tokens + view::part_framing(part), estimated)
+                })
                 .collect();
             let removed: Vec<(u64, bool)> = anchor
                 .pruned
@@ -180,6 +257,7 @@ pub fn measure_request(
     Measured {
         gauge: gauge_for(ctx, model, next.tokens, next.estimated),
         counted,
+        anchored: anchor.usage.is_some(),
     }
 }
 
@@ -195,6 +273,55 @@ fn fixed_tokens(request: &ChatRequest) -> (u64, bool) {
     let tools = serde_json::to_string(&request.tools).unwrap_or_default();
     let (tokens, is_estimate) = token::count_or_estimate(&tools);
     (total + tokens as u64, estimated || is_estimate)
+}
+
+/// The share of the usable window the fixed prompt (system prompt, tools,
+/// instruction files) may take. After a compaction a request holds the
+/// fixed prompt, the summary (at most a fifth of usable) and the verbatim
+/// tail (at most a quarter); with the prompt under a quarter, ~30% is left
+/// for the next turn. Above it, compacting cannot make room for a turn, so
+/// the window is reported as too small instead.
+pub const MAX_FIXED_SHARE: f64 = 0.25;
+
+/// `Some(diagnosis)` when the request's fixed part is more than
+/// [`MAX_FIXED_SHARE`] of the usable window: one line naming the window,
+/// the prompt's size and the smallest window that would do.
+pub fn window_too_small(
+    ctx: &SessionCtx,
+    model: &ResolvedModel,
+    request: &ChatRequest,
+) -> Option<String> {
+    let limits = limits(ctx, model);
+    let usable = context::usable(&limits, &ctx.settings.compaction);
+    if limits.context == 0 {
+        return None;
+    }
+    let fixed = ctx
+        .accounting
+        .calibration(&model.model)
+        .scale(fixed_tokens(request).0);
+    if (fixed as f64) <= usable as f64 * MAX_FIXED_SHARE {
+        return None;
+    }
+    // usable = window * (1 - OUTPUT_FRACTION) below the seed's constants.
+    let needed =
+        (fixed as f64 / MAX_FIXED_SHARE / (1.0 - context::window::OUTPUT_FRACTION)).ceil() as u64;
+    let which = if is_lean(ctx, model) {
+        "smallest prompt"
+    } else {
+        "prompt"
+    };
+    let instructions = if request.system.len() > 1 {
+        " (instruction files included)"
+    } else {
+        ""
+    };
+    Some(format!(
+        "this model's window of {} tokens is smaller than the {} that cairn's {which} of {} tokens{instructions} needs (the prompt may fill at most a quarter of a request); run the model with a larger window",
+        thousands(limits.context),
+        thousands(needed.max(limits.context + 1)),
+        thousands(fixed),
+    ))
 }
 
 /// Our whole count of a request and whether it is an estimate.
@@ -234,6 +361,18 @@ pub async fn refresh(ctx: &SessionCtx, model: &ResolvedModel) -> Result<ContextG
     .await?;
     publish(ctx, gauge);
     Ok(gauge)
+}
+
+/// The window of the model the session's newest user message uses; 0
+/// (unknown: the seed's thresholds) when it cannot be resolved.
+pub async fn session_window(ctx: &SessionCtx) -> u64 {
+    let Ok(user) = crate::session::ctx::last_user_or_default(ctx).await else {
+        return 0;
+    };
+    match ctx.models.resolve(&user.model).await {
+        Ok(model) => limits(ctx, &model).context,
+        Err(_) => 0,
+    }
 }
 
 /// Refreshes the gauge for the model the session's newest user message uses
@@ -280,7 +419,9 @@ pub async fn breakdown(ctx: &SessionCtx, model: &ResolvedModel) -> Result<Contex
     with_next_request(ctx, model, |read, history, request| {
         // Prune walks back from the newest message to the latest summary,
         // all inside the model view read (in time order, not the model's).
-        let prunable = prune::plan_prune(read, |part| view::part_tokens(part).0).freed_tokens;
+        let limits = prune::PruneLimits::for_window(limits(ctx, model).context);
+        let prunable =
+            prune::plan_prune(read, limits, |part| view::part_tokens(part).0).freed_tokens;
         let gauge = measure(ctx, model, history, request);
         let (base, instructions) = request.system.split_at(1.min(request.system.len()));
         view::build_breakdown(&BreakdownInput {

@@ -324,6 +324,7 @@ async fn apply(
                 }) = &mut part.kind
             {
                 raw.push_str(&arguments);
+                ctx.writer.delta(part, DeltaField::ToolInput, &arguments);
             }
         }
         StreamEvent::ToolCallEnd { id, name, input } => {

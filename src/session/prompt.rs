@@ -11,6 +11,9 @@ use crate::message::ModelRef;
 use crate::session::agent::Agent;
 
 const BASE_PROMPT: &str = include_str!("../../assets/prompts/system.txt");
+/// The base prompt of the lean variant, for small windows
+/// (`compaction.lean_prompt_below`): the same rules in a few lines.
+const LEAN_BASE_PROMPT: &str = include_str!("../../assets/prompts/system-lean.txt");
 
 /// Project instruction file names, in priority order: the first name found
 /// anywhere between the working directory and the project root wins, so
@@ -80,13 +83,31 @@ impl Environment {
 }
 
 pub fn build(agent: &Agent, model: &ModelRef, env: &Environment) -> SystemPrompt {
-    let mut base = BASE_PROMPT.trim_end().to_string();
+    build_variant(agent, model, env, false)
+}
+
+/// [`build`], or with `lean` the small-window variant: a short base prompt
+/// and a one-line environment block. Instruction files are the user's and
+/// are sent either way.
+pub fn build_variant(
+    agent: &Agent,
+    model: &ModelRef,
+    env: &Environment,
+    lean: bool,
+) -> SystemPrompt {
+    let mut base = if lean { LEAN_BASE_PROMPT } else { BASE_PROMPT }
+        .trim_end()
+        .to_string();
     if let Some(extra) = &agent.prompt {
         base.push_str("\n\n");
         base.push_str(extra.trim_end());
     }
     base.push_str("\n\n");
-    base.push_str(&environment_block(model, env));
+    if lean {
+        base.push_str(&lean_environment_block(env));
+    } else {
+        base.push_str(&environment_block(model, env));
+    }
     let (instructions, problems) = instruction_files(env);
     SystemPrompt {
         base,
@@ -104,6 +125,17 @@ fn environment_block(model: &ModelRef, env: &Environment) -> String {
         model_id = model.model,
         cwd = env.cwd.display(),
         root = env.root.display(),
+        git = if env.is_git { "yes" } else { "no" },
+        platform = std::env::consts::OS,
+        date = today(),
+    )
+}
+
+/// The environment block in one line: what the model needs to act.
+fn lean_environment_block(env: &Environment) -> String {
+    format!(
+        "cwd: {cwd} (git: {git}), os: {platform}, date: {date}",
+        cwd = env.cwd.display(),
         git = if env.is_git { "yes" } else { "no" },
         platform = std::env::consts::OS,
         date = today(),
@@ -308,6 +340,24 @@ mod tests {
             build(agents.get("build"), &model, &env).instructions[0].content,
             "second"
         );
+    }
+
+    #[test]
+    fn lean_prompt_is_short_and_keeps_instructions() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        std::fs::write(tmp.path().join("AGENTS.md"), "house rules").expect("write");
+        let env = env_in(tmp.path(), tmp.path());
+        let agents = Agents::new([]);
+        let model = ModelRef::new("llamacpp", "smollm2");
+        let full = build(agents.get("build"), &model, &env);
+        let lean = build_variant(agents.get("build"), &model, &env, true);
+        assert!(lean.base.len() * 3 < full.base.len(), "{}", lean.base);
+        assert!(
+            lean.base
+                .contains(&format!("cwd: {}", tmp.path().display()))
+        );
+        assert!(!lean.base.contains("todowrite"));
+        assert_eq!(lean.instructions, full.instructions);
     }
 
     #[test]

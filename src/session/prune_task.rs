@@ -1,6 +1,7 @@
 //! Runs prune: plans with the rule in `prune`, persists the cleared parts,
-//! tells the user what it freed. After the loop exits (config
-//! `compaction.prune`) quietly, and on `/prune` with a report either way.
+//! tells the user what it freed. After the loop exits and before an
+//! automatic compaction (config `compaction.prune`) quietly, and on `/prune`
+//! with a report either way.
 
 use crate::clock::now_millis;
 use crate::context::{prune, view};
@@ -8,11 +9,13 @@ use crate::session::ctx::SessionCtx;
 use crate::session::{Error, gauge};
 
 /// Prunes the session now. `report` says so even when nothing was pruned.
-pub async fn run(ctx: &SessionCtx, report: bool) -> Result<(), Error> {
+/// Returns whether anything was pruned.
+pub async fn run(ctx: &SessionCtx, report: bool) -> Result<bool, Error> {
     // The model view read is enough: the plan walks back from the newest
     // message and stops at the latest summary, which the read includes.
+    let limits = prune::PruneLimits::for_window(gauge::session_window(ctx).await);
     let read = ctx.read_view().await?;
-    let plan = prune::plan_prune(read.messages(), |part| view::part_tokens(part).0);
+    let plan = prune::plan_prune(read.messages(), limits, |part| view::part_tokens(part).0);
     let parts = plan.acts().then(|| {
         let parts = read.messages().iter().flat_map(|m| m.parts.iter());
         prune::apply(&plan, parts, now_millis())
@@ -25,7 +28,7 @@ pub async fn run(ctx: &SessionCtx, report: bool) -> Result<(), Error> {
                 .unwrap_or_else(|| "nothing to prune".to_string());
             ctx.writer.notice(&ctx.session_id, reason);
         }
-        return Ok(());
+        return Ok(false);
     };
     ctx.writer.store.upsert_parts(&parts).await?;
     for part in &parts {
@@ -42,5 +45,5 @@ pub async fn run(ctx: &SessionCtx, report: bool) -> Result<(), Error> {
         ),
     );
     gauge::refresh_session(ctx).await;
-    Ok(())
+    Ok(true)
 }

@@ -25,7 +25,8 @@ pub fn build_request(
     view: &[MessageWithParts],
     is_last_step: bool,
 ) -> crate::provider::ChatRequest {
-    let mut system = prompt::build(agent, &model.model, &ctx.env);
+    let lean = crate::session::gauge::is_lean(ctx, model);
+    let mut system = prompt::build_variant(agent, &model.model, &ctx.env, lean);
     system.instructions.extend(ctx.remote_instructions.loaded());
     for problem in &system.problems {
         ctx.report_once(problem);
@@ -55,17 +56,19 @@ pub fn build_request(
             }],
         });
     }
-    let tools = match agent.tools {
-        ToolAccess::None => Vec::new(),
-        ToolAccess::All => ctx.tools.specs(|_| true),
-        ToolAccess::ReadOnly => ctx.tools.specs(|tool| tool.is_read_only()),
+    let tools = match (agent.tools, lean) {
+        (ToolAccess::None, _) => Vec::new(),
+        (ToolAccess::All, false) => ctx.tools.specs(|_| true),
+        (ToolAccess::All, true) => ctx.tools.lean_specs(|_| true),
+        (ToolAccess::ReadOnly, false) => ctx.tools.specs(|tool| tool.is_read_only()),
+        (ToolAccess::ReadOnly, true) => ctx.tools.lean_specs(|tool| tool.is_read_only()),
     };
     crate::provider::ChatRequest {
         model: model.model.model.clone(),
         system,
         messages,
         tools,
-        max_output_tokens: model.max_output_tokens(),
+        max_output_tokens: crate::session::gauge::step_output_tokens(ctx, model),
         temperature: agent.temperature,
         cache_key: Some(ctx.session_id.clone()),
     }

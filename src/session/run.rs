@@ -225,14 +225,25 @@ async fn decide_and_act(
     let view = view::model_view(history);
     let request = build_request(ctx, &agent, &model, &view, is_last_step);
     // The gauge and the trigger are the same number: the next request's size.
-    let measured = gauge::measure_request(ctx, &model, &view, &request);
+    let measured = gauge::measure_request_exact(ctx, &model, &view, &request).await;
     let gauge = measured.gauge;
     gauge::publish(ctx, gauge);
+    // A window the prompt alone (nearly) fills: compacting cannot help.
+    if let Some(diagnosis) = gauge::window_too_small(ctx, &model, &request) {
+        ctx.writer.error(&ctx.session_id, diagnosis);
+        return Ok(Next::Exit);
+    }
     let after_summary = latest
         .finished
         .and_then(|m| m.message.as_assistant())
         .is_none_or(|a| a.summary);
     if !after_summary && crate::context::is_overflow(&gauge) {
+        // Layer 2 before layer 3: clearing old tool outputs may be enough,
+        // and costs no summary. On a small window the turn may not end
+        // (where prune normally runs) before the window fills.
+        if ctx.settings.compaction.prune && prune_task::run(ctx, false).await? {
+            return Ok(Next::Continue);
+        }
         create_compaction(
             ctx,
             &user,
@@ -250,7 +261,8 @@ async fn decide_and_act(
         agent.tools,
         recent_calls(history),
         cancel.clone(),
-    );
+    )
+    .with_output_limits(gauge::tool_output_limits(ctx, &model));
     let assistant_id = assistant.id.clone();
     let outcome = processor::process(
         Step {

@@ -185,7 +185,9 @@ async fn handle(
             request::create_compaction(ctx, &user, part).await?;
             ensure_loop(ctx, running);
         }
-        Command::Prune => prune_task::run(ctx, true).await?,
+        Command::Prune => {
+            prune_task::run(ctx, true).await?;
+        }
         Command::Context { reply } => {
             let user = last_user_or_default(ctx).await?;
             match ctx.models.resolve(&user.model).await {

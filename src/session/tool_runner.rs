@@ -47,6 +47,9 @@ pub struct ToolRunner {
     /// Submitted calls that have not finished, so an interrupt can mark them.
     unfinished: Arc<Mutex<Vec<Part>>>,
     blocked: bool,
+    /// Output caps of this step's calls (the configured ones, or smaller
+    /// for a small window).
+    limits: crate::tool::OutputLimits,
 }
 
 impl ToolRunner {
@@ -58,6 +61,7 @@ impl ToolRunner {
         history: Vec<CallSignature>,
         cancel: CancellationToken,
     ) -> Self {
+        let ctx_limits = ctx.settings.tool_limits;
         Self {
             ctx,
             access,
@@ -67,7 +71,14 @@ impl ToolRunner {
             task: None,
             unfinished: Arc::new(Mutex::new(Vec::new())),
             blocked: false,
+            limits: ctx_limits,
         }
+    }
+
+    /// Caps this step's tool outputs at `limits` instead of the configured ones.
+    pub fn with_output_limits(mut self, limits: crate::tool::OutputLimits) -> Self {
+        self.limits = limits;
+        self
     }
 
     /// True when a call was rejected or stopped so that the loop must stop.
@@ -85,6 +96,7 @@ impl ToolRunner {
                 history: std::mem::take(&mut self.history),
                 cancel: self.cancel.clone(),
                 unfinished: self.unfinished.clone(),
+                limits: self.limits,
             };
             self.task = Some(tokio::spawn(worker.run(receiver)));
             self.sender = Some(sender);
@@ -165,6 +177,7 @@ struct Worker {
     history: Vec<CallSignature>,
     cancel: CancellationToken,
     unfinished: Arc<Mutex<Vec<Part>>>,
+    limits: crate::tool::OutputLimits,
 }
 
 impl Worker {
@@ -324,7 +337,7 @@ impl Worker {
             cancel: self.cancel.child_token(),
             permissions: self.ctx.permissions.clone(),
             progress: None,
-            limits: self.ctx.settings.tool_limits,
+            limits: self.limits,
         };
         let result = run_showing_progress(&self.ctx, part, name, input, tool_ctx).await;
         match result {

@@ -412,6 +412,42 @@ fn strip_schema_noise(schema: &mut Value) {
     }
 }
 
+/// Tools the lean prompt leaves out: a todo list costs ~400 tokens of a
+/// 4k window and helps little in a session that short.
+pub const LEAN_OMITTED: &[&str] = &["todowrite"];
+
+/// Up to the first sentence end (`. ` or a line break).
+fn first_sentence(text: &str) -> &str {
+    let text = text.trim();
+    let line = text.lines().next().unwrap_or(text);
+    match line.find(". ") {
+        Some(end) => &line[..=end],
+        None => line,
+    }
+}
+
+/// A schema without `description` keys (a property named `description`
+/// stays: `properties` is descended into by value).
+fn without_descriptions(mut schema: Value) -> Value {
+    fn strip(value: &mut Value) {
+        let Value::Object(map) = value else {
+            return;
+        };
+        if map.get("description").is_some_and(Value::is_string) {
+            map.remove("description");
+        }
+        for (key, value) in map.iter_mut() {
+            match (key.as_str(), value) {
+                ("properties", Value::Object(fields)) => fields.values_mut().for_each(strip),
+                (_, Value::Array(items)) => items.iter_mut().for_each(strip),
+                (_, value) => strip(value),
+            }
+        }
+    }
+    strip(&mut schema);
+    schema
+}
+
 /// A tool the model can call.
 #[async_trait::async_trait]
 pub trait Tool: Send + Sync {
@@ -475,6 +511,20 @@ impl Registry {
             .collect()
     }
 
+    /// [`Registry::specs`] for a small window: no tool in [`LEAN_OMITTED`],
+    /// each description cut to its first sentence and the parameters'
+    /// descriptions dropped (names and types say enough).
+    pub fn lean_specs(&self, filter: impl Fn(&dyn Tool) -> bool) -> Vec<ToolSpec> {
+        self.specs(|tool| !LEAN_OMITTED.contains(&tool.name()) && filter(tool))
+            .into_iter()
+            .map(|spec| ToolSpec {
+                description: first_sentence(&spec.description).to_string(),
+                parameters: without_descriptions(spec.parameters),
+                name: spec.name,
+            })
+            .collect()
+    }
+
     /// Runs `name`; its output passes through [`truncate::truncate`] unless
     /// the tool truncated itself (it set `metadata.truncated`).
     ///
@@ -534,5 +584,53 @@ mod tests {
             .collect();
         let pretty = serde_json::to_string_pretty(&schemas).expect("a JSON value serializes");
         insta::assert_snapshot!(pretty);
+    }
+
+    #[test]
+    fn lean_specs_drop_todowrite_and_long_descriptions() {
+        let registry = Registry::builtin();
+        let full = registry.specs(|_| true);
+        let lean = registry.lean_specs(|_| true);
+        assert!(full.iter().any(|s| s.name == "todowrite"));
+        assert!(lean.iter().all(|s| s.name != "todowrite"));
+        assert_eq!(lean.len(), full.len() - 1);
+        let size = |specs: &[ToolSpec]| serde_json::to_string(specs).map_or(0, |s| s.len());
+        assert!(
+            size(&lean) * 2 < size(&full),
+            "{} vs {}",
+            size(&lean),
+            size(&full)
+        );
+        for spec in &lean {
+            assert!(!spec.description.contains('\n'), "{}", spec.name);
+            assert!(!spec.parameters.to_string().contains("\"description\":\""));
+            // The schema's shape is kept: every required field is still there.
+            let original = full
+                .iter()
+                .find(|s| s.name == spec.name)
+                .map(|s| &s.parameters);
+            assert_eq!(
+                original.map(|p| &p["required"]),
+                Some(&spec.parameters["required"])
+            );
+        }
+    }
+
+    #[test]
+    fn a_property_named_description_survives_the_lean_schema() {
+        let schema = json!({
+            "type": "object",
+            "description": "drop me",
+            "properties": {"description": {"type": "string", "description": "drop me too"}},
+        });
+        assert_eq!(
+            without_descriptions(schema),
+            json!({"type": "object", "properties": {"description": {"type": "string"}}})
+        );
+        assert_eq!(
+            first_sentence("Reads a file. Then more.\nLine two"),
+            "Reads a file."
+        );
+        assert_eq!(first_sentence("One line only"), "One line only");
     }
 }

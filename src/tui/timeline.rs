@@ -236,6 +236,10 @@ impl Timeline {
             (PartKind::Reasoning(reasoning), DeltaField::Reasoning) => {
                 reasoning.text.push_str(delta)
             }
+            (PartKind::Tool(tool), DeltaField::ToolInput) => match &mut tool.state {
+                crate::message::ToolState::Pending { raw, .. } => raw.push_str(delta),
+                _ => return,
+            },
             _ => return,
         }
         self.bump(part_id);

@@ -139,10 +139,16 @@ async fn json_format_prints_one_event_per_line() {
         && e["part"]["state"]["status"] == "completed"));
     let streamed: String = events
         .iter()
-        .filter(|e| e["type"] == "part_delta")
+        .filter(|e| e["type"] == "part_delta" && e["field"] == "text")
         .filter_map(|e| e["delta"].as_str())
         .collect();
     assert_eq!(streamed, "Nothing much here.");
+    // The tool call's arguments streamed too, as `tool_input` pieces.
+    assert!(
+        events
+            .iter()
+            .any(|e| e["type"] == "part_delta" && e["field"] == "tool_input")
+    );
 }
 
 /// Runs `cairn run` with `config` as the project file and no provider keys.

@@ -99,8 +99,8 @@ async fn request_shapes_before_during_and_after_a_compaction() {
             .get_mut("scripted")
             .and_then(|p| p.models.get_mut("test-model"))
             .expect("the scenario config has the scripted model");
-        model.context = Some(20_000);
-        model.output = Some(4_000);
+        model.context = Some(19_200);
+        model.output = Some(3_200);
     })
     .await;
     std::fs::write(scenario.path("notes.txt"), "remember the milk\n").expect("write");

@@ -303,3 +303,46 @@ async fn typing_while_an_ask_opens_fills_the_composer_and_answers_nothing() {
     .await
     .expect("the terminal session");
 }
+
+/// Issue 19: while the model writes a long tool call, its card shows the
+/// command as far as it has come and the bytes received, not silence.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_call_being_written_shows_its_partial_command() {
+    let server = ScriptedServer::start([]).await;
+    let (project, data, config_home) = pty_dirs(&server, true);
+    let sse = |delta: serde_json::Value| {
+        let body = json!({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "test-model",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": null}]});
+        format!("data: {body}\n\n")
+    };
+    let long_tail = "x".repeat(1_500);
+    server.push(
+        support::ScriptedResponse::sse()
+            .chunk(sse(json!({"role": "assistant", "content": null, "tool_calls": [
+                {"index": 0, "id": "call_1", "type": "function", "function": {"name": "bash", "arguments": ""}}]})))
+            .chunk(sse(json!({"tool_calls": [{"index": 0, "function": {"arguments": "{\"command\": \"printf streaming-args-"}}]})))
+            .chunk(sse(json!({"tool_calls": [{"index": 0, "function": {"arguments": long_tail}}]})))
+            .then_stall(),
+    );
+    let (project_path, data_path, config_path) = (
+        project.path().to_path_buf(),
+        data.path().to_path_buf(),
+        config_home.path().to_path_buf(),
+    );
+    let screen = tokio::task::spawn_blocking(move || {
+        let mut terminal = Terminal::start(&project_path, &data_path, &config_path, &[]);
+        terminal.wait_for("the status line", |s| s.contains("compact at"));
+        terminal.type_text("print something long\r");
+        let screen = terminal.wait_for("the partial call", |s| {
+            s.contains("receiving arguments · 1.5 KB") && s.contains("printf streaming-args-")
+        });
+        terminal.type_text("\x1b");
+        terminal.type_text("\x03");
+        terminal.type_text("\x03");
+        terminal.wait_exit();
+        screen
+    })
+    .await
+    .expect("the terminal session");
+    assert!(screen.contains("bash"), "{screen}");
+}

@@ -10,10 +10,19 @@ pub const DEFAULT_TAIL_TURNS: usize = 2;
 pub const MIN_PRESERVE_RECENT_TOKENS: u64 = 2_000;
 pub const MAX_PRESERVE_RECENT_TOKENS: u64 = 8_000;
 
-/// `preserve_recent_tokens ?? clamp(floor(usable * 0.25), 2_000, 8_000)`.
+/// Share of the usable window the verbatim tail may take.
+pub const PRESERVE_RECENT_FRACTION: f64 = 0.25;
+
+/// `preserve_recent_tokens ?? min(floor(usable * 0.25), 8_000)`; 2,000 when
+/// the window is unknown. Below 8k usable the quarter is below the seed's
+/// 2,000 floor, and the floor is dropped: 2,000 tokens of tail plus a
+/// summary and the fixed prompt would not fit a 4k window.
 pub fn recent_budget(preserve_recent_tokens: Option<u64>, usable: u64) -> u64 {
-    preserve_recent_tokens.unwrap_or_else(|| {
-        (usable / 4).clamp(MIN_PRESERVE_RECENT_TOKENS, MAX_PRESERVE_RECENT_TOKENS)
+    preserve_recent_tokens.unwrap_or_else(|| match usable {
+        0 => MIN_PRESERVE_RECENT_TOKENS,
+        usable => {
+            crate::context::scaled(MAX_PRESERVE_RECENT_TOKENS, PRESERVE_RECENT_FRACTION, usable)
+        }
     })
 }
 
@@ -115,7 +124,8 @@ mod tests {
     fn budget_defaults_to_a_clamped_quarter_of_the_window() {
         assert_eq!(recent_budget(None, 168_000), 8_000);
         assert_eq!(recent_budget(None, 20_000), 5_000);
-        assert_eq!(recent_budget(None, 4_000), 2_000);
+        assert_eq!(recent_budget(None, 4_000), 1_000);
+        assert_eq!(recent_budget(None, 0), 2_000);
         assert_eq!(recent_budget(Some(500), 168_000), 500);
     }
 

@@ -34,6 +34,21 @@ pub struct ContextBreakdown {
     pub last_cache: Option<CacheTokens>,
 }
 
+impl ContextBreakdown {
+    /// The part sent with every request whatever the conversation: system
+    /// prompt, instruction files, tool definitions. On a small window this
+    /// is what decides whether the model is usable at all.
+    pub fn fixed(&self) -> u64 {
+        self.categories
+            .iter()
+            .filter(|(name, _)| {
+                [SYSTEM_PROMPT, INSTRUCTION_FILES, TOOL_DEFINITIONS].contains(&name.as_str())
+            })
+            .map(|(_, tokens)| tokens)
+            .sum()
+    }
+}
+
 /// What the next request is made of.
 #[derive(Debug, Clone, Copy)]
 pub struct BreakdownInput<'a> {

@@ -44,6 +44,21 @@ pub fn part_model_text(part: &Part) -> Cow<'_, str> {
     }
 }
 
+/// What a part costs a request beyond its text: the chat template's
+/// message markers, a tool call's id and JSON frame (our units). Counted for
+/// parts added since the last reported usage, which otherwise come out a few
+/// tokens short each; on a 4k window those add up to a request over the edge.
+pub const PART_FRAMING: u64 = 8;
+
+/// [`PART_FRAMING`] for a part the model sees as a message or a call, else 0.
+pub fn part_framing(part: &Part) -> u64 {
+    match &part.kind {
+        PartKind::Text(text) if !text.ignored => PART_FRAMING,
+        PartKind::Tool(_) => 2 * PART_FRAMING, // the call and its result
+        _ => 0,
+    }
+}
+
 fn image_count(part: &Part) -> u64 {
     match &part.kind {
         PartKind::File(file) if file.mime.starts_with("image/") => 1,

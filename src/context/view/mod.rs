@@ -24,7 +24,8 @@ use crate::provider::{ChatMessage, ChatRole, Content};
 
 pub use breakdown::{BreakdownInput, build_breakdown};
 pub use counting::{
-    FillReport, IMAGE_TOKENS, fill_part_tokens, part_model_text, part_tokens, pruned_savings,
+    FillReport, IMAGE_TOKENS, PART_FRAMING, fill_part_tokens, part_framing, part_model_text,
+    part_tokens, pruned_savings,
 };
 pub use pairing::{MISSING_TOOL_RESULT, Repair, ensure_tool_pairing, is_well_paired};
 

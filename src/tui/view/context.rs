@@ -85,6 +85,11 @@ pub fn breakdown_lines(b: &ContextBreakdown) -> Vec<Line<'static>> {
             .fg(gauge_color(percent))
             .add_modifier(Modifier::BOLD),
     ));
+    lines.push(Line::raw(format!(
+        "fixed part (every request): {} ({:.0}% of usable)",
+        short(b.fixed()),
+        b.fixed() as f64 * 100.0 / usable as f64
+    )));
     lines.push(Line::raw(match b.gauge.compact_at {
         Some(at) => format!("automatic compaction at {} ({percent}% there)", short(at)),
         None => "automatic compaction is off".to_string(),

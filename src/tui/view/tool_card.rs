@@ -25,7 +25,11 @@ pub struct CardInputs<'a> {
 
 pub fn tool_card(tool: &ToolPart, cx: &CardInputs<'_>, width: usize) -> Vec<Line<'static>> {
     let (icon, icon_style, status) = status_of(tool, cx);
-    let argument = key_argument(&tool.tool, tool.state.input());
+    let argument = match &tool.state {
+        // Still streaming: the key argument as far as it has arrived.
+        ToolState::Pending { raw, .. } if !raw.is_empty() => partial_argument(&tool.tool, raw),
+        state => key_argument(&tool.tool, state.input()),
+    };
     let mut head = vec![
         Span::styled(format!("{icon} "), icon_style),
         Span::styled(
@@ -109,6 +113,11 @@ pub fn tool_card(tool: &ToolPart, cx: &CardInputs<'_>, width: usize) -> Vec<Line
 
 fn status_of(tool: &ToolPart, cx: &CardInputs<'_>) -> (&'static str, Style, String) {
     match &tool.state {
+        ToolState::Pending { raw, .. } if !raw.is_empty() => (
+            "○",
+            Style::default().fg(Color::DarkGray),
+            format!("receiving arguments · {}", byte_size(raw.len())),
+        ),
         ToolState::Pending { .. } => ("○", Style::default().fg(Color::DarkGray), "pending".into()),
         ToolState::Running { .. } if cx.awaiting_permission => (
             "◐",
@@ -169,6 +178,46 @@ pub fn key_argument(tool: &str, input: &Value) -> String {
         .unwrap_or_default()
 }
 
+/// The key argument's value as far as a streamed, unfinished JSON object
+/// `raw` has it (escapes undone), its last line when it has several.
+pub fn partial_argument(tool: &str, raw: &str) -> String {
+    let keys: &[&str] = match tool {
+        "bash" => &["command"],
+        "grep" | "glob" => &["pattern"],
+        _ => &["filePath", "file_path", "path", "command", "pattern", "url"],
+    };
+    let Some(start) = keys.iter().find_map(|key| {
+        let at = raw.find(&format!("\"{key}\""))? + key.len() + 2;
+        let rest = raw[at..].trim_start().strip_prefix(':')?.trim_start();
+        rest.strip_prefix('"').map(|value| raw.len() - value.len())
+    }) else {
+        return String::new();
+    };
+    let mut value = String::new();
+    let mut chars = raw[start..].chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => break,
+            '\\' => match chars.next() {
+                Some('n') => value.push('\n'),
+                Some('t') => value.push('\t'),
+                Some(other) => value.push(other),
+                None => break,
+            },
+            c => value.push(c),
+        }
+    }
+    value.lines().last().unwrap_or("").to_string()
+}
+
+fn byte_size(bytes: usize) -> String {
+    match bytes {
+        0..1_000 => format!("{bytes} B"),
+        1_000..1_000_000 => format!("{:.1} KB", bytes as f64 / 1_000.0),
+        _ => format!("{:.1} MB", bytes as f64 / 1_000_000.0),
+    }
+}
+
 fn truncate(text: &str, room: usize) -> String {
     if text.chars().count() <= room {
         return text.to_string();
@@ -222,4 +271,55 @@ pub fn diff_lines(diff: &str, limit: usize) -> Vec<Line<'static>> {
         out.push(more(lines.len() - limit));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_streaming_call_shows_its_argument_as_far_as_it_came() {
+        assert_eq!(
+            partial_argument("bash", r#"{"command": "cargo te"#),
+            "cargo te"
+        );
+        assert_eq!(
+            partial_argument(
+                "bash",
+                r#"{"description":"x","command":"echo \"hi\"\ncat a"#
+            ),
+            "cat a"
+        );
+        assert_eq!(partial_argument("write", r#"{"path":"src/ma"#), "src/ma");
+        assert_eq!(partial_argument("write", r#"{"content":"path"#), "");
+        assert_eq!(partial_argument("bash", r#"{"comm"#), "");
+        assert_eq!(partial_argument("bash", r#"{"command":"a\"#), "a");
+        assert_eq!(byte_size(999), "999 B");
+        assert_eq!(byte_size(1_234), "1.2 KB");
+    }
+
+    #[test]
+    fn a_pending_card_counts_the_bytes_received() {
+        let tool = ToolPart {
+            call_id: "c".into(),
+            tool: "write".into(),
+            state: ToolState::Pending {
+                input: Value::Null,
+                raw: format!(r#"{{"path":"notes.md","content":"{}"#, "x".repeat(2_000)),
+            },
+        };
+        let cx = CardInputs {
+            live_output: None,
+            now: 0,
+            expanded: false,
+            awaiting_permission: false,
+        };
+        let text: String = tool_card(&tool, &cx, 80)[0]
+            .spans
+            .iter()
+            .map(|s| s.content.to_string())
+            .collect();
+        assert!(text.contains("notes.md"), "{text}");
+        assert!(text.contains("receiving arguments · 2.0 KB"), "{text}");
+    }
 }

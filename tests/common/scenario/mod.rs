@@ -74,6 +74,27 @@ impl Scenario {
         }
     }
 
+    /// A scenario whose server answers each request with `responder(request)`
+    /// (a model that reacts to what it is sent) and keeps no request.
+    pub async fn answering(
+        responder: impl Fn(&crate::support::RecordedRequest) -> ScriptedResponse + Send + Sync + 'static,
+        edit: impl FnOnce(&mut Config),
+    ) -> Self {
+        let server = ScriptedServer::answering(responder).await;
+        let project = tempfile::tempdir().expect("project dir");
+        std::fs::create_dir(project.path().join(".git")).expect("mark as git repo");
+        let data = tempfile::tempdir().expect("data dir");
+        let mut config = config(&server.url(), 200_000, 32_000);
+        edit(&mut config);
+        let app = App::open(config, project.path().to_path_buf(), data.path()).expect("open app");
+        Self {
+            server,
+            app,
+            project,
+            data,
+        }
+    }
+
     pub fn path(&self, name: &str) -> PathBuf {
         self.project.path().join(name)
     }

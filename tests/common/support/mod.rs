@@ -329,12 +329,27 @@ impl ScriptedServer {
     }
 }
 
+/// Paths only llama-server offers (cairn's exact prompt count).
+const LLAMA_SERVER_ONLY: [&str; 2] = ["/apply-template", "/tokenize"];
+
 async fn serve(mut socket: TcpStream, shared: &Shared) {
     let Some(request) = read_request(&mut socket).await else {
         return;
     };
     let response = match &shared.responder {
         Some(responder) => responder(&request),
+        // A scripted answer is a chat response: llama-server's counting
+        // endpoints (asked before a first answer) get what any other
+        // OpenAI-compatible server answers, not a scripted response.
+        None if LLAMA_SERVER_ONLY.contains(&request.path.as_str()) => {
+            let _ = write_response(
+                &mut socket,
+                ScriptedResponse::json(404, r#"{"error":"not found"}"#),
+                &shared.sent_text,
+            )
+            .await;
+            return;
+        }
         None => shared
             .queue
             .lock()
