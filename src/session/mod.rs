@@ -7,7 +7,8 @@
 //! - `processor`       one model call's stream -> parts
 //! - `tool_runner`     runs a step's tool calls, with the doom-loop guard
 //! - `doom`            doom-loop detection (pure)
-//! - `agent`           build / plan / compaction
+//! - `agent`           build / plan / general / explore / compaction
+//! - `agent_files`     custom agents from Markdown files (.cairn, .claude)
 //! - `prompt`          the system prompt and instruction files
 //! - `models`          provider/model -> client, limits, prices
 //! - `gauge`           the gauge, overflow and `/context` for this session
@@ -26,6 +27,7 @@
 
 pub mod accounting;
 pub mod agent;
+pub mod agent_files;
 pub mod command;
 pub mod compaction_task;
 pub mod ctx;

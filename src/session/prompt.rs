@@ -26,7 +26,7 @@ pub struct Instruction {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct SystemPrompt {
-    /// Base prompt, the agent's extra prompt and the environment block.
+    /// The agent's prompt (else the base prompt) and the environment block.
     pub base: String,
     pub instructions: Vec<Instruction>,
     /// Configured instructions that could not be used (a glob matching
@@ -80,11 +80,14 @@ impl Environment {
 }
 
 pub fn build(agent: &Agent, model: &ModelRef, env: &Environment) -> SystemPrompt {
-    let mut base = BASE_PROMPT.trim_end().to_string();
-    if let Some(extra) = &agent.prompt {
-        base.push_str("\n\n");
-        base.push_str(extra.trim_end());
-    }
+    // An agent's prompt replaces the base prompt (seed 001: agent prompt,
+    // else the provider prompt): explore must not be told to edit files.
+    let mut base = agent
+        .prompt
+        .as_deref()
+        .unwrap_or(BASE_PROMPT)
+        .trim_end()
+        .to_string();
     base.push_str("\n\n");
     base.push_str(&environment_block(model, env));
     let (instructions, problems) = instruction_files(env);
@@ -274,7 +277,7 @@ mod tests {
         std::fs::write(root.join("AGENTS.md"), "root rules").expect("write");
         std::fs::write(sub.join("AGENTS.md"), "core rules").expect("write");
         std::fs::write(root.join("CLAUDE.md"), "claude rules").expect("write");
-        let agents = Agents::new([]);
+        let agents = Agents::builtin();
         let prompt = build(
             agents.get("build"),
             &ModelRef::new("anthropic", "claude"),
@@ -296,7 +299,7 @@ mod tests {
     fn instruction_files_are_reread_every_time() {
         let tmp = tempfile::tempdir().expect("tempdir");
         let env = env_in(tmp.path(), tmp.path());
-        let agents = Agents::new([]);
+        let agents = Agents::builtin();
         let model = ModelRef::new("openai", "gpt-5");
         std::fs::write(tmp.path().join("AGENTS.md"), "first").expect("write");
         assert_eq!(

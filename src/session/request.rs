@@ -9,7 +9,7 @@ use crate::message::{
 };
 use crate::provider::{ChatMessage, ChatRole, Content};
 use crate::session::Error;
-use crate::session::agent::{Agent, ToolAccess};
+use crate::session::agent::Agent;
 use crate::session::ctx::{ResolvedModel, SessionCtx};
 use crate::session::prompt;
 
@@ -55,11 +55,9 @@ pub fn build_request(
             }],
         });
     }
-    let tools = match agent.tools {
-        ToolAccess::None => Vec::new(),
-        ToolAccess::All => ctx.tools.specs(|_| true),
-        ToolAccess::ReadOnly => ctx.tools.specs(|tool| tool.is_read_only()),
-    };
+    let tools = ctx
+        .tools
+        .specs(|tool| agent.tools.allows(tool.name(), tool.is_read_only()));
     crate::provider::ChatRequest {
         model: model.model.model.clone(),
         system,

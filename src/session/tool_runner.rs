@@ -81,7 +81,7 @@ impl ToolRunner {
             let (sender, receiver) = mpsc::unbounded_channel();
             let worker = Worker {
                 ctx: self.ctx.clone(),
-                access: self.access,
+                access: self.access.clone(),
                 history: std::mem::take(&mut self.history),
                 cancel: self.cancel.clone(),
                 unfinished: self.unfinished.clone(),
@@ -233,16 +233,12 @@ impl Worker {
         let tools = &self.ctx.tools;
         let allowed = match tools.get(&signature.tool) {
             None => true, // the registry answers unknown tools with the list of real ones
-            Some(tool) => match self.access {
-                ToolAccess::All => true,
-                ToolAccess::ReadOnly => tool.is_read_only(),
-                ToolAccess::None => false,
-            },
+            Some(tool) => self.access.allows(tool.name(), tool.is_read_only()),
         };
         if !allowed {
             return Some((
                 Err(format!(
-                    "The {} tool is not available to this agent (read-only mode).",
+                    "The {} tool is not available to this agent.",
                     signature.tool
                 )
                 .into()),
