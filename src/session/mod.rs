@@ -18,6 +18,7 @@
 //! - `recovery`        closing turns a crash left unfinished
 //! - `remote_instructions`  `instructions` given as URLs, fetched once
 //! - `remembered`      "always" answers kept per project; `/permissions`
+//! - `subtask`         the `task` tool: a subagent in a child session
 //! - `shell`           `!cmd` typed by the user
 //! - `writer`          persist-then-publish of every change
 //! - `command`         what front ends ask of a session
@@ -46,6 +47,7 @@ pub mod run;
 pub mod runtime;
 pub mod shell;
 pub mod snapshot_step;
+pub mod subtask;
 pub mod tool_runner;
 pub mod undo;
 pub mod writer;

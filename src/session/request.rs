@@ -55,9 +55,13 @@ pub fn build_request(
             }],
         });
     }
-    let tools = ctx
+    let mut tools = ctx
         .tools
         .specs(|tool| agent.tools.allows(tool.name(), tool.is_read_only()));
+    if agent.tools.allows(crate::session::agent::TASK_TOOL, false) {
+        tools.push(crate::session::subtask::spec(&ctx.agents));
+        tools.sort_by(|a, b| a.name.cmp(&b.name));
+    }
     crate::provider::ChatRequest {
         model: model.model.model.clone(),
         system,

@@ -232,6 +232,9 @@ impl Worker {
     ) -> Option<(Result<crate::tool::ToolOutput, ToolFailure>, bool)> {
         let tools = &self.ctx.tools;
         let allowed = match tools.get(&signature.tool) {
+            None if signature.tool == crate::session::agent::TASK_TOOL => {
+                self.access.allows(crate::session::agent::TASK_TOOL, false)
+            }
             None => true, // the registry answers unknown tools with the list of real ones
             Some(tool) => self.access.allows(tool.name(), tool.is_read_only()),
         };
@@ -322,7 +325,13 @@ impl Worker {
             progress: None,
             limits: self.ctx.settings.tool_limits,
         };
-        let result = run_showing_progress(&self.ctx, part, name, input, tool_ctx).await;
+        let result = if name == crate::session::agent::TASK_TOOL {
+            crate::session::subtask::execute(&self.ctx, input, &tool_ctx)
+                .await
+                .and_then(|output| crate::tool::limit_output(output, &tool_ctx))
+        } else {
+            run_showing_progress(&self.ctx, part, name, input, tool_ctx).await
+        };
         match result {
             Ok(output) => (Ok(output), false),
             Err(error) => {

@@ -1,0 +1,167 @@
+//! The `task` tool end to end: a subagent in a child session, against the
+//! scripted server; real store, real tools.
+
+use crate::scenario;
+
+use scenario::{Scenario, message_text, messages_of, text, tool_call};
+use serde_json::{Value, json};
+
+fn tool_names(request: &Value) -> Vec<String> {
+    request["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|t| t["function"]["name"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn all_text(request: &Value) -> String {
+    messages_of(request)
+        .iter()
+        .map(message_text)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[tokio::test]
+async fn explore_child_reads_and_only_its_answer_reaches_the_parent() {
+    let scenario = Scenario::start(vec![]).await;
+    let secret_line = "the-file-body-marker-42";
+    let file = scenario.path("notes.txt");
+    std::fs::write(&file, format!("{secret_line}\n")).expect("write");
+    let path = file.display().to_string();
+    for response in [
+        tool_call(
+            "call_task",
+            "task",
+            json!({ "description": "find marker", "prompt": "What does notes.txt say?", "subagent_type": "explore" }),
+            1_000,
+        ),
+        tool_call("call_read", "read", json!({ "file_path": path }), 500),
+        text("notes.txt:1 holds a marker line.", 800),
+        text("The child says notes.txt holds a marker.", 1_200),
+    ] {
+        scenario.server.push(response);
+    }
+    let (session, handle) = scenario.session(cairn::permission::Mode::Headless).await;
+    let (code, out, err) = scenario.run(&handle, "delegate it").await;
+    assert_eq!(code, 0, "stderr: {err}");
+    assert!(out.contains("holds a marker"), "stdout: {out}");
+
+    let requests = scenario.requests();
+    assert_eq!(requests.len(), 4, "out: {out}\nerr: {err}\n{requests:#?}");
+    // The parent (build) is offered the task tool, listing the subagents.
+    let parent_tools = tool_names(&requests[0]);
+    assert!(
+        parent_tools.contains(&"task".to_string()),
+        "{parent_tools:?}"
+    );
+    let task_spec = requests[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["function"]["name"] == "task")
+        .unwrap()
+        .to_string();
+    assert!(task_spec.contains("explore") && task_spec.contains("general"));
+    // The child: explore's prompt replaces the base prompt, read-only tools only.
+    let child_system = message_text(&messages_of(&requests[1])[0]);
+    assert!(child_system.contains("You are explore"), "{child_system}");
+    let child_tools = tool_names(&requests[1]);
+    assert!(child_tools.contains(&"read".to_string()), "{child_tools:?}");
+    for forbidden in ["bash", "write", "edit", "task"] {
+        assert!(
+            !child_tools.contains(&forbidden.to_string()),
+            "{child_tools:?}"
+        );
+    }
+    assert!(all_text(&requests[2]).contains(secret_line));
+    // The parent's next request: the answer, none of the child's read output.
+    let parent_next = all_text(&requests[3]);
+    assert!(
+        parent_next.contains("notes.txt:1 holds a marker line."),
+        "{parent_next}"
+    );
+    assert!(!parent_next.contains(secret_line), "{parent_next}");
+
+    // The child is a session of its own, with the parent recorded.
+    let history = scenario.history(&session.id).await;
+    let task = history
+        .iter()
+        .flat_map(|m| m.parts.iter())
+        .filter_map(|p| p.as_tool())
+        .find(|t| t.tool == "task")
+        .expect("task part");
+    let cairn::message::ToolState::Completed {
+        metadata, output, ..
+    } = &task.state
+    else {
+        panic!("task not completed: {:?}", task.state)
+    };
+    let child_id = metadata["session_id"].as_str().expect("child id");
+    assert!(output.starts_with(&format!("task_id: {child_id}")));
+    let child = scenario
+        .app
+        .store
+        .get_session(child_id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(child.parent_id.as_deref(), Some(session.id.as_str()));
+    let child_history = scenario.history(child_id).await;
+    assert_eq!(
+        child_history
+            .first()
+            .unwrap()
+            .message
+            .as_user()
+            .unwrap()
+            .agent,
+        "explore"
+    );
+}
+
+#[tokio::test]
+async fn an_unknown_agent_or_a_grandchild_is_refused_with_the_choices() {
+    let scenario = Scenario::start(vec![]).await;
+    for response in [
+        tool_call(
+            "call_bad",
+            "task",
+            json!({ "description": "x", "prompt": "y", "subagent_type": "nobody" }),
+            1_000,
+        ),
+        tool_call(
+            "call_task",
+            "task",
+            json!({ "description": "d", "prompt": "p", "subagent_type": "general" }),
+            1_000,
+        ),
+        // The general child tries to delegate in turn.
+        tool_call(
+            "call_inner",
+            "task",
+            json!({ "description": "d2", "prompt": "p2", "subagent_type": "explore" }),
+            500,
+        ),
+        text("could not delegate", 600),
+        text("done", 1_200),
+    ] {
+        scenario.server.push(response);
+    }
+    let (_session, handle) = scenario.session(cairn::permission::Mode::Headless).await;
+    let (code, _out, err) = scenario.run(&handle, "go").await;
+    assert_eq!(code, 0, "stderr: {err}");
+    let requests = scenario.requests();
+    let after_bad = all_text(&requests[1]);
+    assert!(after_bad.contains("Unknown agent `nobody`"), "{after_bad}");
+    assert!(after_bad.contains("explore"), "{after_bad}");
+    let child_after_inner = all_text(&requests[3]);
+    assert!(
+        child_after_inner.contains("cannot start subagents"),
+        "{child_after_inner}"
+    );
+}
