@@ -24,6 +24,9 @@ use crate::tool::{ToolError, ToolOutput, ToolScope};
 /// start children of its own.
 pub const MAX_DEPTH: usize = 1;
 
+/// How many `task` calls of one step run at once.
+pub const MAX_CONCURRENCY: usize = 4;
+
 /// The `task` call's arguments.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct TaskArgs {

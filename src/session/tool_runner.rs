@@ -170,15 +170,47 @@ struct Worker {
 impl Worker {
     async fn run(mut self, mut calls: mpsc::UnboundedReceiver<ToolCall>) -> Result<bool, Error> {
         let mut blocked = false;
+        // `task` calls run beside each other (each is a session of its own,
+        // bounded by the semaphore); any other call waits for them first, so
+        // an edit never races a delegated task.
+        let mut tasks = tokio::task::JoinSet::new();
+        let slots = Arc::new(tokio::sync::Semaphore::new(
+            crate::session::subtask::MAX_CONCURRENCY,
+        ));
         while let Some(call) = calls.recv().await {
-            let part_id = call.part.id.clone();
             if self.cancel.is_cancelled() {
                 break;
             }
+            if call.name == crate::session::agent::TASK_TOOL {
+                let mut worker = self.fork();
+                let slots = slots.clone();
+                tasks.spawn(async move {
+                    let _slot = slots.acquire_owned().await;
+                    let part_id = call.part.id.clone();
+                    let result = worker.run_one(call).await;
+                    lock(&worker.unfinished).retain(|p| p.id != part_id);
+                    result
+                });
+                continue;
+            }
+            blocked |= join_all(&mut tasks).await?;
+            let part_id = call.part.id.clone();
             blocked |= self.run_one(call).await?;
             lock(&self.unfinished).retain(|p| p.id != part_id);
         }
+        blocked |= join_all(&mut tasks).await?;
         Ok(blocked)
+    }
+
+    /// A worker for one concurrent `task` call, sharing this one's state.
+    fn fork(&self) -> Worker {
+        Worker {
+            ctx: self.ctx.clone(),
+            access: self.access.clone(),
+            history: self.history.clone(),
+            cancel: self.cancel.clone(),
+            unfinished: self.unfinished.clone(),
+        }
     }
 
     async fn run_one(&mut self, call: ToolCall) -> Result<bool, Error> {
@@ -340,6 +372,18 @@ impl Worker {
             }
         }
     }
+}
+
+/// Waits for every concurrent `task` call; true when one must stop the loop.
+async fn join_all(tasks: &mut tokio::task::JoinSet<Result<bool, Error>>) -> Result<bool, Error> {
+    let mut blocked = false;
+    while let Some(joined) = tasks.join_next().await {
+        match joined {
+            Ok(result) => blocked |= result?,
+            Err(join) => return Err(Error::Internal(format!("a task call failed: {join}"))),
+        }
+    }
+    Ok(blocked)
 }
 
 /// Runs a tool whose title and output are published live on `part` as they

@@ -2,8 +2,12 @@
 //! scripted server; real store, real tools.
 
 use crate::scenario;
+use crate::support;
 
-use scenario::{Scenario, message_text, messages_of, text, tool_call};
+use std::time::{Duration, Instant};
+
+use cairn::session::command::Command;
+use scenario::{Scenario, message_text, messages_of, slow_text, text, tool_call};
 use serde_json::{Value, json};
 
 fn tool_names(request: &Value) -> Vec<String> {
@@ -164,4 +168,97 @@ async fn an_unknown_agent_or_a_grandchild_is_refused_with_the_choices() {
         child_after_inner.contains("cannot start subagents"),
         "{child_after_inner}"
     );
+}
+
+/// One answer with two `task` calls (to explore and to general).
+fn two_task_calls() -> support::ScriptedResponse {
+    let call = |index: u32, id: &str, agent: &str| {
+        let args = json!({ "description": format!("look {index}"), "prompt": format!("question {index}"), "subagent_type": agent });
+        json!({"index": index, "id": id, "type": "function", "function": {"name": "task", "arguments": args.to_string()}})
+    };
+    support::ScriptedResponse::sse()
+        .chunk(scenario::chunk(
+            json!({"role": "assistant", "content": null, "tool_calls": [call(0, "call_a", "explore"), call(1, "call_b", "general")]}),
+            None,
+        ))
+        .chunk(scenario::chunk(json!({}), Some("tool_calls")))
+        .chunk(scenario::usage(1_000, 40))
+        .chunk("data: [DONE]\n\n")
+}
+
+#[tokio::test]
+async fn two_task_calls_run_concurrently_and_both_answers_return() {
+    let scenario = Scenario::start(vec![]).await;
+    scenario.server.push(two_task_calls());
+    let pause = Duration::from_millis(600);
+    // Each child streams three words, `pause` before each: run one after
+    // the other they would take twice as long.
+    scenario
+        .server
+        .push(slow_text("first child answer", 300, pause));
+    scenario
+        .server
+        .push(slow_text("second child answer", 300, pause));
+    scenario.server.push(text("both done", 1_500));
+    let (_session, handle) = scenario.session(cairn::permission::Mode::Headless).await;
+    let started = Instant::now();
+    let (code, out, err) = scenario.run(&handle, "two at once").await;
+    let took = started.elapsed();
+    assert_eq!(code, 0, "stderr: {err}");
+    assert!(out.contains("both done"), "{out}");
+    let requests = scenario.requests();
+    assert_eq!(requests.len(), 4);
+    let last = all_text(&requests[3]);
+    assert!(
+        last.contains("first child answer") && last.contains("second child answer"),
+        "{last}"
+    );
+    assert!(
+        took < pause * 5,
+        "children ran one after the other: {took:?}"
+    );
+}
+
+#[tokio::test]
+async fn interrupting_the_parent_stops_both_children_and_pairs_every_call() {
+    let scenario = Scenario::start(vec![]).await;
+    scenario.server.push(two_task_calls());
+    scenario
+        .server
+        .push(scenario::text_then_stall("child one working"));
+    scenario
+        .server
+        .push(scenario::text_then_stall("child two working"));
+    let (session, handle) = scenario.session(cairn::permission::Mode::Headless).await;
+    let recorder = scenario.record();
+    scenario::prompt(&handle, "two at once");
+    // Both children are mid-answer once the server has their requests.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while scenario.requests().len() < 3 {
+        assert!(Instant::now() < deadline, "children never asked the model");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(handle.send(Command::Interrupt));
+    recorder
+        .wait_idle(&session.id, 1, Duration::from_secs(20))
+        .await;
+    let history = scenario.history(&session.id).await;
+    let tasks: Vec<_> = scenario::tool_parts(&history);
+    assert_eq!(tasks.len(), 2);
+    assert!(tasks.iter().all(|t| t.state.is_finished()), "{tasks:?}");
+    let children = scenario.app.store.list_sessions(50).await.unwrap();
+    let children: Vec<_> = children
+        .into_iter()
+        .filter(|s| s.parent_id.as_deref() == Some(session.id.as_str()))
+        .collect();
+    assert_eq!(children.len(), 2);
+    for child in children {
+        let child_history = scenario.history(&child.id).await;
+        for tool in scenario::tool_parts(&child_history) {
+            assert!(tool.state.is_finished(), "{tool:?}");
+        }
+        // The child's answer was cut off: no finished, unpaired step is left.
+        let assistant = child_history.iter().rev().find(|m| !m.message.is_user());
+        assert!(assistant.is_some(), "the child started answering");
+    }
 }
