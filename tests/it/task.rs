@@ -262,3 +262,54 @@ async fn interrupting_the_parent_stops_both_children_and_pairs_every_call() {
         assert!(assistant.is_some(), "the child started answering");
     }
 }
+
+/// Claude Code's documented subagent file, copied unchanged.
+const CLAUDE_REVIEWER: &str = "---
+name: code-reviewer
+description: Expert code review specialist. Proactively reviews code for quality, security, and maintainability. Use immediately after writing or modifying code.
+tools: Read, Grep, Glob, Bash
+model: inherit
+---
+
+You are a senior code reviewer ensuring high standards of code quality and security.
+
+When invoked:
+1. Run git diff to see recent changes
+2. Focus on modified files
+3. Begin review immediately
+";
+
+#[tokio::test]
+async fn a_claude_code_agent_file_is_offered_and_runs_with_its_prompt_and_tools() {
+    let scenario = Scenario::start(vec![]).await;
+    let agents = scenario.project.path().join(".claude/agents");
+    std::fs::create_dir_all(&agents).expect("mkdir");
+    std::fs::write(agents.join("code-reviewer.md"), CLAUDE_REVIEWER).expect("write");
+    scenario.server.push(tool_call(
+        "call_task",
+        "task",
+        json!({ "description": "review", "prompt": "review the diff", "subagent_type": "code-reviewer" }),
+        1_000,
+    ));
+    scenario.server.push(text("Looks fine.", 400));
+    scenario.server.push(text("Reviewed.", 1_200));
+    let (_session, handle) = scenario.session(cairn::permission::Mode::Headless).await;
+    let (code, _out, err) = scenario.run(&handle, "review please").await;
+    assert_eq!(code, 0, "stderr: {err}");
+    let requests = scenario.requests();
+    assert_eq!(requests.len(), 3);
+    let task_spec = requests[0]["tools"].to_string();
+    assert!(
+        task_spec.contains("code-reviewer: Expert code review"),
+        "{task_spec}"
+    );
+    let system = message_text(&messages_of(&requests[1])[0]);
+    assert!(
+        system.starts_with("You are a senior code reviewer"),
+        "{system}"
+    );
+    let mut tools = tool_names(&requests[1]);
+    tools.sort();
+    assert_eq!(tools, ["bash", "glob", "grep", "read"]);
+    assert!(all_text(&requests[2]).contains("Looks fine."));
+}
