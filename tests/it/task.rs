@@ -313,3 +313,55 @@ async fn a_claude_code_agent_file_is_offered_and_runs_with_its_prompt_and_tools(
     assert_eq!(tools, ["bash", "glob", "grep", "read"]);
     assert!(all_text(&requests[2]).contains("Looks fine."));
 }
+
+/// Figure: the parent's growth per delegated task. The child reads ~50,000
+/// tokens of files and answers in ~1,000; the parent must grow by the answer
+/// plus under 300 tokens (the call, the task id and the wrapper).
+#[tokio::test]
+async fn parent_grows_by_the_answer_plus_under_300_tokens() {
+    let scenario = Scenario::start(vec![]).await;
+    let mut paths = Vec::new();
+    for i in 0..5 {
+        let file = scenario.path(&format!("big{i}.txt"));
+        // ~10k tokens each (dense hex), under the read tool's 50 KB / 2000-line caps.
+        std::fs::write(&file, scenario::dense_text(i, 15_500)).expect("write");
+        paths.push(file.display().to_string());
+    }
+    let answer = scenario::dense_text(99, 1_650).replace('\n', " ");
+    scenario.server.push(tool_call(
+        "call_task",
+        "task",
+        json!({ "description": "read all", "prompt": "summarize the big files", "subagent_type": "explore" }),
+        1_000,
+    ));
+    for (i, path) in paths.iter().enumerate() {
+        scenario.server.push(tool_call(
+            &format!("r{i}"),
+            "read",
+            json!({ "file_path": path }),
+            500,
+        ));
+    }
+    scenario.server.push(text(&answer, 50_000));
+    scenario.server.push(text("ok", 2_000));
+    let (_session, handle) = scenario.session(cairn::permission::Mode::Headless).await;
+    let (code, _out, err) = scenario.run(&handle, "delegate the reading").await;
+    assert_eq!(code, 0, "stderr: {err}");
+    let requests = scenario.requests();
+    let tokens = |r: &Value| cairn::token::count(&serde_json::to_string(&r["messages"]).unwrap());
+    let child_read = tokens(&requests[6]) - tokens(&requests[1]);
+    let growth = tokens(&requests[7]) - tokens(&requests[0]);
+    let answer_tokens = cairn::token::count(&answer);
+    eprintln!(
+        "figure: child read {child_read} tokens; parent grew {growth} tokens for a {answer_tokens}-token answer (overhead {})",
+        growth - answer_tokens
+    );
+    assert!(
+        child_read > 45_000,
+        "the child read only {child_read} tokens"
+    );
+    assert!(
+        growth < answer_tokens + 300,
+        "grew {growth} for {answer_tokens}"
+    );
+}
