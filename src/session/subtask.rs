@@ -89,6 +89,11 @@ pub async fn execute(
         .map_err(failed)?;
     let model = agent.model.clone().unwrap_or(user.model);
     write_prompt(&child_ctx, &agent.name, model, &args.prompt).await?;
+    // The running part names the child at once, so a front end can open it
+    // while it works (the title report persists the metadata with it).
+    scope.report(crate::tool::ToolProgress::Metadata(
+        json!({ "session_id": child.id, "agent": agent.name }),
+    ));
     scope.report(crate::tool::ToolProgress::Title(args.description.clone()));
     let cancel = scope.cancel.child_token();
     // Spawned (not awaited in place): the child's loop runs this very

@@ -358,9 +358,15 @@ impl Worker {
             limits: self.ctx.settings.tool_limits,
         };
         let result = if name == crate::session::agent::TASK_TOOL {
-            crate::session::subtask::execute(&self.ctx, input, &tool_ctx)
-                .await
-                .and_then(|output| crate::tool::limit_output(output, &tool_ctx))
+            let (progress_tx, progress_rx) = mpsc::unbounded_channel();
+            let mut tool_ctx = tool_ctx;
+            tool_ctx.progress = Some(progress_tx);
+            let run = async {
+                crate::session::subtask::execute(&self.ctx, input, &tool_ctx)
+                    .await
+                    .and_then(|output| crate::tool::limit_output(output, &tool_ctx))
+            };
+            follow_progress(&self.ctx, part, run, progress_rx).await
         } else {
             run_showing_progress(&self.ctx, part, name, input, tool_ctx).await
         };
@@ -395,9 +401,19 @@ pub(crate) async fn run_showing_progress(
     input: Value,
     mut tool_ctx: ToolScope,
 ) -> Result<crate::tool::ToolOutput, ToolError> {
-    let (progress_tx, mut progress_rx) = mpsc::unbounded_channel();
+    let (progress_tx, progress_rx) = mpsc::unbounded_channel();
     tool_ctx.progress = Some(progress_tx);
     let run = ctx.tools.run(name, input, &tool_ctx);
+    follow_progress(ctx, part, run, progress_rx).await
+}
+
+/// Drives `run` while publishing its progress reports on `part`.
+async fn follow_progress(
+    ctx: &SessionCtx,
+    part: &Part,
+    run: impl std::future::Future<Output = Result<crate::tool::ToolOutput, ToolError>>,
+    mut progress_rx: mpsc::UnboundedReceiver<ToolProgress>,
+) -> Result<crate::tool::ToolOutput, ToolError> {
     tokio::pin!(run);
     let mut live = LiveOutput::new(part.clone());
     loop {

@@ -51,7 +51,19 @@ async fn explore_child_reads_and_only_its_answer_reaches_the_parent() {
         scenario.server.push(response);
     }
     let (session, handle) = scenario.session(cairn::permission::Mode::Headless).await;
+    let recorder = scenario.record();
     let (code, out, err) = scenario.run(&handle, "delegate it").await;
+    // While it ran, the task part named its child (a front end can open it).
+    let running_child = recorder.events().iter().find_map(|event| match event {
+        cairn::bus::Event::PartUpdated { part, .. } => match part.as_tool().map(|t| &t.state) {
+            Some(cairn::message::ToolState::Running {
+                metadata: Some(metadata),
+                ..
+            }) => metadata["session_id"].as_str().map(str::to_string),
+            _ => None,
+        },
+        _ => None,
+    });
     assert_eq!(code, 0, "stderr: {err}");
     assert!(out.contains("holds a marker"), "stdout: {out}");
 
@@ -106,6 +118,7 @@ async fn explore_child_reads_and_only_its_answer_reaches_the_parent() {
         panic!("task not completed: {:?}", task.state)
     };
     let child_id = metadata["session_id"].as_str().expect("child id");
+    assert_eq!(running_child.as_deref(), Some(child_id));
     assert!(output.starts_with(&format!("task_id: {child_id}")));
     let child = scenario
         .app
