@@ -45,7 +45,7 @@ fn session_ctx(app: &App, session_id: &str) -> SessionCtx {
         writer: Writer::new(app.store.clone(), app.bus.clone()),
         tools: app.tools.clone(),
         permissions: Arc::new(Permissions::new(rules, app.bus.clone(), Mode::Headless)),
-        agents: Agents::new([]),
+        agents: Agents::builtin(),
         models: app.models.clone(),
         settings: Settings {
             compaction: Default::default(),

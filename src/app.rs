@@ -219,26 +219,31 @@ impl App {
         let config = &self.config;
         let rules = crate::permission::ruleset(&config.permission, config.yolo);
         let permissions = Arc::new(Permissions::new(rules, self.bus.clone(), mode));
-        let agents = Agents::new(config.agent.iter().map(|(name, agent)| {
+        let mut env = Environment::discover(Path::new(&session.directory));
+        env.config_dir = crate::paths::config_dir();
+        env.extra_instructions = config.instructions.clone();
+        // Agent files first, config `[agent.NAME]` last: the config has the last word.
+        let files =
+            crate::session::agent_files::load(&crate::session::agent_files::directories(&env));
+        let configured = config.agent.iter().map(|(name, agent)| {
             (
-                name.as_str(),
+                name.clone(),
                 AgentOverride {
                     model: agent.model.clone(),
                     steps: agent.steps,
                     temperature: agent.temperature.map(|t| t as f32),
                     prompt: agent.prompt.clone(),
+                    ..Default::default()
                 },
             )
-        }));
+        });
+        let agents = Agents::new(files.agents.into_iter().chain(configured));
         // One directory per session: the model may page through its own
         // saved outputs unasked, not through other sessions' (or projects').
         let tool_output_dir = self
             .data_dir
             .join(crate::paths::TOOL_OUTPUT_DIR)
             .join(&session.id);
-        let mut env = Environment::discover(Path::new(&session.directory));
-        env.config_dir = crate::paths::config_dir();
-        env.extra_instructions = config.instructions.clone();
         let settings = Settings {
             compaction: config.compaction.clone(),
             doom_threshold: config.doom_loop.threshold as usize,
@@ -253,7 +258,7 @@ impl App {
             retry: Default::default(),
         };
         let snapshots = self.snapshots(session);
-        SessionCtx {
+        let ctx = SessionCtx {
             session_id: session.id.clone(),
             writer: Writer::new(self.store.clone(), self.bus.clone()),
             tools: self.tools.clone(),
@@ -268,7 +273,11 @@ impl App {
             reported: Default::default(),
             remote_instructions: Default::default(),
             snapshots,
+        };
+        for problem in &files.problems {
+            ctx.report_once(problem);
         }
+        ctx
     }
 }
 

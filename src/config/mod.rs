@@ -211,7 +211,7 @@ pub struct AgentConfig {
     pub steps: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub temperature: Option<f64>,
-    /// Extra text appended to the agent's system prompt.
+    /// The agent's system prompt; replaces the base prompt.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prompt: Option<String>,
 }

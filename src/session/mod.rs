@@ -7,7 +7,8 @@
 //! - `processor`       one model call's stream -> parts
 //! - `tool_runner`     runs a step's tool calls, with the doom-loop guard
 //! - `doom`            doom-loop detection (pure)
-//! - `agent`           build / plan / compaction
+//! - `agent`           build / plan / general / explore / compaction
+//! - `agent_files`     custom agents from Markdown files (.cairn, .claude)
 //! - `prompt`          the system prompt and instruction files
 //! - `models`          provider/model -> client, limits, prices
 //! - `gauge`           the gauge, overflow and `/context` for this session
@@ -18,6 +19,7 @@
 //! - `lock`            one process per session (a lock file in the data dir)
 //! - `remote_instructions`  `instructions` given as URLs, fetched once
 //! - `remembered`      "always" answers kept per project; `/permissions`
+//! - `subtask`         the `task` tool: a subagent in a child session
 //! - `shell`           `!cmd` typed by the user
 //! - `writer`          persist-then-publish of every change
 //! - `command`         what front ends ask of a session
@@ -27,6 +29,7 @@
 
 pub mod accounting;
 pub mod agent;
+pub mod agent_files;
 pub mod command;
 pub mod compaction_task;
 pub mod ctx;
@@ -46,6 +49,7 @@ pub mod run;
 pub mod runtime;
 pub mod shell;
 pub mod snapshot_step;
+pub mod subtask;
 pub mod tool_runner;
 pub mod undo;
 pub mod writer;

@@ -29,7 +29,7 @@ pub struct Instruction {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct SystemPrompt {
-    /// Base prompt, the agent's extra prompt and the environment block.
+    /// The agent's prompt (else the base prompt) and the environment block.
     pub base: String,
     pub instructions: Vec<Instruction>,
     /// Configured instructions that could not be used (a glob matching
@@ -95,13 +95,14 @@ pub fn build_variant(
     env: &Environment,
     lean: bool,
 ) -> SystemPrompt {
-    let mut base = if lean { LEAN_BASE_PROMPT } else { BASE_PROMPT }
+    // An agent's prompt replaces the base prompt (seed 001: agent prompt,
+    // else the provider prompt): explore must not be told to edit files.
+    let mut base = agent
+        .prompt
+        .as_deref()
+        .unwrap_or(if lean { LEAN_BASE_PROMPT } else { BASE_PROMPT })
         .trim_end()
         .to_string();
-    if let Some(extra) = &agent.prompt {
-        base.push_str("\n\n");
-        base.push_str(extra.trim_end());
-    }
     base.push_str("\n\n");
     if lean {
         base.push_str(&lean_environment_block(env));
@@ -306,7 +307,7 @@ mod tests {
         std::fs::write(root.join("AGENTS.md"), "root rules").expect("write");
         std::fs::write(sub.join("AGENTS.md"), "core rules").expect("write");
         std::fs::write(root.join("CLAUDE.md"), "claude rules").expect("write");
-        let agents = Agents::new([]);
+        let agents = Agents::builtin();
         let prompt = build(
             agents.get("build"),
             &ModelRef::new("anthropic", "claude"),
@@ -328,7 +329,7 @@ mod tests {
     fn instruction_files_are_reread_every_time() {
         let tmp = tempfile::tempdir().expect("tempdir");
         let env = env_in(tmp.path(), tmp.path());
-        let agents = Agents::new([]);
+        let agents = Agents::builtin();
         let model = ModelRef::new("openai", "gpt-5");
         std::fs::write(tmp.path().join("AGENTS.md"), "first").expect("write");
         assert_eq!(
@@ -347,7 +348,7 @@ mod tests {
         let tmp = tempfile::tempdir().expect("tempdir");
         std::fs::write(tmp.path().join("AGENTS.md"), "house rules").expect("write");
         let env = env_in(tmp.path(), tmp.path());
-        let agents = Agents::new([]);
+        let agents = Agents::new(std::iter::empty::<(String, _)>());
         let model = ModelRef::new("llamacpp", "smollm2");
         let full = build(agents.get("build"), &model, &env);
         let lean = build_variant(agents.get("build"), &model, &env, true);

@@ -9,7 +9,7 @@ use crate::message::{
 };
 use crate::provider::{ChatMessage, ChatRole, Content};
 use crate::session::Error;
-use crate::session::agent::{Agent, ToolAccess};
+use crate::session::agent::Agent;
 use crate::session::ctx::{ResolvedModel, SessionCtx};
 use crate::session::prompt;
 
@@ -56,13 +56,17 @@ pub fn build_request(
             }],
         });
     }
-    let tools = match (agent.tools, lean) {
-        (ToolAccess::None, _) => Vec::new(),
-        (ToolAccess::All, false) => ctx.tools.specs(|_| true),
-        (ToolAccess::All, true) => ctx.tools.lean_specs(|_| true),
-        (ToolAccess::ReadOnly, false) => ctx.tools.specs(|tool| tool.is_read_only()),
-        (ToolAccess::ReadOnly, true) => ctx.tools.lean_specs(|tool| tool.is_read_only()),
+    let allowed =
+        |tool: &dyn crate::tool::Tool| agent.tools.allows(tool.name(), tool.is_read_only());
+    let mut tools = if lean {
+        ctx.tools.lean_specs(allowed)
+    } else {
+        ctx.tools.specs(allowed)
     };
+    if agent.tools.allows(crate::session::agent::TASK_TOOL, false) {
+        tools.push(crate::session::subtask::spec(&ctx.agents));
+        tools.sort_by(|a, b| a.name.cmp(&b.name));
+    }
     crate::provider::ChatRequest {
         model: model.model.model.clone(),
         system,

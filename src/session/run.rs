@@ -258,7 +258,7 @@ async fn decide_and_act(
     let assistant = new_assistant(ctx, &user_message.message.id, &user, &agent.name, false);
     let mut runner = ToolRunner::new(
         ctx.clone(),
-        agent.tools,
+        agent.tools.clone(),
         recent_calls(history),
         cancel.clone(),
     )

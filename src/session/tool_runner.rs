@@ -92,7 +92,7 @@ impl ToolRunner {
             let (sender, receiver) = mpsc::unbounded_channel();
             let worker = Worker {
                 ctx: self.ctx.clone(),
-                access: self.access,
+                access: self.access.clone(),
                 history: std::mem::take(&mut self.history),
                 cancel: self.cancel.clone(),
                 unfinished: self.unfinished.clone(),
@@ -183,15 +183,48 @@ struct Worker {
 impl Worker {
     async fn run(mut self, mut calls: mpsc::UnboundedReceiver<ToolCall>) -> Result<bool, Error> {
         let mut blocked = false;
+        // `task` calls run beside each other (each is a session of its own,
+        // bounded by the semaphore); any other call waits for them first, so
+        // an edit never races a delegated task.
+        let mut tasks = tokio::task::JoinSet::new();
+        let slots = Arc::new(tokio::sync::Semaphore::new(
+            crate::session::subtask::MAX_CONCURRENCY,
+        ));
         while let Some(call) = calls.recv().await {
-            let part_id = call.part.id.clone();
             if self.cancel.is_cancelled() {
                 break;
             }
+            if call.name == crate::session::agent::TASK_TOOL {
+                let mut worker = self.fork();
+                let slots = slots.clone();
+                tasks.spawn(async move {
+                    let _slot = slots.acquire_owned().await;
+                    let part_id = call.part.id.clone();
+                    let result = worker.run_one(call).await;
+                    lock(&worker.unfinished).retain(|p| p.id != part_id);
+                    result
+                });
+                continue;
+            }
+            blocked |= join_all(&mut tasks).await?;
+            let part_id = call.part.id.clone();
             blocked |= self.run_one(call).await?;
             lock(&self.unfinished).retain(|p| p.id != part_id);
         }
+        blocked |= join_all(&mut tasks).await?;
         Ok(blocked)
+    }
+
+    /// A worker for one concurrent `task` call, sharing this one's state.
+    fn fork(&self) -> Worker {
+        Worker {
+            ctx: self.ctx.clone(),
+            access: self.access.clone(),
+            history: self.history.clone(),
+            cancel: self.cancel.clone(),
+            unfinished: self.unfinished.clone(),
+            limits: self.limits,
+        }
     }
 
     async fn run_one(&mut self, call: ToolCall) -> Result<bool, Error> {
@@ -245,17 +278,16 @@ impl Worker {
     ) -> Option<(Result<crate::tool::ToolOutput, ToolFailure>, bool)> {
         let tools = &self.ctx.tools;
         let allowed = match tools.get(&signature.tool) {
+            None if signature.tool == crate::session::agent::TASK_TOOL => {
+                self.access.allows(crate::session::agent::TASK_TOOL, false)
+            }
             None => true, // the registry answers unknown tools with the list of real ones
-            Some(tool) => match self.access {
-                ToolAccess::All => true,
-                ToolAccess::ReadOnly => tool.is_read_only(),
-                ToolAccess::None => false,
-            },
+            Some(tool) => self.access.allows(tool.name(), tool.is_read_only()),
         };
         if !allowed {
             return Some((
                 Err(format!(
-                    "The {} tool is not available to this agent (read-only mode).",
+                    "The {} tool is not available to this agent.",
                     signature.tool
                 )
                 .into()),
@@ -339,7 +371,19 @@ impl Worker {
             progress: None,
             limits: self.limits,
         };
-        let result = run_showing_progress(&self.ctx, part, name, input, tool_ctx).await;
+        let result = if name == crate::session::agent::TASK_TOOL {
+            let (progress_tx, progress_rx) = mpsc::unbounded_channel();
+            let mut tool_ctx = tool_ctx;
+            tool_ctx.progress = Some(progress_tx);
+            let run = async {
+                crate::session::subtask::execute(&self.ctx, input, &tool_ctx)
+                    .await
+                    .and_then(|output| crate::tool::limit_output(output, &tool_ctx))
+            };
+            follow_progress(&self.ctx, part, run, progress_rx).await
+        } else {
+            run_showing_progress(&self.ctx, part, name, input, tool_ctx).await
+        };
         match result {
             Ok(output) => (Ok(output), false),
             Err(error) => {
@@ -348,6 +392,18 @@ impl Worker {
             }
         }
     }
+}
+
+/// Waits for every concurrent `task` call; true when one must stop the loop.
+async fn join_all(tasks: &mut tokio::task::JoinSet<Result<bool, Error>>) -> Result<bool, Error> {
+    let mut blocked = false;
+    while let Some(joined) = tasks.join_next().await {
+        match joined {
+            Ok(result) => blocked |= result?,
+            Err(join) => return Err(Error::Internal(format!("a task call failed: {join}"))),
+        }
+    }
+    Ok(blocked)
 }
 
 /// Runs a tool whose title and output are published live on `part` as they
@@ -359,9 +415,19 @@ pub(crate) async fn run_showing_progress(
     input: Value,
     mut tool_ctx: ToolScope,
 ) -> Result<crate::tool::ToolOutput, ToolError> {
-    let (progress_tx, mut progress_rx) = mpsc::unbounded_channel();
+    let (progress_tx, progress_rx) = mpsc::unbounded_channel();
     tool_ctx.progress = Some(progress_tx);
     let run = ctx.tools.run(name, input, &tool_ctx);
+    follow_progress(ctx, part, run, progress_rx).await
+}
+
+/// Drives `run` while publishing its progress reports on `part`.
+async fn follow_progress(
+    ctx: &SessionCtx,
+    part: &Part,
+    run: impl std::future::Future<Output = Result<crate::tool::ToolOutput, ToolError>>,
+    mut progress_rx: mpsc::UnboundedReceiver<ToolProgress>,
+) -> Result<crate::tool::ToolOutput, ToolError> {
     tokio::pin!(run);
     let mut live = LiveOutput::new(part.clone());
     loop {

@@ -543,7 +543,19 @@ impl Registry {
                 name: name.to_string(),
                 available: self.names().join(", "),
             })?;
-        let mut output = tool.execute(input, ctx).await?;
+        let output = tool.execute(input, ctx).await?;
+        limit_output(output, ctx)
+    }
+}
+
+/// Passes `output` through [`truncate::truncate`] unless the tool truncated
+/// itself (it set `metadata.truncated`). Every tool's result goes through it,
+/// the session-level `task` tool's too.
+///
+/// # Errors
+/// When the full text cannot be saved to the spill directory.
+pub fn limit_output(mut output: ToolOutput, ctx: &ToolScope) -> Result<ToolOutput, ToolError> {
+    {
         if output.metadata.get("truncated").is_none() {
             // The full text is saved to a file the model may read back.
             output.output = crate::secret::redact(&output.output).into_owned();

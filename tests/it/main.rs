@@ -53,6 +53,7 @@ mod store_cache;
 mod store_concurrency;
 mod store_failures;
 mod store_history;
+mod task;
 mod tools_bash;
 mod tools_files;
 mod tools_hangs;

@@ -285,7 +285,7 @@ impl Recorder {
     }
 }
 
-fn chunk(delta: Value, finish: Option<&str>) -> String {
+pub fn chunk(delta: Value, finish: Option<&str>) -> String {
     let body = json!({
         "id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "test-model",
         "choices": [{ "index": 0, "delta": delta, "finish_reason": finish }]
@@ -293,7 +293,7 @@ fn chunk(delta: Value, finish: Option<&str>) -> String {
     format!("data: {body}\n\n")
 }
 
-fn usage(prompt: u64, completion: u64) -> String {
+pub fn usage(prompt: u64, completion: u64) -> String {
     let body = json!({
         "id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "test-model",
         "choices": [], "usage": { "prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion }

@@ -1,0 +1,240 @@
+//! Custom agents from Markdown files with YAML front matter: cairn's
+//! `.cairn/agents/` (from the working directory up to the project root, then
+//! `~/.config/cairn/agents/`) and Claude Code's `.claude/agents/` (same walk,
+//! then `~/.claude/agents/`). The file name is the agent's name unless the
+//! front matter says `name:` (Claude Code's field); the body is its prompt.
+//!
+//! A nearer file wins over a farther one of the same name; cairn's own
+//! directories win over Claude Code's. A broken file is a problem to report,
+//! never a reason to refuse to start.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use crate::frontmatter::FrontMatter;
+use crate::message::ModelRef;
+use crate::session::agent::{AgentOverride, Mode, ToolAccess};
+use crate::session::prompt::Environment;
+
+/// Agents found on disk, nearest first per name, and what could not be read.
+#[derive(Debug, Default)]
+pub struct Found {
+    pub agents: Vec<(String, AgentOverride)>,
+    pub problems: Vec<String>,
+}
+
+/// Directories searched, in priority order (first wins for a name).
+pub fn directories(env: &Environment) -> Vec<PathBuf> {
+    let walk: Vec<&Path> = env
+        .cwd
+        .ancestors()
+        .take_while(|dir| dir.starts_with(&env.root))
+        .collect();
+    let mut dirs: Vec<PathBuf> = walk.iter().map(|d| d.join(".cairn/agents")).collect();
+    dirs.extend(env.config_dir.iter().map(|d| d.join("agents")));
+    dirs.extend(walk.iter().map(|d| d.join(".claude/agents")));
+    dirs.extend(env.home.iter().map(|h| h.join(".claude/agents")));
+    dirs
+}
+
+/// Reads every `*.md` in `dirs`; a name already found is skipped.
+pub fn load(dirs: &[PathBuf]) -> Found {
+    let mut found = Found::default();
+    let mut seen = BTreeSet::new();
+    for dir in dirs {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        let mut files: Vec<PathBuf> = entries
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|ext| ext == "md"))
+            .collect();
+        files.sort();
+        for file in files {
+            match read_one(&file) {
+                Ok((name, agent)) => {
+                    if seen.insert(name.clone()) {
+                        found.agents.push((name, agent));
+                    }
+                }
+                Err(problem) => found
+                    .problems
+                    .push(format!("agent file {}: {problem}", file.display())),
+            }
+        }
+    }
+    found
+}
+
+fn read_one(file: &Path) -> Result<(String, AgentOverride), String> {
+    let text = std::fs::read_to_string(file).map_err(|e| e.to_string())?;
+    let stem = file
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    // Claude Code's agent directories hold subagents only.
+    let claude = file.components().any(|c| c.as_os_str() == ".claude");
+    parse(&stem, &text, claude)
+}
+
+/// One agent file's text -> its name and settings.
+pub fn parse(stem: &str, text: &str, claude: bool) -> Result<(String, AgentOverride), String> {
+    let fm = FrontMatter::parse(text).map_err(|e| e.to_string())?;
+    let name = fm.string("name").unwrap_or_else(|| stem.to_string());
+    if name.is_empty() || name.contains(char::is_whitespace) {
+        return Err(format!("`{name}` is not an agent name (one word expected)"));
+    }
+    let mode = match fm.string("mode") {
+        Some(text) => Some(
+            Mode::parse(&text)
+                .ok_or_else(|| format!("mode `{text}`: expected primary, subagent or all"))?,
+        ),
+        None => claude.then_some(Mode::Subagent),
+    };
+    let body = fm.body.trim();
+    Ok((
+        name,
+        AgentOverride {
+            model: model(&fm)?,
+            steps: fm.number("steps").map(|n| n.max(1.0) as u32),
+            temperature: fm.number("temperature").map(|t| t as f32),
+            prompt: (!body.is_empty()).then(|| body.to_string()),
+            description: fm.string("description"),
+            mode,
+            tools: tools(&fm),
+        },
+    ))
+}
+
+/// `provider/model`; Claude Code's aliases (`sonnet`, `opus`, `haiku`,
+/// `inherit`) name no provider, so they mean the session's model.
+fn model(fm: &FrontMatter) -> Result<Option<ModelRef>, String> {
+    match fm.string("model") {
+        Some(text) if text.contains('/') => ModelRef::parse(&text)
+            .map(Some)
+            .map_err(|e| format!("model: {e}")),
+        _ => Ok(None),
+    }
+}
+
+/// `tools:` as a list (Claude Code: `Read, Grep, Glob`) or as OpenCode's map
+/// of `name: true/false` (false turns a tool off, the rest stay).
+fn tools(fm: &FrontMatter) -> Option<ToolAccess> {
+    if let Some(map) = fm.map("tools") {
+        let off: BTreeSet<String> = map
+            .iter()
+            .filter(|(_, on)| on == "false")
+            .map(|(name, _)| canonical_tool(name))
+            .collect();
+        if off.is_empty() {
+            return None;
+        }
+        let on = crate::tool::Registry::builtin()
+            .names()
+            .into_iter()
+            .map(str::to_string)
+            .chain([crate::session::agent::TASK_TOOL.to_string()])
+            .filter(|name| !off.contains(name))
+            .collect();
+        return Some(ToolAccess::Only(on));
+    }
+    let list = fm.list("tools")?;
+    Some(ToolAccess::Only(
+        list.iter().map(|name| canonical_tool(name)).collect(),
+    ))
+}
+
+/// Claude Code names tools in CamelCase (`Read`, `Bash`, `LS`, `MultiEdit`);
+/// cairn's are lower case. `Task` is cairn's `task`.
+fn canonical_tool(name: &str) -> String {
+    match name.trim() {
+        "LS" => "list".to_string(),
+        "MultiEdit" => "edit".to_string(),
+        "TodoWrite" => "todowrite".to_string(),
+        other => other.to_ascii_lowercase(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Claude Code's documented subagent format, unchanged.
+    const CLAUDE_REVIEWER: &str = "---\nname: code-reviewer\ndescription: Expert code review specialist. Proactively reviews code for quality, security, and maintainability. Use immediately after writing or modifying code.\ntools: Read, Grep, Glob, Bash\nmodel: inherit\n---\n\nYou are a senior code reviewer ensuring high standards of code quality and security.\n";
+
+    #[test]
+    fn a_claude_code_agent_file_is_a_subagent_with_its_tools() {
+        let (name, agent) = parse("whatever", CLAUDE_REVIEWER, true).expect("parses");
+        assert_eq!(name, "code-reviewer");
+        assert_eq!(agent.mode, Some(Mode::Subagent));
+        assert!(
+            agent
+                .description
+                .as_deref()
+                .unwrap()
+                .starts_with("Expert code review")
+        );
+        assert_eq!(agent.model, None);
+        let Some(ToolAccess::Only(tools)) = agent.tools else {
+            panic!("a tool list")
+        };
+        assert_eq!(
+            tools,
+            ["bash", "glob", "grep", "read"].map(String::from).into()
+        );
+        assert!(
+            agent
+                .prompt
+                .unwrap()
+                .starts_with("You are a senior code reviewer")
+        );
+    }
+
+    #[test]
+    fn cairn_fields_and_bad_values() {
+        let text = "---\ndescription: docs\nmode: primary\nmodel: anthropic/claude-x\ntemperature: 0.2\nsteps: 3\ntools:\n  bash: false\n  write: false\n---\nWrite docs.\n";
+        let (name, agent) = parse("docs", text, false).expect("parses");
+        assert_eq!(name, "docs");
+        assert_eq!(agent.mode, Some(Mode::Primary));
+        assert_eq!(agent.model.unwrap().to_string(), "anthropic/claude-x");
+        assert_eq!(agent.steps, Some(3));
+        let Some(ToolAccess::Only(tools)) = agent.tools else {
+            panic!("a tool set")
+        };
+        assert!(tools.contains("read") && !tools.contains("bash") && !tools.contains("write"));
+        let bad = parse("x", "---\nmode: boss\n---\nhi", false).unwrap_err();
+        assert!(bad.contains("mode `boss`"), "{bad}");
+        let bad = parse("x", "---\nname: two words\n---\n", false).unwrap_err();
+        assert!(bad.contains("not an agent name"), "{bad}");
+        assert!(parse("x", "---\nmode: all\n", false).is_err());
+    }
+
+    #[test]
+    fn nearer_and_cairn_files_win() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path();
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        let sub = root.join("a/b");
+        for (d, body) in [
+            (sub.join(".cairn/agents"), "near"),
+            (root.join(".cairn/agents"), "far"),
+            (root.join(".claude/agents"), "claude"),
+        ] {
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(
+                d.join("helper.md"),
+                format!("---\ndescription: x\n---\n{body}"),
+            )
+            .unwrap();
+        }
+        std::fs::write(root.join(".claude/agents/broken.md"), "---\nmode: [\n---\n").unwrap();
+        let mut env = Environment::discover(&sub);
+        env.home = None;
+        env.config_dir = None;
+        let found = load(&directories(&env));
+        assert_eq!(found.agents.len(), 1);
+        assert_eq!(found.agents[0].1.prompt.as_deref(), Some("near"));
+        assert_eq!(found.problems.len(), 1, "{:?}", found.problems);
+    }
+}

@@ -1,0 +1,380 @@
+//! The `task` tool end to end: a subagent in a child session, against the
+//! scripted server; real store, real tools.
+
+use crate::scenario;
+use crate::support;
+
+use std::time::{Duration, Instant};
+
+use cairn::session::command::Command;
+use scenario::{Scenario, message_text, messages_of, slow_text, text, tool_call};
+use serde_json::{Value, json};
+
+fn tool_names(request: &Value) -> Vec<String> {
+    request["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|t| t["function"]["name"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn all_text(request: &Value) -> String {
+    messages_of(request)
+        .iter()
+        .map(message_text)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[tokio::test]
+async fn explore_child_reads_and_only_its_answer_reaches_the_parent() {
+    let scenario = Scenario::start(vec![]).await;
+    let secret_line = "the-file-body-marker-42";
+    let file = scenario.path("notes.txt");
+    std::fs::write(&file, format!("{secret_line}\n")).expect("write");
+    let path = file.display().to_string();
+    for response in [
+        tool_call(
+            "call_task",
+            "task",
+            json!({ "description": "find marker", "prompt": "What does notes.txt say?", "subagent_type": "explore" }),
+            1_000,
+        ),
+        tool_call("call_read", "read", json!({ "file_path": path }), 500),
+        text("notes.txt:1 holds a marker line.", 800),
+        text("The child says notes.txt holds a marker.", 1_200),
+    ] {
+        scenario.server.push(response);
+    }
+    let (session, handle) = scenario.session(cairn::permission::Mode::Headless).await;
+    let recorder = scenario.record();
+    let (code, out, err) = scenario.run(&handle, "delegate it").await;
+    // While it ran, the task part named its child (a front end can open it).
+    let running_child = recorder.events().iter().find_map(|event| match event {
+        cairn::bus::Event::PartUpdated { part, .. } => match part.as_tool().map(|t| &t.state) {
+            Some(cairn::message::ToolState::Running {
+                metadata: Some(metadata),
+                ..
+            }) => metadata["session_id"].as_str().map(str::to_string),
+            _ => None,
+        },
+        _ => None,
+    });
+    assert_eq!(code, 0, "stderr: {err}");
+    assert!(out.contains("holds a marker"), "stdout: {out}");
+
+    let requests = scenario.requests();
+    assert_eq!(requests.len(), 4, "out: {out}\nerr: {err}\n{requests:#?}");
+    // The parent (build) is offered the task tool, listing the subagents.
+    let parent_tools = tool_names(&requests[0]);
+    assert!(
+        parent_tools.contains(&"task".to_string()),
+        "{parent_tools:?}"
+    );
+    let task_spec = requests[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["function"]["name"] == "task")
+        .unwrap()
+        .to_string();
+    assert!(task_spec.contains("explore") && task_spec.contains("general"));
+    // The child: explore's prompt replaces the base prompt, read-only tools only.
+    let child_system = message_text(&messages_of(&requests[1])[0]);
+    assert!(child_system.contains("You are explore"), "{child_system}");
+    let child_tools = tool_names(&requests[1]);
+    assert!(child_tools.contains(&"read".to_string()), "{child_tools:?}");
+    for forbidden in ["bash", "write", "edit", "task"] {
+        assert!(
+            !child_tools.contains(&forbidden.to_string()),
+            "{child_tools:?}"
+        );
+    }
+    assert!(all_text(&requests[2]).contains(secret_line));
+    // The parent's next request: the answer, none of the child's read output.
+    let parent_next = all_text(&requests[3]);
+    assert!(
+        parent_next.contains("notes.txt:1 holds a marker line."),
+        "{parent_next}"
+    );
+    assert!(!parent_next.contains(secret_line), "{parent_next}");
+
+    // The child is a session of its own, with the parent recorded.
+    let history = scenario.history(&session.id).await;
+    let task = history
+        .iter()
+        .flat_map(|m| m.parts.iter())
+        .filter_map(|p| p.as_tool())
+        .find(|t| t.tool == "task")
+        .expect("task part");
+    let cairn::message::ToolState::Completed {
+        metadata, output, ..
+    } = &task.state
+    else {
+        panic!("task not completed: {:?}", task.state)
+    };
+    let child_id = metadata["session_id"].as_str().expect("child id");
+    assert_eq!(running_child.as_deref(), Some(child_id));
+    assert!(output.starts_with(&format!("task_id: {child_id}")));
+    let child = scenario
+        .app
+        .store
+        .get_session(child_id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(child.parent_id.as_deref(), Some(session.id.as_str()));
+    let child_history = scenario.history(child_id).await;
+    assert_eq!(
+        child_history
+            .first()
+            .unwrap()
+            .message
+            .as_user()
+            .unwrap()
+            .agent,
+        "explore"
+    );
+}
+
+#[tokio::test]
+async fn an_unknown_agent_or_a_grandchild_is_refused_with_the_choices() {
+    let scenario = Scenario::start(vec![]).await;
+    for response in [
+        tool_call(
+            "call_bad",
+            "task",
+            json!({ "description": "x", "prompt": "y", "subagent_type": "nobody" }),
+            1_000,
+        ),
+        tool_call(
+            "call_task",
+            "task",
+            json!({ "description": "d", "prompt": "p", "subagent_type": "general" }),
+            1_000,
+        ),
+        // The general child tries to delegate in turn.
+        tool_call(
+            "call_inner",
+            "task",
+            json!({ "description": "d2", "prompt": "p2", "subagent_type": "explore" }),
+            500,
+        ),
+        text("could not delegate", 600),
+        text("done", 1_200),
+    ] {
+        scenario.server.push(response);
+    }
+    let (_session, handle) = scenario.session(cairn::permission::Mode::Headless).await;
+    let (code, _out, err) = scenario.run(&handle, "go").await;
+    assert_eq!(code, 0, "stderr: {err}");
+    let requests = scenario.requests();
+    let after_bad = all_text(&requests[1]);
+    assert!(after_bad.contains("Unknown agent `nobody`"), "{after_bad}");
+    assert!(after_bad.contains("explore"), "{after_bad}");
+    let child_after_inner = all_text(&requests[3]);
+    assert!(
+        child_after_inner.contains("cannot start subagents"),
+        "{child_after_inner}"
+    );
+}
+
+/// One answer with two `task` calls (to explore and to general).
+fn two_task_calls() -> support::ScriptedResponse {
+    let call = |index: u32, id: &str, agent: &str| {
+        let args = json!({ "description": format!("look {index}"), "prompt": format!("question {index}"), "subagent_type": agent });
+        json!({"index": index, "id": id, "type": "function", "function": {"name": "task", "arguments": args.to_string()}})
+    };
+    support::ScriptedResponse::sse()
+        .chunk(scenario::chunk(
+            json!({"role": "assistant", "content": null, "tool_calls": [call(0, "call_a", "explore"), call(1, "call_b", "general")]}),
+            None,
+        ))
+        .chunk(scenario::chunk(json!({}), Some("tool_calls")))
+        .chunk(scenario::usage(1_000, 40))
+        .chunk("data: [DONE]\n\n")
+}
+
+#[tokio::test]
+async fn two_task_calls_run_concurrently_and_both_answers_return() {
+    let scenario = Scenario::start(vec![]).await;
+    scenario.server.push(two_task_calls());
+    let pause = Duration::from_millis(600);
+    // Each child streams three words, `pause` before each: run one after
+    // the other they would take twice as long.
+    scenario
+        .server
+        .push(slow_text("first child answer", 300, pause));
+    scenario
+        .server
+        .push(slow_text("second child answer", 300, pause));
+    scenario.server.push(text("both done", 1_500));
+    let (_session, handle) = scenario.session(cairn::permission::Mode::Headless).await;
+    let started = Instant::now();
+    let (code, out, err) = scenario.run(&handle, "two at once").await;
+    let took = started.elapsed();
+    assert_eq!(code, 0, "stderr: {err}");
+    assert!(out.contains("both done"), "{out}");
+    let requests = scenario.requests();
+    assert_eq!(requests.len(), 4);
+    let last = all_text(&requests[3]);
+    assert!(
+        last.contains("first child answer") && last.contains("second child answer"),
+        "{last}"
+    );
+    assert!(
+        took < pause * 5,
+        "children ran one after the other: {took:?}"
+    );
+}
+
+#[tokio::test]
+async fn interrupting_the_parent_stops_both_children_and_pairs_every_call() {
+    let scenario = Scenario::start(vec![]).await;
+    scenario.server.push(two_task_calls());
+    scenario
+        .server
+        .push(scenario::text_then_stall("child one working"));
+    scenario
+        .server
+        .push(scenario::text_then_stall("child two working"));
+    let (session, handle) = scenario.session(cairn::permission::Mode::Headless).await;
+    let recorder = scenario.record();
+    scenario::prompt(&handle, "two at once");
+    // Both children are mid-answer once the server has their requests.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while scenario.requests().len() < 3 {
+        assert!(Instant::now() < deadline, "children never asked the model");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(handle.send(Command::Interrupt));
+    recorder
+        .wait_idle(&session.id, 1, Duration::from_secs(20))
+        .await;
+    let history = scenario.history(&session.id).await;
+    let tasks: Vec<_> = scenario::tool_parts(&history);
+    assert_eq!(tasks.len(), 2);
+    assert!(tasks.iter().all(|t| t.state.is_finished()), "{tasks:?}");
+    let children = scenario.app.store.list_sessions(50).await.unwrap();
+    let children: Vec<_> = children
+        .into_iter()
+        .filter(|s| s.parent_id.as_deref() == Some(session.id.as_str()))
+        .collect();
+    assert_eq!(children.len(), 2);
+    for child in children {
+        let child_history = scenario.history(&child.id).await;
+        for tool in scenario::tool_parts(&child_history) {
+            assert!(tool.state.is_finished(), "{tool:?}");
+        }
+        // The child's answer was cut off: no finished, unpaired step is left.
+        let assistant = child_history.iter().rev().find(|m| !m.message.is_user());
+        assert!(assistant.is_some(), "the child started answering");
+    }
+}
+
+/// Claude Code's documented subagent file, copied unchanged.
+const CLAUDE_REVIEWER: &str = "---
+name: code-reviewer
+description: Expert code review specialist. Proactively reviews code for quality, security, and maintainability. Use immediately after writing or modifying code.
+tools: Read, Grep, Glob, Bash
+model: inherit
+---
+
+You are a senior code reviewer ensuring high standards of code quality and security.
+
+When invoked:
+1. Run git diff to see recent changes
+2. Focus on modified files
+3. Begin review immediately
+";
+
+#[tokio::test]
+async fn a_claude_code_agent_file_is_offered_and_runs_with_its_prompt_and_tools() {
+    let scenario = Scenario::start(vec![]).await;
+    let agents = scenario.project.path().join(".claude/agents");
+    std::fs::create_dir_all(&agents).expect("mkdir");
+    std::fs::write(agents.join("code-reviewer.md"), CLAUDE_REVIEWER).expect("write");
+    scenario.server.push(tool_call(
+        "call_task",
+        "task",
+        json!({ "description": "review", "prompt": "review the diff", "subagent_type": "code-reviewer" }),
+        1_000,
+    ));
+    scenario.server.push(text("Looks fine.", 400));
+    scenario.server.push(text("Reviewed.", 1_200));
+    let (_session, handle) = scenario.session(cairn::permission::Mode::Headless).await;
+    let (code, _out, err) = scenario.run(&handle, "review please").await;
+    assert_eq!(code, 0, "stderr: {err}");
+    let requests = scenario.requests();
+    assert_eq!(requests.len(), 3);
+    let task_spec = requests[0]["tools"].to_string();
+    assert!(
+        task_spec.contains("code-reviewer: Expert code review"),
+        "{task_spec}"
+    );
+    let system = message_text(&messages_of(&requests[1])[0]);
+    assert!(
+        system.starts_with("You are a senior code reviewer"),
+        "{system}"
+    );
+    let mut tools = tool_names(&requests[1]);
+    tools.sort();
+    assert_eq!(tools, ["bash", "glob", "grep", "read"]);
+    assert!(all_text(&requests[2]).contains("Looks fine."));
+}
+
+/// Figure: the parent's growth per delegated task. The child reads ~50,000
+/// tokens of files and answers in ~1,000; the parent must grow by the answer
+/// plus under 300 tokens (the call, the task id and the wrapper).
+#[tokio::test]
+async fn parent_grows_by_the_answer_plus_under_300_tokens() {
+    let scenario = Scenario::start(vec![]).await;
+    let mut paths = Vec::new();
+    for i in 0..5 {
+        let file = scenario.path(&format!("big{i}.txt"));
+        // ~10k tokens each (dense hex), under the read tool's 50 KB / 2000-line caps.
+        std::fs::write(&file, scenario::dense_text(i, 15_500)).expect("write");
+        paths.push(file.display().to_string());
+    }
+    let answer = scenario::dense_text(99, 1_650).replace('\n', " ");
+    scenario.server.push(tool_call(
+        "call_task",
+        "task",
+        json!({ "description": "read all", "prompt": "summarize the big files", "subagent_type": "explore" }),
+        1_000,
+    ));
+    for (i, path) in paths.iter().enumerate() {
+        scenario.server.push(tool_call(
+            &format!("r{i}"),
+            "read",
+            json!({ "file_path": path }),
+            500,
+        ));
+    }
+    scenario.server.push(text(&answer, 50_000));
+    scenario.server.push(text("ok", 2_000));
+    let (_session, handle) = scenario.session(cairn::permission::Mode::Headless).await;
+    let (code, _out, err) = scenario.run(&handle, "delegate the reading").await;
+    assert_eq!(code, 0, "stderr: {err}");
+    let requests = scenario.requests();
+    let tokens = |r: &Value| cairn::token::count(&serde_json::to_string(&r["messages"]).unwrap());
+    let child_read = tokens(&requests[6]) - tokens(&requests[1]);
+    let growth = tokens(&requests[7]) - tokens(&requests[0]);
+    let answer_tokens = cairn::token::count(&answer);
+    eprintln!(
+        "figure: child read {child_read} tokens; parent grew {growth} tokens for a {answer_tokens}-token answer (overhead {})",
+        growth - answer_tokens
+    );
+    assert!(
+        child_read > 45_000,
+        "the child read only {child_read} tokens"
+    );
+    assert!(
+        growth < answer_tokens + 300,
+        "grew {growth} for {answer_tokens}"
+    );
+}
