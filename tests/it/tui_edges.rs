@@ -37,6 +37,10 @@ async fn the_status_line_cost_updates_after_a_priced_turn() {
         for _ in 0..2 {
             terminal.type_text("\x03");
         }
+        // Back on the normal screen: how to come back to this session.
+        terminal.wait_for("the resume hint", |s| {
+            s.contains("resume with `cairn --continue` or `cairn --session ses_")
+        });
         terminal.wait_exit();
     })
     .await
