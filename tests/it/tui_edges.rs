@@ -94,3 +94,48 @@ async fn ctrl_c_interrupts_a_busy_turn_and_esc_esc_returns_the_queue() {
     .expect("the terminal session");
     assert_eq!(server.requests().len(), 2, "the queued text was not sent");
 }
+
+/// SIGTERM while a turn streams: cairn leaves the alternate screen, turns
+/// mouse reporting off, exits, and `--continue` opens the same transcript.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_restores_the_terminal_and_the_session_continues() {
+    let server = ScriptedServer::start([]).await;
+    let (project, data, config_home) = pty_dirs(&server, true);
+    server.push(text_then_stall("Halfway through"));
+    let (p, d, c) = (
+        project.path().to_path_buf(),
+        data.path().to_path_buf(),
+        config_home.path().to_path_buf(),
+    );
+    tokio::task::spawn_blocking(move || {
+        let mut terminal = Terminal::start(&p, &d, &c, &[]);
+        terminal.wait_for("the status line", |s| s.contains("compact at"));
+        assert_eq!(
+            terminal.modes(),
+            (true, true),
+            "the TUI runs on the alternate screen with mouse reporting"
+        );
+        terminal.type_text("a long job\r");
+        terminal.wait_for("the stalled stream", |s| s.contains("Halfway through"));
+        let pid = i32::try_from(terminal.pid()).expect("a pid");
+        // SAFETY: sending a signal to our own child process.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+        terminal.wait_exit();
+        assert_eq!(
+            terminal.modes(),
+            (false, false),
+            "alternate screen and mouse reporting are off"
+        );
+
+        let mut reopened = Terminal::start(&p, &d, &c, &["--continue"]);
+        reopened.wait_for("the same transcript", |s| {
+            s.contains("a long job") && s.contains("compact at")
+        });
+        for _ in 0..2 {
+            reopened.type_text("\x03");
+        }
+        reopened.wait_exit();
+    })
+    .await
+    .expect("the terminal session");
+}
