@@ -154,17 +154,23 @@ impl App {
         // Fail before creating anything: a run that cannot start leaves no empty session.
         let default_model = self.default_model().context(NO_MODEL)?;
         let directory = self.cwd.display().to_string();
-        let session =
-            match choice {
-                SessionChoice::New => self.new_session(&directory).await?,
-                SessionChoice::Latest => match self.store.latest_session(&directory).await? {
-                    Some(session) => session,
-                    None => self.new_session(&directory).await?,
-                },
-                SessionChoice::Id(id) => self.store.get_session(&id).await?.with_context(|| {
+        let session = match choice {
+            SessionChoice::New => self.new_session(&directory).await?,
+            SessionChoice::Latest => match self.store.latest_session(&directory).await? {
+                Some(session) => session,
+                // `cairn run --continue` means "add to what I did": a
+                // silently fresh session would lose that context.
+                None if mode == Mode::Headless => anyhow::bail!(
+                    "no earlier session in {directory} to continue; leave out --continue to start one"
+                ),
+                None => self.new_session(&directory).await?,
+            },
+            SessionChoice::Id(id) => {
+                self.store.get_session(&id).await?.with_context(|| {
                     format!("no session with id {id}; `cairn sessions` lists them")
-                })?,
-            };
+                })?
+            }
+        };
         // Before recovery: another process's running tools are not a crash.
         let lock = self.lock_session(&session.id).await?;
         let ctx = self.session_ctx(&session, mode, default_model);

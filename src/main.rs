@@ -160,13 +160,23 @@ fn run_tui(mut choice: SessionChoice, loaded: Loaded) -> anyhow::Result<u8> {
                 Some(_) => tui_input(&app, choice).await?,
                 None => first_run_input(&app).await?,
             };
+            let session_id = input.session.id.clone();
             match cairn::tui::run(input).await? {
-                TuiExit::Quit => return Ok(EXIT_OK),
+                TuiExit::Quit => {
+                    // Printed after the terminal is restored, so it stays on screen.
+                    println!("{}", resume_hint(&session_id));
+                    return Ok(EXIT_OK);
+                }
                 TuiExit::SwitchSession(id) => choice = SessionChoice::Id(id),
                 TuiExit::NewSession => choice = SessionChoice::New,
             }
         }
     })
+}
+
+/// How to come back to the session just left.
+fn resume_hint(session_id: &str) -> String {
+    format!("resume with `cairn --continue` or `cairn --session {session_id}`")
 }
 
 async fn tui_input(app: &App, choice: SessionChoice) -> anyhow::Result<TuiInput> {

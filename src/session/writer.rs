@@ -38,9 +38,25 @@ impl Writer {
             view::fill_part_tokens(std::iter::once(&mut part));
         }
         self.store.upsert_part(&part).await?;
+        let step_finished = matches!(part.kind, PartKind::StepFinish(_));
+        let session_id = part.session_id.clone();
         self.bus.publish(Event::PartUpdated {
             part: Arc::new(part),
         });
+        if step_finished {
+            self.publish_totals(&session_id).await?;
+        }
+        Ok(())
+    }
+
+    /// A step's cost and tokens were just added to its session by the store:
+    /// publish the session as stored so the status line shows the real total.
+    async fn publish_totals(&self, session_id: &str) -> Result<(), store::Error> {
+        if let Some(session) = self.store.get_session(session_id).await? {
+            self.bus.publish(Event::SessionUpdated {
+                session: Arc::new(session),
+            });
+        }
         Ok(())
     }
 

@@ -132,7 +132,7 @@ impl Tool for Grep {
         let mut output = if shown.is_empty() {
             "No matches found".to_string()
         } else {
-            format!("Found {total} matches\n{}", shown.join("\n"))
+            format!("Found {}\n{}", match_count(total), shown.join("\n"))
         };
         if truncated {
             output.push_str(&format!(
@@ -176,4 +176,25 @@ fn matching_lines(path: &std::path::Path, regex: &regex::Regex) -> FileMatches {
         }
     }
     found
+}
+
+/// "1 match", "2 matches": the count the model and the card read.
+fn match_count(total: usize) -> String {
+    if total == 1 {
+        "1 match".to_string()
+    } else {
+        format!("{total} matches")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::match_count;
+
+    #[test]
+    fn one_match_is_singular() {
+        assert_eq!(match_count(1), "1 match");
+        assert_eq!(match_count(2), "2 matches");
+        assert_eq!(match_count(0), "0 matches");
+    }
 }

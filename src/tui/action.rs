@@ -28,8 +28,12 @@ pub enum Action {
     Tab,
     /// Esc: close the top layer, or interrupt the agent.
     Escape,
-    /// Ctrl+C: clear the input; twice in a row quits.
+    /// Ctrl+C: interrupt a busy turn, else clear the input; twice in a row quits.
     CtrlC,
+    /// Home / End: the composer line's edges while it has text, else the
+    /// transcript's top / bottom (Ctrl+Home / Ctrl+End always scroll).
+    Home,
+    End,
     ScrollLines(i32),
     PageUp,
     PageDown,

@@ -299,6 +299,7 @@ impl App {
             Event::Status { status, .. } => {
                 if matches!(status, SessionStatus::Idle) {
                     self.busy_since = None;
+                    self.clear_interrupting();
                 } else if self.busy_since.is_none() {
                     self.busy_since = Some(self.now);
                 }
@@ -331,6 +332,17 @@ impl App {
             Event::Gauge { gauge, .. } => self.gauge = Some(*gauge),
         }
         effects
+    }
+
+    /// The turn has stopped: an "interrupting…" notice is no longer true.
+    fn clear_interrupting(&mut self) {
+        if self
+            .flash
+            .as_deref()
+            .is_some_and(|f| f.starts_with(super::update::INTERRUPTING))
+        {
+            self.flash = None;
+        }
     }
 
     /// A fresh dialog for the (next) front request, taking focus and

@@ -69,8 +69,10 @@ pub fn action_for_key(key: &KeyEvent) -> Option<Action> {
         KeyCode::Esc => Action::Escape,
         KeyCode::PageUp => Action::PageUp,
         KeyCode::PageDown => Action::PageDown,
-        KeyCode::Home => Action::ScrollTop,
-        KeyCode::End => Action::ScrollBottom,
+        KeyCode::Home if ctrl => Action::ScrollTop,
+        KeyCode::End if ctrl => Action::ScrollBottom,
+        KeyCode::Home => Action::Home,
+        KeyCode::End => Action::End,
         _ => return None,
     };
     Some(action)

@@ -188,14 +188,18 @@ impl Writer {
         match tag {
             Tag::Heading { level, .. } => {
                 self.flush();
-                let color = if level == HeadingLevel::H1 {
-                    Color::Cyan
+                // Colour and weight mark a heading; literal `##` would be
+                // Markdown source showing through. H1 is also underlined.
+                let style = if level == HeadingLevel::H1 {
+                    Style::default()
+                        .fg(Color::Cyan)
+                        .add_modifier(Modifier::BOLD | Modifier::UNDERLINED)
                 } else {
-                    Color::LightCyan
+                    Style::default()
+                        .fg(Color::LightCyan)
+                        .add_modifier(Modifier::BOLD)
                 };
-                self.push_style(Style::default().fg(color).add_modifier(Modifier::BOLD));
-                let hashes = "#".repeat(level as usize);
-                self.text(&format!("{hashes} "));
+                self.push_style(style);
             }
             Tag::Paragraph => self.flush(),
             Tag::List(start) => {
@@ -349,7 +353,7 @@ mod tests {
         assert_eq!(
             out,
             [
-                "# Title",
+                "Title",
                 "",
                 "• one",
                 "• two",

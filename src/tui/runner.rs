@@ -55,6 +55,7 @@ pub async fn run_loop(
     // Set by the user's keys and by answers to them; cleared by a frame.
     let mut user_waiting = true;
     let mut bus_open = true;
+    let mut signals = Hangups::listen().context("listening for SIGTERM and SIGHUP")?;
     loop {
         let next_frame = last_frame
             + if user_waiting {
@@ -119,6 +120,14 @@ pub async fn run_loop(
                 apply_internal(app, message);
                 Vec::new()
             }
+            // SIGTERM / SIGHUP: stop the turn and leave; the guard restores
+            // the terminal on the way out, as for /quit.
+            () = signals.next() => {
+                if app.is_busy() {
+                    send(app, &channels, Command::Interrupt);
+                }
+                return Ok(TuiExit::Quit);
+            }
             _ = tokio::time::sleep_until(next_frame), if app.dirty => Vec::new(),
             _ = tick.tick(), if app.needs_tick() => app.tick(now_millis()),
         };
@@ -129,6 +138,46 @@ pub async fn run_loop(
             }
             perform(effect, app, &channels, &internal_tx);
         }
+    }
+}
+
+/// SIGTERM and SIGHUP (a supervisor, a closed terminal window): reasons to
+/// leave cleanly instead of dying with the terminal in raw mode.
+#[cfg(unix)]
+struct Hangups {
+    terminate: tokio::signal::unix::Signal,
+    hangup: tokio::signal::unix::Signal,
+}
+
+#[cfg(unix)]
+impl Hangups {
+    fn listen() -> std::io::Result<Self> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Self {
+            terminate: signal(SignalKind::terminate())?,
+            hangup: signal(SignalKind::hangup())?,
+        })
+    }
+
+    async fn next(&mut self) {
+        tokio::select! {
+            _ = self.terminate.recv() => {}
+            _ = self.hangup.recv() => {}
+        }
+    }
+}
+
+#[cfg(not(unix))]
+struct Hangups;
+
+#[cfg(not(unix))]
+impl Hangups {
+    fn listen() -> std::io::Result<Self> {
+        Ok(Self)
+    }
+
+    async fn next(&mut self) {
+        std::future::pending::<()>().await
     }
 }
 

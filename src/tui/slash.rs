@@ -4,6 +4,8 @@
 //! The table of names and help lives in `completion`; this file is the
 //! dispatch. No I/O: `/export` renders the Markdown here but the runner writes it.
 
+use crate::clock::Millis;
+use crate::message::Session;
 use crate::session::command::Command;
 use crate::session::export::export_path;
 
@@ -85,17 +87,19 @@ fn open_session_picker(app: &mut App) {
         app.flash = Some("no other sessions in this directory".into());
         return;
     }
+    // The list was read at start: the open session's title and cost have
+    // moved since, so its live copy replaces the stale one.
+    let live = |s: &Session| {
+        if s.id == app.session.id {
+            app.session.clone()
+        } else {
+            s.clone()
+        }
+    };
     let entries: Vec<(String, String)> = app
         .sessions
         .iter()
-        .map(|s| {
-            let title = if s.title.is_empty() {
-                "(untitled)"
-            } else {
-                s.title.as_str()
-            };
-            (s.id.clone(), format!("{title}  ·  ${:.2}", s.cost))
-        })
+        .map(|s| (s.id.clone(), session_label(&live(s), app.now)))
         .collect();
     let selected = app
         .sessions
@@ -108,4 +112,69 @@ fn open_session_picker(app: &mut App) {
         entries,
         selected,
     }));
+}
+
+/// `Fix the parser  ·  2h ago  ·  $0.42`: title, age of the last change, cost.
+pub fn session_label(session: &Session, now: Millis) -> String {
+    let title = if session.title.is_empty() {
+        "(untitled)"
+    } else {
+        session.title.as_str()
+    };
+    let age = age(now - session.time_updated);
+    format!("{title}  ·  {age}  ·  ${:.2}", session.cost)
+}
+
+/// `just now`, `5m ago`, `3h ago`, `2d ago`.
+fn age(millis: i64) -> String {
+    let minutes = millis.max(0) / 60_000;
+    match minutes {
+        0 => "just now".to_string(),
+        1..=59 => format!("{minutes}m ago"),
+        60..=1439 => format!("{}h ago", minutes / 60),
+        _ => format!("{}d ago", minutes / 1440),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::fixtures::{NOW, app};
+
+    #[test]
+    fn the_session_picker_shows_the_open_session_live_with_ages() {
+        let mut app = app(Vec::new());
+        let mut stale = app.session.clone();
+        stale.title = String::new();
+        stale.cost = 0.0;
+        let mut older = stale.clone();
+        older.id = "ses_older".into();
+        older.title = "Older work".into();
+        older.time_updated = NOW - 3 * 3_600_000;
+        app.sessions = vec![stale, older];
+        app.session.title = "Live title".into();
+        app.session.cost = 1.25;
+        app.session.time_updated = NOW - 5 * 60_000;
+        open_session_picker(&mut app);
+        let Some(Overlay::Picker(picker)) = &app.overlay else {
+            panic!("the picker opens");
+        };
+        let labels: Vec<&str> = picker.entries.iter().map(|(_, l)| l.as_str()).collect();
+        assert_eq!(
+            labels,
+            [
+                "Live title  ·  5m ago  ·  $1.25",
+                "Older work  ·  3h ago  ·  $0.00"
+            ]
+        );
+    }
+
+    #[test]
+    fn ages_round_down_to_the_unit_shown() {
+        assert_eq!(age(30_000), "just now");
+        assert_eq!(age(59 * 60_000), "59m ago");
+        assert_eq!(age(61 * 60_000), "1h ago");
+        assert_eq!(age(50 * 3_600_000), "2d ago");
+        assert_eq!(age(-5), "just now");
+    }
 }

@@ -21,6 +21,7 @@ pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
         Action::Suspend => return vec![Effect::Suspend],
         _ => app.last_key = Some(app.now),
     }
+    let action = home_or_end(app, action);
     if !app.permissions.is_empty() {
         return permission_key(app, action);
     }
@@ -35,6 +36,19 @@ pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
     let effects = composer_key(app, action);
     refresh_completion(app);
     effects
+}
+
+/// Home / End edit the composer's line while it has text and no overlay is
+/// open; otherwise they scroll, as they always did.
+fn home_or_end(app: &App, action: Action) -> Action {
+    let editing = !app.composer.is_empty() && app.overlay.is_none();
+    match action {
+        Action::Home if editing => Action::LineStart,
+        Action::End if editing => Action::LineEnd,
+        Action::Home => Action::ScrollTop,
+        Action::End => Action::ScrollBottom,
+        other => other,
+    }
 }
 
 /// Keys while a permission dialog is open. Nothing typed by chance answers
@@ -262,7 +276,7 @@ fn composer_key(app: &mut App, action: Action) -> Vec<Effect> {
         Action::Enter => return submit(app),
         Action::Tab => app.switch_agent(None),
         Action::Escape => return escape(app),
-        Action::CtrlC => ctrl_c(app),
+        Action::CtrlC => return ctrl_c(app),
         Action::ScrollLines(n) => app.scroll.by(n.into()),
         Action::PageUp => app.scroll.by(-page(app)),
         Action::PageDown => app.scroll.by(page(app)),
@@ -276,7 +290,7 @@ fn composer_key(app: &mut App, action: Action) -> Vec<Effect> {
             app.show_reasoning = !app.show_reasoning;
             app.timeline.bump_all();
         }
-        Action::Resize | Action::Suspend => {}
+        Action::Resize | Action::Suspend | Action::Home | Action::End => {}
     }
     Vec::new()
 }
@@ -322,32 +336,57 @@ fn submit(app: &mut App) -> Vec<Effect> {
 fn escape(app: &mut App) -> Vec<Effect> {
     let now = app.now;
     if app.escape_is_recent() && !app.queued.is_empty() {
-        app.queued.clear();
-        app.flash = Some("queued message cleared".into());
+        restore_queued(app);
         app.last_escape = None;
         return Vec::new();
     }
     app.last_escape = Some(now);
     if app.is_busy() {
-        app.flash = Some("interrupting… (Esc again clears queued messages)".into());
+        app.flash = Some(if app.queued.is_empty() {
+            INTERRUPTING.to_string()
+        } else {
+            format!("{INTERRUPTING} queued message sends next; Esc again puts it back to edit")
+        });
         return vec![Effect::Send(Command::Interrupt)];
     }
     Vec::new()
 }
 
-fn ctrl_c(app: &mut App) {
+/// The flash shown while an interrupt is on its way; cleared once idle.
+pub const INTERRUPTING: &str = "interrupting…";
+
+/// Esc Esc: queued prompts go back into the composer (oldest first, before
+/// whatever is being typed) instead of being dropped.
+fn restore_queued(app: &mut App) {
+    let mut texts: Vec<String> = app.queued.drain(..).collect();
+    if !app.composer.is_empty() {
+        texts.push(app.composer.text().to_string());
+    }
+    app.composer.set_text(&texts.join("\n"));
+    app.flash = Some("queued message back in the composer".into());
+}
+
+/// Ctrl+C: a busy turn is interrupted first (the draft stays); otherwise the
+/// draft is cleared; with nothing to clear, a second press quits.
+fn ctrl_c(app: &mut App) -> Vec<Effect> {
+    let recent = app
+        .last_ctrl_c
+        .is_some_and(|t| app.now - t <= DOUBLE_PRESS_MS);
+    if app.is_busy() && !recent {
+        app.last_ctrl_c = Some(app.now);
+        app.flash = Some(format!("{INTERRUPTING} (Ctrl+C again to quit)"));
+        return vec![Effect::Send(Command::Interrupt)];
+    }
     if !app.composer.is_empty() {
         app.composer.clear();
         app.last_ctrl_c = None;
-        return;
+        return Vec::new();
     }
-    if app
-        .last_ctrl_c
-        .is_some_and(|t| app.now - t <= DOUBLE_PRESS_MS)
-    {
+    if recent {
         app.exit = Some(TuiExit::Quit);
-        return;
+        return Vec::new();
     }
     app.last_ctrl_c = Some(app.now);
     app.flash = Some("press Ctrl+C again to quit".into());
+    Vec::new()
 }

@@ -118,22 +118,72 @@ fn messages_typed_while_busy_are_queued_then_sent_when_idle() {
 }
 
 #[test]
-fn escape_interrupts_and_a_second_escape_clears_the_queue() {
+fn escape_interrupts_and_a_second_escape_returns_the_queue_to_the_composer() {
     let mut app = app(Vec::new());
     busy(&mut app);
     typed(&mut app, "later");
     update(&mut app, Action::Enter);
+    typed(&mut app, "and more");
     assert_eq!(sent(&update(&mut app, Action::Escape)), ["Interrupt"]);
+    let flash = app.flash.clone().unwrap_or_default();
+    assert!(flash.contains("queued message sends next"), "{flash}");
     // The interrupt makes the loop idle: the queue waits out the double-press window.
     let effects = app.apply_event(&Event::Status {
         session_id: SESSION.into(),
         status: SessionStatus::Idle,
     });
     assert!(effects.is_empty());
+    assert_eq!(app.flash, None, "interrupting… clears once idle");
     app.now += 200;
     update(&mut app, Action::Escape);
     assert!(app.queued.is_empty());
+    assert_eq!(app.composer.text(), "later\nand more");
     assert!(app.tick(NOW + 5_000).is_empty());
+}
+
+#[test]
+fn ctrl_c_interrupts_a_busy_turn_before_clearing_or_quitting() {
+    let mut app = app(Vec::new());
+    busy(&mut app);
+    typed(&mut app, "draft");
+    assert_eq!(sent(&update(&mut app, Action::CtrlC)), ["Interrupt"]);
+    assert_eq!(
+        app.composer.text(),
+        "draft",
+        "the draft survives the interrupt"
+    );
+    assert_eq!(app.exit, None);
+    app.apply_event(&Event::Status {
+        session_id: SESSION.into(),
+        status: SessionStatus::Idle,
+    });
+    app.now += 2_000;
+    assert!(sent(&update(&mut app, Action::CtrlC)).is_empty());
+    assert!(app.composer.is_empty());
+    update(&mut app, Action::CtrlC);
+    assert_eq!(app.exit, None);
+    update(&mut app, Action::CtrlC);
+    assert_eq!(app.exit, Some(TuiExit::Quit));
+}
+
+#[test]
+fn home_and_end_edit_a_draft_and_scroll_an_empty_composer() {
+    let mut app = app(exchange(30));
+    typed(&mut app, "middle");
+    update(&mut app, Action::Home);
+    assert_eq!(app.composer.cursor(), 0);
+    update(&mut app, Action::Insert('>'));
+    update(&mut app, Action::End);
+    update(&mut app, Action::Insert('<'));
+    assert_eq!(app.composer.text(), ">middle<");
+    app.composer.clear();
+    update(&mut app, Action::Home);
+    assert!(
+        app.scroll.anchor.is_some(),
+        "Home on an empty composer scrolls up"
+    );
+    update(&mut app, Action::End);
+    assert!(app.scroll.anchor.is_none());
 }
 
 #[test]
@@ -467,7 +517,7 @@ fn scrolled_up_view_stays_put_while_new_text_arrives() {
 fn home_shows_the_first_message_and_scrolling_down_returns_to_follow() {
     let history: Vec<MessageWithParts> = (0..10).flat_map(exchange).collect();
     let mut app = app(history);
-    update(&mut app, Action::ScrollTop);
+    update(&mut app, Action::Home);
     assert!(render(&mut app, 60, 20).contains("question number 0"));
     for _ in 0..40 {
         update(&mut app, Action::PageDown);

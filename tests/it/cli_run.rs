@@ -288,6 +288,30 @@ async fn continue_resumes_the_last_session_with_its_history() {
     assert_eq!(text_of(&listed.stdout).lines().count(), 1, "one session");
 }
 
+/// `--continue` in a directory with no session says so (exit 1) and creates
+/// nothing, instead of quietly answering in a fresh session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn continue_without_an_earlier_session_says_so() {
+    let project = Project::new();
+    let server = ScriptedServer::start([text("should not be asked", 300)]).await;
+    project.use_scripted(&server);
+    let output = project.cairn(&["run", "--continue", "carry on"]).await;
+    assert_eq!(output.status.code(), Some(1), "{}", describe(&output));
+    assert!(
+        text_of(&output.stderr).contains("no earlier session")
+            && text_of(&output.stderr).contains("--continue"),
+        "{}",
+        describe(&output)
+    );
+    assert!(server.requests().is_empty(), "nothing was sent");
+    let listed = project.cairn(&["sessions"]).await;
+    assert!(
+        !text_of(&listed.stdout).contains("carry on"),
+        "no session was created: {}",
+        describe(&listed)
+    );
+}
+
 /// A text answer whose step fills the 200k window, so that a compaction
 /// follows it in the same run.
 fn answer_that_fills_the_window(answer: &str) -> support::ScriptedResponse {

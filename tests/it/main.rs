@@ -60,6 +60,7 @@ mod tools_hangs;
 mod tools_kill;
 mod tools_search;
 mod tools_truncate;
+mod tui_edges;
 mod tui_paging;
 mod tui_pty;
 mod undo_run;

@@ -64,6 +64,21 @@ impl Terminal {
         }
     }
 
+    /// The process id, to send it signals.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.process_id().expect("a running child")
+    }
+
+    /// (alternate screen on, mouse reporting on) as the terminal sees them.
+    pub(crate) fn modes(&self) -> (bool, bool) {
+        let parser = self.screen.lock().expect("screen lock");
+        let screen = parser.screen();
+        (
+            screen.alternate_screen(),
+            screen.mouse_protocol_mode() != vt100::MouseProtocolMode::None,
+        )
+    }
+
     pub(crate) fn contents(&self) -> String {
         self.screen.lock().expect("screen lock").screen().contents()
     }

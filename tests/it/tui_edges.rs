@@ -1,0 +1,141 @@
+//! Issue 17's rough edges, through the real binary in a pseudo-terminal:
+//! the live session cost, Ctrl+C on a busy turn, Esc Esc on a queue.
+
+use crate::scenario::{text, text_then_stall};
+use crate::support::ScriptedServer;
+use crate::tui_pty::{Terminal, pty_dirs};
+
+use std::io::Write as _;
+
+/// The status line's cost moves after a priced turn: 10,000 prompt tokens at
+/// $100 per million are $1.00, read back from the store, not the opening value.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_status_line_cost_updates_after_a_priced_turn() {
+    let server = ScriptedServer::start([]).await;
+    let (project, data, config_home) = pty_dirs(&server, true);
+    let mut config = std::fs::OpenOptions::new()
+        .append(true)
+        .open(project.path().join("cairn.toml"))
+        .expect("config");
+    config
+        .write_all(b"price_input = 100.0\nprice_output = 0.0\n")
+        .expect("price");
+    server.push(text("Priced answer.", 10_000));
+    let (p, d, c) = (
+        project.path().to_path_buf(),
+        data.path().to_path_buf(),
+        config_home.path().to_path_buf(),
+    );
+    tokio::task::spawn_blocking(move || {
+        let mut terminal = Terminal::start(&p, &d, &c, &[]);
+        terminal.wait_for("the opening cost", |s| s.contains("$0.00"));
+        terminal.type_text("what does it cost\r");
+        terminal.wait_for("the answer", |s| s.contains("Priced answer."));
+        terminal.wait_for("the cost of the turn", |s| {
+            s.contains("$1.00") && !s.contains("$0.00")
+        });
+        for _ in 0..2 {
+            terminal.type_text("\x03");
+        }
+        // Back on the normal screen: how to come back to this session.
+        terminal.wait_for("the resume hint", |s| {
+            s.contains("resume with `cairn --continue` or `cairn --session ses_")
+        });
+        terminal.wait_exit();
+    })
+    .await
+    .expect("the terminal session");
+}
+
+/// Ctrl+C while the model streams interrupts the turn and keeps cairn open
+/// with the draft; Esc Esc puts a queued message back into the composer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_interrupts_a_busy_turn_and_esc_esc_returns_the_queue() {
+    let server = ScriptedServer::start([]).await;
+    let (project, data, config_home) = pty_dirs(&server, true);
+    server.push(text_then_stall("Thinking about it"));
+    server.push(text_then_stall("Second try"));
+    let (p, d, c) = (
+        project.path().to_path_buf(),
+        data.path().to_path_buf(),
+        config_home.path().to_path_buf(),
+    );
+    tokio::task::spawn_blocking(move || {
+        let mut terminal = Terminal::start(&p, &d, &c, &[]);
+        terminal.wait_for("the status line", |s| s.contains("compact at"));
+        terminal.type_text("start working\r");
+        terminal.wait_for("the stalled stream", |s| s.contains("Thinking about it"));
+        terminal.type_text("a draft");
+        terminal.type_text("\x03");
+        // The turn is marked interrupted, "interrupting…" is gone, cairn is
+        // still open with the draft.
+        let screen = terminal.wait_for("the interrupt", |s| {
+            s.contains("interrupted") && !s.contains("interrupting")
+        });
+        assert!(screen.contains("> a draft"), "the draft stays:\n{screen}");
+        // Clear the draft, start another stalled turn, queue a message.
+        terminal.type_text("\x03");
+        terminal.type_text("go again\r");
+        terminal.wait_for("the second stream", |s| s.contains("Second try"));
+        terminal.type_text("queued words\r");
+        terminal.wait_for("the queue", |s| s.contains("queued"));
+        terminal.type_text("\x1b");
+        terminal.type_text("\x1b");
+        terminal.wait_for("the queue back in the composer", |s| {
+            s.contains("queued message back in the composer") && s.contains("queued words")
+        });
+        terminal.type_text("\x03");
+        for _ in 0..2 {
+            terminal.type_text("\x03");
+        }
+        terminal.wait_exit();
+    })
+    .await
+    .expect("the terminal session");
+    assert_eq!(server.requests().len(), 2, "the queued text was not sent");
+}
+
+/// SIGTERM while a turn streams: cairn leaves the alternate screen, turns
+/// mouse reporting off, exits, and `--continue` opens the same transcript.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_restores_the_terminal_and_the_session_continues() {
+    let server = ScriptedServer::start([]).await;
+    let (project, data, config_home) = pty_dirs(&server, true);
+    server.push(text_then_stall("Halfway through"));
+    let (p, d, c) = (
+        project.path().to_path_buf(),
+        data.path().to_path_buf(),
+        config_home.path().to_path_buf(),
+    );
+    tokio::task::spawn_blocking(move || {
+        let mut terminal = Terminal::start(&p, &d, &c, &[]);
+        terminal.wait_for("the status line", |s| s.contains("compact at"));
+        assert_eq!(
+            terminal.modes(),
+            (true, true),
+            "the TUI runs on the alternate screen with mouse reporting"
+        );
+        terminal.type_text("a long job\r");
+        terminal.wait_for("the stalled stream", |s| s.contains("Halfway through"));
+        let pid = i32::try_from(terminal.pid()).expect("a pid");
+        // SAFETY: sending a signal to our own child process.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+        terminal.wait_exit();
+        assert_eq!(
+            terminal.modes(),
+            (false, false),
+            "alternate screen and mouse reporting are off"
+        );
+
+        let mut reopened = Terminal::start(&p, &d, &c, &["--continue"]);
+        reopened.wait_for("the same transcript", |s| {
+            s.contains("a long job") && s.contains("compact at")
+        });
+        for _ in 0..2 {
+            reopened.type_text("\x03");
+        }
+        reopened.wait_exit();
+    })
+    .await
+    .expect("the terminal session");
+}
