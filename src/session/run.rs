@@ -92,7 +92,7 @@ pub async fn run(ctx: Arc<SessionCtx>, cancel: CancellationToken) -> Result<(), 
     if worked && result.is_ok() && ctx.settings.compaction.prune && !cancel.is_cancelled() {
         // A failed prune is reported like any failure below, then idle: with
         // `?` here the session stayed busy and `cairn run` waited for good.
-        result = prune_task::run(&ctx, false).await;
+        result = prune_task::run(&ctx, false).await.map(|_pruned| ());
     }
     if worked {
         // The last step's usage is the gauge's new anchor: show it.
