@@ -210,16 +210,7 @@ async fn decide_and_act(
     if read.cut {
         // Never compacted and longer than any window: summarize what was
         // read before building a request of it.
-        create_compaction(
-            ctx,
-            &user,
-            CompactionPart {
-                auto: true,
-                ..Default::default()
-            },
-        )
-        .await?;
-        return Ok(Next::Continue);
+        return compact_automatically(ctx, &user).await;
     }
     let is_last_step = agent.steps.is_some_and(|max| *step >= max);
     let view = view::model_view(history);
@@ -238,22 +229,7 @@ async fn decide_and_act(
         .and_then(|m| m.message.as_assistant())
         .is_none_or(|a| a.summary);
     if !after_summary && crate::context::is_overflow(&gauge) {
-        // Layer 2 before layer 3: clearing old tool outputs may be enough,
-        // and costs no summary. On a small window the turn may not end
-        // (where prune normally runs) before the window fills.
-        if ctx.settings.compaction.prune && prune_task::run(ctx, false).await? {
-            return Ok(Next::Continue);
-        }
-        create_compaction(
-            ctx,
-            &user,
-            CompactionPart {
-                auto: true,
-                ..Default::default()
-            },
-        )
-        .await?;
-        return Ok(Next::Continue);
+        return make_room(ctx, &user).await;
     }
     let assistant = new_assistant(ctx, &user_message.message.id, &user, &agent.name, false);
     let mut runner = ToolRunner::new(
@@ -279,6 +255,27 @@ async fn decide_and_act(
     )
     .await?;
     after_step(ctx, cancel, &model, &user, &assistant_id, outcome, retries).await
+}
+
+/// The next request does not fit: prune, and compact only when prune
+/// cleared nothing. Layer 2 before layer 3: clearing old tool outputs may be
+/// enough and costs no summary; on a small window the turn may not end
+/// (where prune normally runs) before the window fills.
+async fn make_room(ctx: &SessionCtx, user: &UserMessage) -> Result<Next, Error> {
+    if ctx.settings.compaction.prune && prune_task::run(ctx, false).await? {
+        return Ok(Next::Continue);
+    }
+    compact_automatically(ctx, user).await
+}
+
+/// Writes an automatic compaction request; the next iteration runs it.
+async fn compact_automatically(ctx: &SessionCtx, user: &UserMessage) -> Result<Next, Error> {
+    let part = CompactionPart {
+        auto: true,
+        ..Default::default()
+    };
+    create_compaction(ctx, user, part).await?;
+    Ok(Next::Continue)
 }
 
 /// Acts on how a model step ended: go on, stop, compact, or retry.
