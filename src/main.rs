@@ -101,7 +101,10 @@ fn open_app(loaded: Loaded) -> anyhow::Result<App> {
 }
 
 /// `cairn run`: one message, answered without the TUI.
-fn run_headless(args: RunArgs, loaded: Loaded) -> anyhow::Result<u8> {
+fn run_headless(args: RunArgs, mut loaded: Loaded) -> anyhow::Result<u8> {
+    let runtime = runtime()?;
+    // Nothing configured: a local server that answers is the model.
+    runtime.block_on(cairn::app::discover_local_model(&mut loaded.config))?;
     let app = open_app(loaded)?;
     let choice = match (args.resume_last, args.session) {
         (_, Some(id)) => SessionChoice::Id(id),
@@ -109,7 +112,6 @@ fn run_headless(args: RunArgs, loaded: Loaded) -> anyhow::Result<u8> {
         (false, None) => SessionChoice::New,
     };
     let message = args.message.join(" ");
-    let runtime = runtime()?;
     let code = runtime.block_on(async {
         let (session, handle) = app.start(choice, Mode::Headless).await?;
         tracing::info!(session = %session.id, "headless run");
