@@ -87,20 +87,25 @@ pub async fn discover_local_model(
     }
     let candidates = discover::candidates().map_err(anyhow::Error::msg)?;
     let found = discover::discover(&candidates, discover::BUDGET).await;
-    if let Some(server) = found.first() {
-        use_local_server(config, server);
+    if let Some((server, model)) = found.first().and_then(|s| Some((s, s.model_ref()?))) {
+        use_local_server(config, server, model);
     }
     Ok(found)
 }
 
-/// Makes `server`'s first model the default, reached at its URL.
-pub fn use_local_server(config: &mut Config, server: &crate::provider::discover::LocalServer) {
-    let Some(model) = server.model_ref() else {
-        return;
-    };
+/// Makes `model`, served by `server`, the default, reached at its URL.
+pub fn use_local_server(
+    config: &mut Config,
+    server: &crate::provider::discover::LocalServer,
+    model: ModelRef,
+) {
     let provider = config.provider.entry(model.provider.clone()).or_default();
     provider.base_url = crate::config::NonEmpty::new(server.base_url()).ok();
-    if let Some(context) = server.context {
+    // The window the server reported is its first model's.
+    if let Some(context) = server
+        .context
+        .filter(|_| server.models.first() == Some(&model.model))
+    {
         let settings = provider.models.entry(model.model.clone()).or_default();
         settings.context.get_or_insert(context);
         // A catalog model's output limit is for its full trained window;

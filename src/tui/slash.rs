@@ -39,7 +39,8 @@ pub fn run_slash(app: &mut App, input: &str) -> Vec<Effect> {
             "build" | "plan" => app.switch_agent(Some(args)),
             other => app.flash = Some(format!("no agent named {other:?}; try build or plan")),
         },
-        "/model" | "/models" => open_model_picker(app),
+        "/model" | "/models" if args.is_empty() => open_model_picker(app),
+        "/model" | "/models" => pick_model(app, args),
         "/sessions" | "/resume" => open_session_picker(app),
         "/export" => {
             let path = export_path(&app.session);
@@ -60,6 +61,19 @@ pub fn run_slash(app: &mut App, input: &str) -> Vec<Effect> {
         other => app.flash = Some(format!("unknown command {other}; /help lists them")),
     }
     Vec::new()
+}
+
+/// `/model provider/model`: switches directly; on the first-run screen
+/// (no session yet) the TUI restarts with that model.
+pub(super) fn pick_model(app: &mut App, name: &str) {
+    match crate::message::ModelRef::parse(name) {
+        Ok(_) if app.session.id.is_empty() => app.exit = Some(TuiExit::UseModel(name.to_string())),
+        Ok(model) => {
+            app.model = Some(model);
+            app.model_label = name.to_string();
+        }
+        Err(error) => app.flash = Some(format!("/model {name}: {error}")),
+    }
 }
 
 fn open_model_picker(app: &mut App) {

@@ -178,6 +178,9 @@ fn overlay_key(app: &mut App, action: Action) -> Vec<Effect> {
             };
             app.overlay = None;
             match kind {
+                PickerKind::Model if app.session.id.is_empty() => {
+                    app.exit = Some(TuiExit::UseModel(value));
+                }
                 PickerKind::Model => {
                     app.model = ModelRef::parse(&value).ok();
                     app.model_label = label;

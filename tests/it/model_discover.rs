@@ -208,3 +208,83 @@ async fn run_with_nothing_configured_and_nothing_found_gives_advice() {
         assert!(stderr.contains(needle), "{needle}: {}", describe(&output));
     }
 }
+
+/// Nothing configured in a real terminal: the first screen says what the
+/// search found, `/model` picks it without a restart, and a message is answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn first_screen_lists_the_local_server_and_model_switches_to_it() {
+    let server = ScriptedServer::answering(|request| match request.path.as_str() {
+        "/v1/chat/completions" => scenario::text("Hello from the local model.", 100),
+        _ => ollama(request),
+    })
+    .await;
+    let servers = format!("ollama={}", server.url());
+    let (project, data, config_home) = empty_dirs();
+    tokio::task::spawn_blocking(move || {
+        let mut terminal = unconfigured_terminal(&project, &data, &config_home, &servers);
+        terminal.wait_for("the servers found", |s| {
+            s.contains("cairn found local model servers")
+                && s.contains("ollama/qwen3-coder:30b  (local)")
+                && s.contains("16384-token window")
+        });
+        terminal.type_text("\x1b");
+        terminal.type_text("/model ollama/qwen3-coder:30b\r");
+        terminal.wait_for("the model in the status line", |s| {
+            s.contains("ollama/qwen3-coder:30b") && s.contains("compact at")
+        });
+        terminal.type_text("say hello\r");
+        terminal.wait_for("the answer", |s| s.contains("Hello from the local model."));
+        terminal.type_text("\x03");
+        terminal.type_text("\x03");
+        terminal.wait_exit();
+    })
+    .await
+    .expect("terminal session");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn first_screen_with_nothing_found_gives_advice_and_stays_usable() {
+    let (project, data, config_home) = empty_dirs();
+    tokio::task::spawn_blocking(move || {
+        let mut terminal = unconfigured_terminal(&project, &data, &config_home, "");
+        terminal.wait_for("the advice", |s| {
+            s.contains("No local server answered") && s.contains("ANTHROPIC_API_KEY")
+        });
+        terminal.type_text("\x1b");
+        terminal.type_text("/model nonsense\r");
+        terminal.wait_for("the parse error", |s| s.contains("/model nonsense"));
+        terminal.type_text("\x03");
+        terminal.type_text("\x03");
+        terminal.wait_exit();
+    })
+    .await
+    .expect("terminal session");
+}
+
+fn empty_dirs() -> (tempfile::TempDir, tempfile::TempDir, tempfile::TempDir) {
+    let project = tempfile::tempdir().expect("project");
+    std::fs::create_dir(project.path().join(".git")).expect("git dir");
+    let data = tempfile::tempdir().expect("data");
+    let config_home = tempfile::tempdir().expect("config home");
+    (project, data, config_home)
+}
+
+fn unconfigured_terminal(
+    project: &tempfile::TempDir,
+    data: &tempfile::TempDir,
+    config_home: &tempfile::TempDir,
+    servers: &str,
+) -> crate::tui_pty::Terminal {
+    let mut env = vec![
+        ("CAIRN_LOCAL_SERVERS", Some(servers)),
+        ("CAIRN_MODEL", None),
+    ];
+    env.extend(cairn::provider::presets::key_variables().map(|name| (name, None)));
+    crate::tui_pty::Terminal::start_with_env(
+        project.path(),
+        data.path(),
+        config_home.path(),
+        &[],
+        &env,
+    )
+}
