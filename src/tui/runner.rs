@@ -319,6 +319,7 @@ mod tests {
                 commands,
                 read_history: None,
                 keymap: KeyMap::default(),
+                discovery: None,
             },
             received,
         )

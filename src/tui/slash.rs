@@ -91,6 +91,7 @@ fn open_model_picker(app: &mut App) {
         title: "model".into(),
         entries: app.models.iter().map(|m| (m.clone(), m.clone())).collect(),
         selected,
+        filter: String::new(),
     }));
 }
 
@@ -121,5 +122,6 @@ fn open_session_picker(app: &mut App) {
         title: "sessions".into(),
         entries,
         selected,
+        filter: String::new(),
     }));
 }
