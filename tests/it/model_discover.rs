@@ -71,6 +71,9 @@ fn vllm(request: &RecordedRequest) -> ScriptedResponse {
     }
 }
 
+/// One flavour's scripted server.
+type Responder = fn(&RecordedRequest) -> ScriptedResponse;
+
 async fn probe_one(flavour: Flavour, server: &ScriptedServer) -> Vec<LocalServer> {
     let candidates = [Candidate {
         flavour,
@@ -81,7 +84,7 @@ async fn probe_one(flavour: Flavour, server: &ScriptedServer) -> Vec<LocalServer
 
 #[tokio::test]
 async fn each_flavour_is_found_with_its_models_and_window() {
-    let cases: [(Flavour, fn(&RecordedRequest) -> ScriptedResponse, &str, u64); 4] = [
+    let cases: [(Flavour, Responder, &str, u64); 4] = [
         (
             Flavour::LlamaServer,
             llama_server,
