@@ -24,7 +24,7 @@ use crate::session::writer::Writer;
 use crate::store::Store;
 use crate::tool::{OutputLimits, Registry};
 
-const NO_MODEL: &str = "no model configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY, pass --model provider/model, or set `model` in ~/.config/cairn/config.toml";
+const NO_MODEL: &str = crate::provider::discover::ADVICE;
 
 /// Deletes saved tool outputs older than a week on a thread of its own, off
 /// the path to the first frame; a failure is logged, never fatal.
@@ -69,6 +69,52 @@ fn collect_snapshots(data_dir: &Path, max_age_days: u32) {
     if let Err(error) = spawned {
         tracing::warn!("could not start collecting old snapshots: {error}");
     }
+}
+
+/// With no model configured and no key set, asks the usual local servers
+/// (within `discover::BUDGET`) and points `config` at the first that serves
+/// a model: its model becomes the default, its URL the provider's, and the
+/// window it reports the model's context. Returns what answered.
+///
+/// # Errors
+/// `discover::SERVERS_ENV` is set but malformed.
+pub async fn discover_local_model(
+    config: &mut Config,
+) -> anyhow::Result<Vec<crate::provider::discover::LocalServer>> {
+    use crate::provider::discover;
+    if config.model.is_some() || default_model_from_env().is_some() {
+        return Ok(Vec::new());
+    }
+    let candidates = discover::candidates().map_err(anyhow::Error::msg)?;
+    let found = discover::discover(&candidates, discover::BUDGET).await;
+    if let Some((server, model)) = found.first().and_then(|s| Some((s, s.model_ref()?))) {
+        use_local_server(config, server, model);
+    }
+    Ok(found)
+}
+
+/// Makes `model`, served by `server`, the default, reached at its URL.
+pub fn use_local_server(
+    config: &mut Config,
+    server: &crate::provider::discover::LocalServer,
+    model: ModelRef,
+) {
+    let provider = config.provider.entry(model.provider.clone()).or_default();
+    provider.base_url = crate::config::NonEmpty::new(server.base_url()).ok();
+    // The window the server reported is its first model's.
+    if let Some(context) = server
+        .context
+        .filter(|_| server.models.first() == Some(&model.model))
+    {
+        let settings = provider.models.entry(model.model.clone()).or_default();
+        settings.context.get_or_insert(context);
+        // A catalog model's output limit is for its full trained window;
+        // within the smaller window the server runs, keep room for input
+        // (the same share the context probe of a local model leaves).
+        settings.output.get_or_insert((context / 4).max(1));
+    }
+    tracing::info!(model = %model, url = %server.base_url(), context = ?server.context, "using a local server");
+    config.model = Some(model);
 }
 
 /// Which session to open.

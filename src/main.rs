@@ -16,9 +16,10 @@ use cairn::cli::{Cli, Command, EXIT_FAILURE, EXIT_OK, EXIT_SESSION_BUSY, RunArgs
 use cairn::config::{self, LoadOptions, Loaded};
 use cairn::headless;
 use cairn::permission::Mode;
+use cairn::provider::discover::LocalServer;
 use cairn::session::lock::LockError;
 use cairn::tui::keymap::KeyMap;
-use cairn::tui::{HISTORY_PAGE, History, HistoryRead, TuiExit, TuiInput};
+use cairn::tui::{Discovered, HISTORY_PAGE, History, HistoryRead, TuiExit, TuiInput};
 use std::sync::Arc;
 
 fn main() -> ExitCode {
@@ -95,13 +96,20 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 }
 
 fn open_app(loaded: Loaded) -> anyhow::Result<App> {
+    open_app_with(loaded.config)
+}
+
+fn open_app_with(config: config::Config) -> anyhow::Result<App> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let data_dir = cairn::paths::data_dir()?;
-    App::open(loaded.config, cwd, &data_dir)
+    App::open(config, cwd, &data_dir)
 }
 
 /// `cairn run`: one message, answered without the TUI.
-fn run_headless(args: RunArgs, loaded: Loaded) -> anyhow::Result<u8> {
+fn run_headless(args: RunArgs, mut loaded: Loaded) -> anyhow::Result<u8> {
+    let runtime = runtime()?;
+    // Nothing configured: a local server that answers is the model.
+    runtime.block_on(cairn::app::discover_local_model(&mut loaded.config))?;
     let app = open_app(loaded)?;
     let choice = match (args.resume_last, args.session) {
         (_, Some(id)) => SessionChoice::Id(id),
@@ -109,7 +117,6 @@ fn run_headless(args: RunArgs, loaded: Loaded) -> anyhow::Result<u8> {
         (false, None) => SessionChoice::New,
     };
     let message = args.message.join(" ");
-    let runtime = runtime()?;
     let code = runtime.block_on(async {
         let (session, handle) = app.start(choice, Mode::Headless).await?;
         tracing::info!(session = %session.id, "headless run");
@@ -153,22 +160,33 @@ fn run_tui(mut choice: SessionChoice, loaded: Loaded) -> anyhow::Result<u8> {
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         anyhow::bail!("cairn's terminal UI needs a terminal; in scripts use `cairn run \"...\"`");
     }
-    let app = open_app(loaded)?;
+    let mut app = open_app(loaded)?;
+    // Filled by the first-run screen's search for local servers.
+    let found: Found = Arc::default();
     runtime()?.block_on(async {
         loop {
             let input = match app.default_model() {
                 Some(_) => tui_input(&app, choice).await?,
-                None => first_run_input(&app).await?,
+                None => first_run_input(&app, &found).await?,
             };
             let session_id = input.session.id.clone();
             match cairn::tui::run(input).await? {
                 TuiExit::Quit => {
-                    // Printed after the terminal is restored, so it stays on screen.
-                    println!("{}", resume_hint(&session_id));
+                    // Printed after the terminal is restored, so it stays on
+                    // screen; the first-run screen has no session to resume.
+                    if !session_id.is_empty() {
+                        println!("{}", resume_hint(&session_id));
+                    }
                     return Ok(EXIT_OK);
                 }
                 TuiExit::SwitchSession(id) => choice = SessionChoice::Id(id),
                 TuiExit::NewSession => choice = SessionChoice::New,
+                TuiExit::UseModel(name) => {
+                    let config = with_model(&app.config, &name, &found)?;
+                    drop(app);
+                    app = open_app_with(config)?;
+                    choice = SessionChoice::New;
+                }
             }
         }
     })
@@ -177,6 +195,76 @@ fn run_tui(mut choice: SessionChoice, loaded: Loaded) -> anyhow::Result<u8> {
 /// How to come back to the session just left.
 fn resume_hint(session_id: &str) -> String {
     format!("resume with `cairn --continue` or `cairn --session {session_id}`")
+}
+
+type Found = Arc<std::sync::Mutex<Vec<LocalServer>>>;
+
+/// `config` with `name` as the model; a model a found local server lists
+/// is reached at that server.
+fn with_model(
+    config: &cairn::config::Config,
+    name: &str,
+    found: &Found,
+) -> anyhow::Result<cairn::config::Config> {
+    let model = cairn::message::ModelRef::parse(name).map_err(anyhow::Error::msg)?;
+    let mut config = config.clone();
+    let servers = found.lock().map(|s| s.clone()).unwrap_or_default();
+    let server = servers.iter().find(|server| {
+        server.flavour.provider() == model.provider && server.models.contains(&model.model)
+    });
+    match server {
+        Some(server) => cairn::app::use_local_server(&mut config, server, model),
+        None => config.model = Some(model),
+    }
+    Ok(config)
+}
+
+/// Searches for local servers after the first frame; the TUI shows the result.
+fn spawn_discovery(found: &Found) -> anyhow::Result<tokio::sync::oneshot::Receiver<Discovered>> {
+    use cairn::provider::discover;
+    let candidates = discover::candidates().map_err(anyhow::Error::msg)?;
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let found = found.clone();
+    tokio::spawn(async move {
+        let servers = discover::discover(&candidates, discover::BUDGET).await;
+        let _ = tx.send(discovered(&servers));
+        if let Ok(mut found) = found.lock() {
+            *found = servers;
+        }
+    });
+    Ok(rx)
+}
+
+/// The first-run screen's text and `/model` entries for what was found.
+fn discovered(servers: &[LocalServer]) -> Discovered {
+    if servers.is_empty() {
+        return Discovered {
+            models: Vec::new(),
+            text: format!(
+                "{FIRST_RUN}\n\nNo local server answered (llama-server :8080, Ollama :11434, LM Studio :1234, vLLM :8000)."
+            ),
+        };
+    }
+    let mut text = String::from("cairn found local model servers:\n");
+    let mut models = Vec::new();
+    for server in servers {
+        let window = server
+            .context
+            .map(|n| format!(", {n}-token window"))
+            .unwrap_or_default();
+        text.push_str(&format!(
+            "\n  {} at {}{window}\n",
+            server.flavour.provider(),
+            server.root
+        ));
+        for model in &server.models {
+            let name = format!("{}/{model}", server.flavour.provider());
+            text.push_str(&format!("    {name}  (local)\n"));
+            models.push(name);
+        }
+    }
+    text.push_str("\nPress Esc, then type /model to pick one or /model provider/model.");
+    Discovered { models, text }
 }
 
 async fn tui_input(app: &App, choice: SessionChoice) -> anyhow::Result<TuiInput> {
@@ -225,11 +313,12 @@ async fn tui_input(app: &App, choice: SessionChoice) -> anyhow::Result<TuiInput>
         sessions,
         read_history: Some(read_history),
         keymap: KeyMap::default(),
+        discovery: None,
     })
 }
 
 /// No provider is usable: show how to set one up instead of failing.
-async fn first_run_input(app: &App) -> anyhow::Result<TuiInput> {
+async fn first_run_input(app: &App, found: &Found) -> anyhow::Result<TuiInput> {
     let now = cairn::clock::now_millis();
     let session = cairn::message::Session {
         id: String::new(),
@@ -251,7 +340,8 @@ async fn first_run_input(app: &App) -> anyhow::Result<TuiInput> {
         model_label: "no model".into(),
         agent: app.config.default_agent.as_str().to_string(),
         gauge: None,
-        first_run: Some(FIRST_RUN.to_string()),
+        first_run: Some(format!("{FIRST_RUN}\n\nLooking for a local server...")),
+        discovery: Some(spawn_discovery(found)?),
         models: Vec::new(),
         sessions: Vec::new(),
         read_history: None,

@@ -338,7 +338,7 @@ async fn get_json(request: reqwest::RequestBuilder) -> Option<Value> {
     serde_json::from_slice(&body).ok()
 }
 
-fn llama_server_context(props: &Value) -> Option<u64> {
+pub(crate) fn llama_server_context(props: &Value) -> Option<u64> {
     props
         .pointer("/default_generation_settings/n_ctx")
         .and_then(Value::as_u64)
@@ -348,7 +348,7 @@ fn llama_server_context(props: &Value) -> Option<u64> {
 /// Ollama serves `num_ctx` when the model file sets it; otherwise it runs
 /// with its default window, not the trained length, but the trained length
 /// is the best bound we can read.
-fn ollama_context(show: &Value) -> Option<u64> {
+pub(crate) fn ollama_context(show: &Value) -> Option<u64> {
     let from_parameters = show["parameters"].as_str().and_then(|parameters| {
         parameters.lines().find_map(|line| {
             let mut words = line.split_whitespace();

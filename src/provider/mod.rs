@@ -26,6 +26,7 @@ pub mod anthropic;
 pub mod catalog;
 pub mod classify;
 pub mod client;
+pub mod discover;
 pub mod error;
 pub mod openai;
 pub mod presets;

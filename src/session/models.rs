@@ -72,9 +72,12 @@ impl ConfiguredModels {
         };
         let provider = presets::resolve_provider(&model.provider, &overrides)
             .map_err(|error| format!("cannot use model {model}: {error}"))?;
-        let is_local = presets::preset(&model.provider).is_some_and(|p| p.is_local)
-            || is_loopback(&provider.config().base_url);
-        let known = catalog::lookup_for(&model.model, is_local);
+        let local_preset = presets::preset(&model.provider).is_some_and(|p| p.is_local);
+        let is_local = local_preset || is_loopback(&provider.config().base_url);
+        // Prices follow who serves the model, not where the URL points: a
+        // localhost proxy to a paid API still bills. Only the local
+        // presets (the user's own server) are free.
+        let known = catalog::lookup_for(&model.model, local_preset);
         let overridden = custom.models.get(&model.model);
         let mut warning = None;
         let mut limits = known.map(|info| info.limits);
@@ -173,6 +176,33 @@ pub fn default_model_from_env() -> Option<ModelRef> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    async fn prices_of(provider: &str, base_url: &str, model: &str) -> Prices {
+        let mut config = config::Config::default();
+        let settings = config::ProviderConfig {
+            wire: Some(config::Wire::OpenAi),
+            base_url: Some(config::NonEmpty::new(base_url).expect("url")),
+            ..Default::default()
+        };
+        config.provider.insert(provider.into(), settings);
+        let resolved = ConfiguredModels::new(&config)
+            .resolve(&ModelRef::new(provider, model))
+            .await
+            .expect("resolve");
+        resolved.prices.expect("catalog prices")
+    }
+
+    #[tokio::test]
+    async fn a_localhost_proxy_to_a_paid_model_is_priced_a_local_server_is_free() {
+        let proxied = prices_of("proxy", "http://127.0.0.1:9/v1", "claude-sonnet-4-5").await;
+        assert_eq!(
+            proxied,
+            catalog::lookup("claude-sonnet-4-5").expect("known").prices
+        );
+        assert!(proxied.input > 0.0);
+        let local = prices_of("ollama", "http://127.0.0.1:9/v1", "qwen3-coder:30b").await;
+        assert_eq!(local, Prices::default());
+    }
 
     #[tokio::test]
     async fn the_window_warning_names_a_key_the_config_accepts() {

@@ -71,7 +71,21 @@ pub struct Picker {
     pub title: String,
     /// (value returned, label shown)
     pub entries: Vec<(String, String)>,
+    /// Index into `visible()`.
     pub selected: usize,
+    /// Typed while the picker is open: only labels containing it are shown.
+    pub filter: String,
+}
+
+impl Picker {
+    /// The entries whose label contains the filter, ignoring case.
+    pub fn visible(&self) -> Vec<&(String, String)> {
+        let filter = self.filter.to_lowercase();
+        self.entries
+            .iter()
+            .filter(|(_, label)| label.to_lowercase().contains(&filter))
+            .collect()
+    }
 }
 
 /// The permission dialog's state for the request at the front of the queue.

@@ -19,4 +19,6 @@ pub enum Internal {
     Older(Result<Vec<MessageWithParts>, String>),
     /// A line for the status bar (export done, copy done, reload failed).
     Flash(String),
+    /// The local model servers found at start-up (first-run screen only).
+    Discovered(super::Discovered),
 }

@@ -87,6 +87,8 @@ pub struct TuiInput {
     pub read_history: Option<Arc<History>>,
     /// `KeyMap::default()`, or `KeyMap::with_overrides` from config.
     pub keymap: keymap::KeyMap,
+    /// The local-server search still under way on the first-run screen.
+    pub discovery: Option<tokio::sync::oneshot::Receiver<Discovered>>,
 }
 
 /// How the TUI ended, for `main` to act on.
@@ -97,6 +99,19 @@ pub enum TuiExit {
     SwitchSession(String),
     /// `/new`: start the TUI again on a fresh session.
     NewSession,
+    /// `/model provider/model` on the first-run screen: start the TUI again
+    /// with that model.
+    UseModel(String),
+}
+
+/// What the start-up search for local model servers found, delivered after
+/// the first frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Discovered {
+    /// `provider/model` entries for `/model`.
+    pub models: Vec<String>,
+    /// The first-run screen's new text.
+    pub text: String,
 }
 
 /// Runs the TUI until the user quits, switches or starts a session.
@@ -123,6 +138,7 @@ pub async fn run(input: TuiInput) -> anyhow::Result<TuiExit> {
         commands: input.commands,
         read_history: input.read_history,
         keymap: input.keymap,
+        discovery: input.discovery,
     };
     runner::run_loop(guard.terminal(), &mut app, channels).await
 }

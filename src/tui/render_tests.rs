@@ -373,3 +373,28 @@ fn narrow_terminal_of_60_columns_wraps_everything() {
         .set_text("a long draft that needs to wrap inside the narrow composer pane");
     assert_snapshot!(render(&mut app, 60, 24));
 }
+
+#[test]
+fn model_picker_filters_as_you_type() {
+    use super::action::Action;
+    use super::update::update;
+    let mut app = app(Vec::new());
+    app.models = vec![
+        "anthropic/claude-sonnet-4-5".into(),
+        "openai/gpt-5".into(),
+        "ollama/qwen3-coder:30b".into(),
+        "ollama/llama3.2:latest".into(),
+        "lmstudio/qwen/qwen3-4b".into(),
+    ];
+    for c in "/model".chars() {
+        update(&mut app, Action::Insert(c));
+    }
+    update(&mut app, Action::Enter);
+    for c in "QWEN".chars() {
+        update(&mut app, Action::Insert(c));
+    }
+    update(&mut app, Action::Down);
+    assert_snapshot!(render(&mut app, 80, 16));
+    update(&mut app, Action::Enter);
+    assert_eq!(app.model_label, "lmstudio/qwen/qwen3-4b");
+}

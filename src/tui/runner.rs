@@ -37,6 +37,7 @@ pub struct Channels {
     pub commands: mpsc::UnboundedSender<Command>,
     pub read_history: Option<Arc<History>>,
     pub keymap: KeyMap,
+    pub discovery: Option<oneshot::Receiver<super::Discovered>>,
 }
 
 pub async fn run_loop(
@@ -46,6 +47,14 @@ pub async fn run_loop(
 ) -> anyhow::Result<TuiExit> {
     let (internal_tx, mut internal_rx) = mpsc::unbounded_channel::<Internal>();
     spawn_file_index(app.session.directory.clone(), internal_tx.clone());
+    if let Some(discovery) = channels.discovery.take() {
+        let internal_tx = internal_tx.clone();
+        tokio::spawn(async move {
+            if let Ok(found) = discovery.await {
+                let _ = internal_tx.send(Internal::Discovered(found));
+            }
+        });
+    }
     let mut input = crossterm::event::EventStream::new();
     let mut tick = tokio::time::interval(TICK_INTERVAL);
     tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -219,6 +228,12 @@ fn apply_internal(app: &mut App, message: Internal) {
         // `loading_older` stays set: the store is not asked again each frame.
         Internal::Older(Err(error)) => app.flash = Some(error),
         Internal::Flash(text) => app.flash = Some(text),
+        Internal::Discovered(found) => {
+            app.models = found.models;
+            if matches!(app.overlay, Some(super::app::Overlay::FirstRun(_))) {
+                app.overlay = Some(super::app::Overlay::FirstRun(found.text));
+            }
+        }
     }
 }
 
@@ -353,6 +368,7 @@ mod tests {
                 commands,
                 read_history: None,
                 keymap: KeyMap::default(),
+                discovery: None,
             },
             received,
         )

@@ -41,7 +41,8 @@ pub fn run_slash(app: &mut App, input: &str) -> Vec<Effect> {
             "build" | "plan" => app.switch_agent(Some(args)),
             other => app.flash = Some(format!("no agent named {other:?}; try build or plan")),
         },
-        "/model" | "/models" => open_model_picker(app),
+        "/model" | "/models" if args.is_empty() => open_model_picker(app),
+        "/model" | "/models" => pick_model(app, args),
         "/sessions" | "/resume" => open_session_picker(app),
         "/export" => {
             let path = export_path(&app.session);
@@ -64,6 +65,19 @@ pub fn run_slash(app: &mut App, input: &str) -> Vec<Effect> {
     Vec::new()
 }
 
+/// `/model provider/model`: switches directly; on the first-run screen
+/// (no session yet) the TUI restarts with that model.
+pub(super) fn pick_model(app: &mut App, name: &str) {
+    match crate::message::ModelRef::parse(name) {
+        Ok(_) if app.session.id.is_empty() => app.exit = Some(TuiExit::UseModel(name.to_string())),
+        Ok(model) => {
+            app.model = Some(model);
+            app.model_label = name.to_string();
+        }
+        Err(error) => app.flash = Some(format!("/model {name}: {error}")),
+    }
+}
+
 fn open_model_picker(app: &mut App) {
     if app.models.is_empty() {
         app.flash = Some("no models configured; set [model] in config.toml or pass --model".into());
@@ -79,6 +93,7 @@ fn open_model_picker(app: &mut App) {
         title: "model".into(),
         entries: app.models.iter().map(|m| (m.clone(), m.clone())).collect(),
         selected,
+        filter: String::new(),
     }));
 }
 
@@ -111,6 +126,7 @@ fn open_session_picker(app: &mut App) {
         title: "sessions".into(),
         entries,
         selected,
+        filter: String::new(),
     }));
 }
 

@@ -181,17 +181,29 @@ fn overlay_key(app: &mut App, action: Action) -> Vec<Effect> {
     match action {
         Action::Up => picker.selected = picker.selected.saturating_sub(1),
         Action::Down => {
-            picker.selected = (picker.selected + 1).min(picker.entries.len().saturating_sub(1))
+            picker.selected = (picker.selected + 1).min(picker.visible().len().saturating_sub(1))
+        }
+        Action::Insert(typed) => {
+            picker.filter.push(typed);
+            picker.selected = 0;
+        }
+        Action::Backspace => {
+            picker.filter.pop();
+            picker.selected = 0;
         }
         Action::Escape => app.overlay = None,
         Action::Enter => {
             let kind = picker.kind;
-            let Some((value, label)) = picker.entries.get(picker.selected).cloned() else {
+            let Some((value, label)) = picker.visible().get(picker.selected).copied().cloned()
+            else {
                 app.overlay = None;
                 return Vec::new();
             };
             app.overlay = None;
             match kind {
+                PickerKind::Model if app.session.id.is_empty() => {
+                    app.exit = Some(TuiExit::UseModel(value));
+                }
                 PickerKind::Model => {
                     app.model = ModelRef::parse(&value).ok();
                     app.model_label = label;

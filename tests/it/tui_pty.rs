@@ -26,6 +26,17 @@ pub(crate) struct Terminal {
 
 impl Terminal {
     pub(crate) fn start(project: &Path, data: &Path, config: &Path, args: &[&str]) -> Self {
+        Self::start_with_env(project, data, config, args, &[])
+    }
+
+    /// `start` with variables set (`Some`) or removed (`None`).
+    pub(crate) fn start_with_env(
+        project: &Path,
+        data: &Path,
+        config: &Path,
+        args: &[&str],
+        env: &[(&str, Option<&str>)],
+    ) -> Self {
         let pair = native_pty_system()
             .openpty(PtySize {
                 rows: ROWS,
@@ -41,6 +52,12 @@ impl Terminal {
         command.env("XDG_CONFIG_HOME", config);
         command.env("TERM", "xterm-256color");
         command.env_remove("CAIRN_CONFIG");
+        for (name, value) in env {
+            match value {
+                Some(value) => command.env(name, value),
+                None => command.env_remove(name),
+            }
+        }
         let child = pair.slave.spawn_command(command).expect("spawn cairn");
         drop(pair.slave);
         let mut reader = pair.master.try_clone_reader().expect("pty reader");

@@ -1,4 +1,5 @@
-//! A list picker overlay (`/model`, `/sessions`): Up/Down, Enter, Esc.
+//! A list picker overlay (`/model`, `/sessions`): typing filters, Up/Down,
+//! Enter, Esc.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -13,8 +14,8 @@ use super::popup_area;
 pub fn draw(picker: &Picker, frame: &mut Frame<'_>, area: Rect) {
     let rows = (area.height.saturating_sub(6) as usize).max(1);
     let first = (picker.selected + 1).saturating_sub(rows);
-    let lines: Vec<Line<'static>> = picker
-        .entries
+    let visible = picker.visible();
+    let mut lines: Vec<Line<'static>> = visible
         .iter()
         .enumerate()
         .skip(first)
@@ -30,9 +31,21 @@ pub fn draw(picker: &Picker, frame: &mut Frame<'_>, area: Rect) {
             }
         })
         .collect();
+    if visible.is_empty() {
+        lines.push(Line::raw(format!("  nothing matches {:?}", picker.filter)));
+    }
     let rect = popup_area(frame, area, 70, lines.len() as u16 + 2);
     let block = Block::default()
         .borders(Borders::ALL)
-        .title(format!(" {} · Enter picks · Esc closes ", picker.title));
+        .title(match picker.filter.as_str() {
+            "" => format!(
+                " {} · type to filter · Enter picks · Esc closes ",
+                picker.title
+            ),
+            filter => format!(
+                " {} · filter: {filter} · Enter picks · Esc closes ",
+                picker.title
+            ),
+        });
     frame.render_widget(Paragraph::new(lines).block(block), rect);
 }

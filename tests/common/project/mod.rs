@@ -95,6 +95,8 @@ impl Project {
             .env("HOME", self.home.path())
             .env("XDG_CONFIG_HOME", self.home.path().join("config"))
             .env("CAIRN_DATA_DIR", self.data_dir())
+            // Nor the machine's local model servers: a test names its own.
+            .env("CAIRN_LOCAL_SERVERS", "")
             .stdin(std::process::Stdio::null())
             .kill_on_drop(true);
         command
