@@ -14,6 +14,7 @@ mod grep;
 mod lines;
 mod list;
 mod read;
+mod skill;
 mod todowrite;
 pub mod truncate;
 mod walk;
@@ -483,6 +484,7 @@ impl Registry {
             Arc::new(grep::Grep),
             Arc::new(list::List),
             Arc::new(todowrite::TodoWrite),
+            Arc::new(skill::SkillTool),
         ];
         Self {
             tools: tools.into_iter().map(|tool| (tool.name(), tool)).collect(),
