@@ -48,6 +48,7 @@ mod provider_openai;
 mod provider_responses;
 mod provider_wires;
 mod recovery;
+mod skills_run;
 mod store;
 mod store_cache;
 mod store_concurrency;
