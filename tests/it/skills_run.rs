@@ -176,3 +176,34 @@ async fn an_allowed_skill_loads_without_asking_and_an_unknown_one_lists_the_real
         "{request}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slash_skills_lists_them_without_calling_the_model() {
+    let project = Project::new();
+    install_pdf_skill(&project.path(".claude/skills"));
+    let broken = project.path(".claude/skills/broken");
+    std::fs::create_dir_all(&broken).expect("create broken skill");
+    std::fs::write(
+        broken.join("SKILL.md"),
+        "---\nname: broken\n---\nno description\n",
+    )
+    .expect("write broken skill");
+    let server = ScriptedServer::start([]).await;
+    project.use_scripted(&server);
+    let output = project.cairn(&["run", "/skills"]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let stdout = text_of(&output.stdout);
+    assert!(
+        stdout.starts_with("pdf-processing  Extract text and tables from PDF files"),
+        "{}",
+        describe(&output)
+    );
+    assert_eq!(stdout.lines().count(), 1, "{stdout}");
+    let stderr = text_of(&output.stderr);
+    assert!(
+        stderr.contains("broken/SKILL.md") && stderr.contains("description"),
+        "{}",
+        describe(&output)
+    );
+    assert!(server.requests().is_empty(), "no model call for /skills");
+}
