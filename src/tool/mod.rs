@@ -34,6 +34,7 @@ use crate::permission::{PermissionError, PermissionRequest, Permissions, Preview
 use crate::provider::ToolSpec;
 
 pub use bash::hide_from_commands;
+pub use read::{Mentioned, read_mentioned};
 
 /// What a finished tool call returns to the model (and the UI).
 #[derive(Debug, Clone, PartialEq)]
