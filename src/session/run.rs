@@ -92,7 +92,7 @@ pub async fn run(ctx: Arc<SessionCtx>, cancel: CancellationToken) -> Result<(), 
     if worked && result.is_ok() && ctx.settings.compaction.prune && !cancel.is_cancelled() {
         // A failed prune is reported like any failure below, then idle: with
         // `?` here the session stayed busy and `cairn run` waited for good.
-        result = prune_task::run(&ctx, false).await;
+        result = prune_task::run(&ctx, false).await.map(|_freed| ());
     }
     if worked {
         // The last step's usage is the gauge's new anchor: show it.
@@ -161,6 +161,16 @@ struct Read<'a> {
     cut: bool,
 }
 
+/// Asks for an automatic compaction, which the next iteration runs.
+async fn auto_compact(ctx: &Arc<SessionCtx>, user: &UserMessage) -> Result<(), Error> {
+    let part = CompactionPart {
+        auto: true,
+        ..Default::default()
+    };
+    create_compaction(ctx, user, part).await?;
+    Ok(())
+}
+
 /// One iteration over the session's model view read: exit, run a pending
 /// compaction, create one, or call the model once.
 async fn decide_and_act(
@@ -210,15 +220,7 @@ async fn decide_and_act(
     if read.cut {
         // Never compacted and longer than any window: summarize what was
         // read before building a request of it.
-        create_compaction(
-            ctx,
-            &user,
-            CompactionPart {
-                auto: true,
-                ..Default::default()
-            },
-        )
-        .await?;
+        auto_compact(ctx, &user).await?;
         return Ok(Next::Continue);
     }
     let is_last_step = agent.steps.is_some_and(|max| *step >= max);
@@ -244,15 +246,7 @@ async fn decide_and_act(
         if ctx.settings.compaction.prune && prune_task::run(ctx, false).await? {
             return Ok(Next::Continue);
         }
-        create_compaction(
-            ctx,
-            &user,
-            CompactionPart {
-                auto: true,
-                ..Default::default()
-            },
-        )
-        .await?;
+        auto_compact(ctx, &user).await?;
         return Ok(Next::Continue);
     }
     let assistant = new_assistant(ctx, &user_message.message.id, &user, &agent.name, false);
