@@ -42,6 +42,7 @@ pub mod provider;
 pub mod secret;
 pub mod session;
 pub mod shared;
+pub mod skill;
 pub mod snapshot;
 pub mod store;
 pub mod token;

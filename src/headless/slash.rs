@@ -1,7 +1,7 @@
 //! Slash commands in `cairn run`: the TUI's commands that make sense without
 //! a screen, done through the same session commands and core functions.
 //!
-//! `/compact [focus]`, `/prune`, `/context` and `/export` run instead of
+//! `/compact [focus]`, `/prune`, `/context`, `/export` and `/skills` run instead of
 //! being sent to the model. The TUI's screen commands (`/new`, `/model`,
 //! `/sessions`, ...) are refused with what to use in a script instead. Any
 //! other message starting with `/` (a path such as `/etc/hosts is empty?`, a
@@ -35,6 +35,8 @@ pub enum Slash {
     Context,
     /// `/export`: write the session as Markdown, print where.
     Export,
+    /// `/skills`: list the skills the model is offered, one per line.
+    Skills,
 }
 
 /// The TUI's commands that need a screen, and what a script uses instead.
@@ -90,6 +92,7 @@ pub fn parse(message: &str) -> Result<Option<Slash>, String> {
         }),
         "/context" => Slash::Context,
         "/export" => Slash::Export,
+        "/skills" => Slash::Skills,
         other => {
             return match SCREEN_ONLY.iter().find(|(screen, _)| *screen == other) {
                 Some((_, instead)) => Err(format!(
@@ -141,6 +144,7 @@ pub(super) async fn run(
             }
         }
         Slash::Export => export(watch, store, stdout, stderr).await?,
+        Slash::Skills => skills(watch, store, stdout, stderr).await?,
     }
     Ok(())
 }
@@ -183,6 +187,66 @@ async fn export(
         }
         Format::Text => writeln!(stdout, "{path}"),
     }
+}
+
+/// `/skills`: the skills found from the session's directory (as the model
+/// sees them), `name  description  folder` per line, or one `skills` event;
+/// skill files that could not be read go to stderr.
+async fn skills(
+    watch: &mut Watch<'_>,
+    store: &Store,
+    stdout: &mut impl Write,
+    stderr: &mut impl Write,
+) -> std::io::Result<()> {
+    let session_id = &watch.handle.session_id;
+    let directory = match store.get_session(session_id).await {
+        Ok(Some(session)) => session.directory,
+        Ok(None) => {
+            let message = format!("cannot list skills: no session {session_id} in the store");
+            return watch.fail(message, stdout, stderr);
+        }
+        Err(error) => {
+            let message = format!("cannot list skills of session {session_id}: {error}");
+            return watch.fail(message, stdout, stderr);
+        }
+    };
+    let mut env = crate::session::prompt::Environment::discover(std::path::Path::new(&directory));
+    env.config_dir = crate::paths::config_dir();
+    let found = crate::skill::discover(&env.skill_roots());
+    for problem in &found.problems {
+        writeln!(stderr, "warning: {problem}")?;
+    }
+    if watch.printer.format == Format::Json {
+        let skills: Vec<serde_json::Value> = found
+            .skills
+            .iter()
+            .map(|skill| {
+                serde_json::json!({
+                    "name": skill.name,
+                    "description": skill.description,
+                    "dir": skill.dir.display().to_string(),
+                })
+            })
+            .collect();
+        serde_json::to_writer(
+            &mut *stdout,
+            &serde_json::json!({ "type": "skills", "skills": skills }),
+        )?;
+        return writeln!(stdout);
+    }
+    if found.skills.is_empty() {
+        return writeln!(stdout, "No skills found.");
+    }
+    for skill in &found.skills {
+        writeln!(
+            stdout,
+            "{}  {}  {}",
+            skill.name,
+            skill.description,
+            skill.dir.display()
+        )?;
+    }
+    Ok(())
 }
 
 /// `/context` as text (one line per category, as the TUI's overlay) or as

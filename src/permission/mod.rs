@@ -53,7 +53,9 @@ impl Rule {
 ///   symlinks and `..`): ask;
 /// - `doom_loop` (the same call three times in a row): ask;
 /// - `glob`, `grep`, `list`, `todowrite`: allow (they read names and lines the
-///   model could get with `read` anyway, or touch no file at all).
+///   model could get with `read` anyway, or touch no file at all);
+/// - `skill` (by skill name): allow — loading one reads instructions the
+///   user installed; `permission.skill` denies or asks per name.
 pub fn default_rules() -> Vec<Rule> {
     use Action::{Allow, Ask};
     vec![
@@ -70,6 +72,7 @@ pub fn default_rules() -> Vec<Rule> {
         Rule::new("grep", "*", Allow),
         Rule::new("list", "*", Allow),
         Rule::new("todowrite", "*", Allow),
+        Rule::new("skill", "*", Allow),
     ]
 }
 

@@ -37,6 +37,7 @@ pub mod doom;
 pub mod export;
 pub mod gauge;
 pub mod lock;
+pub mod mention;
 pub mod models;
 pub mod processor;
 pub mod prompt;

@@ -1,4 +1,5 @@
-//! The system prompt: base prompt, environment block and instruction files.
+//! The system prompt: base prompt, environment block, the skills list and
+//! instruction files.
 //!
 //! Rebuilt for every request, so instruction files (AGENTS.md, CLAUDE.md) are
 //! re-read from disk each time and can never be summarised away. Sent as two
@@ -80,6 +81,16 @@ impl Environment {
             extra_instructions: Vec::new(),
         }
     }
+
+    /// Where this environment's skills are found.
+    pub fn skill_roots(&self) -> crate::skill::SkillRoots {
+        crate::skill::SkillRoots {
+            cwd: self.cwd.clone(),
+            root: self.root.clone(),
+            home: self.home.clone(),
+            config_dir: self.config_dir.clone(),
+        }
+    }
 }
 
 pub fn build(agent: &Agent, model: &ModelRef, env: &Environment) -> SystemPrompt {
@@ -109,7 +120,13 @@ pub fn build_variant(
     } else {
         base.push_str(&environment_block(model, env));
     }
-    let (instructions, problems) = instruction_files(env);
+    let (instructions, mut problems) = instruction_files(env);
+    let skills = crate::skill::discover(&env.skill_roots());
+    if let Some(block) = crate::skill::prompt_block(&skills.skills) {
+        base.push_str("\n\n");
+        base.push_str(&block);
+    }
+    problems.extend(skills.problems);
     SystemPrompt {
         base,
         instructions,

@@ -243,6 +243,11 @@ async fn write_prompt(
         }),
     );
     ctx.writer.part(&part).await?;
+    let attached =
+        crate::session::mention::attachments(text, &ctx.env.cwd, ctx.env.home.as_deref());
+    for kind in attached {
+        ctx.writer.part(&Part::new(&message, kind)).await?;
+    }
     name_session(ctx, text).await
 }
 

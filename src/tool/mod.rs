@@ -14,6 +14,7 @@ mod grep;
 mod lines;
 mod list;
 mod read;
+mod skill;
 mod todowrite;
 pub mod truncate;
 mod walk;
@@ -33,6 +34,7 @@ use crate::permission::{PermissionError, PermissionRequest, Permissions, Preview
 use crate::provider::ToolSpec;
 
 pub use bash::hide_from_commands;
+pub use read::{Mentioned, read_mentioned};
 
 /// What a finished tool call returns to the model (and the UI).
 #[derive(Debug, Clone, PartialEq)]
@@ -483,6 +485,7 @@ impl Registry {
             Arc::new(grep::Grep),
             Arc::new(list::List),
             Arc::new(todowrite::TodoWrite),
+            Arc::new(skill::SkillTool),
         ];
         Self {
             tools: tools.into_iter().map(|tool| (tool.name(), tool)).collect(),

@@ -263,6 +263,61 @@ fn image_mime(path: &Path) -> Option<&'static str> {
     }
 }
 
+/// What an `@path` mention in a user message attaches: the read tool's
+/// output for a file or directory (same format and caps), or an image.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Mentioned {
+    Text { output: String, is_dir: bool },
+    Image(FilePart),
+}
+
+/// Reads `path` (absolute) as the read tool would, without asking: the user
+/// named it. Errors are the read tool's (binary, special file, too large).
+pub fn read_mentioned(path: &Path) -> Result<Mentioned, ToolError> {
+    let meta = std::fs::metadata(path).map_err(|error| match error.kind() {
+        std::io::ErrorKind::NotFound => ToolError::Failed(not_found(path)),
+        _ => ToolError::io(NAME, path, error),
+    })?;
+    let shown = path.display().to_string();
+    if meta.is_dir() {
+        let output = read_dir(path, &shown)?.output;
+        return Ok(Mentioned::Text {
+            output,
+            is_dir: true,
+        });
+    }
+    super::refuse_special_file(path, &meta)?;
+    if let Some(mime) = image_mime(path) {
+        if meta.len() > MAX_IMAGE_BYTES {
+            return Err(ToolError::Failed(format!(
+                "Image too large to attach: {shown} is {} bytes, the limit is {MAX_IMAGE_BYTES}.",
+                meta.len()
+            )));
+        }
+        let bytes = std::fs::read(path).map_err(|e| ToolError::io(NAME, path, e))?;
+        return Ok(Mentioned::Image(FilePart {
+            mime: mime.to_string(),
+            filename: path
+                .file_name()
+                .map(|name| name.to_string_lossy().into_owned()),
+            url: format!(
+                "data:{mime};base64,{}",
+                base64::engine::general_purpose::STANDARD.encode(&bytes)
+            ),
+        }));
+    }
+    if walk::file_looks_binary(path) {
+        return Err(ToolError::Failed(format!(
+            "Cannot attach binary file: {shown}"
+        )));
+    }
+    let page = read_lines(path, 1, DEFAULT_LIMIT)?;
+    Ok(Mentioned::Text {
+        output: page.render(path, 1),
+        is_dir: false,
+    })
+}
+
 /// "File not found", with names in the same directory that look alike.
 fn not_found(path: &Path) -> String {
     let mut message = format!("File not found: {}", path.display());

@@ -62,6 +62,8 @@ pub enum Overlay {
 pub enum PickerKind {
     Model,
     Session,
+    /// `/skills`: a list to read; choosing closes it.
+    Skill,
 }
 
 /// A list to choose one entry from (`/model`, `/sessions`).

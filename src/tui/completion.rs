@@ -33,6 +33,7 @@ pub const SLASH_COMMANDS: &[(&str, &str, &str)] = &[
     ("/new", "", "start a new session"),
     ("/sessions", "", "switch to another session"),
     ("/model", "", "choose the model for the next messages"),
+    ("/skills", "", "list the skills the model can load"),
     ("/agent", "[build|plan]", "switch agent (Tab also switches)"),
     (
         "/export",

@@ -44,6 +44,7 @@ pub fn run_slash(app: &mut App, input: &str) -> Vec<Effect> {
         "/model" | "/models" if args.is_empty() => open_model_picker(app),
         "/model" | "/models" => pick_model(app, args),
         "/sessions" | "/resume" => open_session_picker(app),
+        "/skills" => open_skill_list(app),
         "/export" => {
             let path = export_path(&app.session);
             return vec![Effect::Export { path }];
@@ -93,6 +94,42 @@ fn open_model_picker(app: &mut App) {
         title: "model".into(),
         entries: app.models.iter().map(|m| (m.clone(), m.clone())).collect(),
         selected,
+        filter: String::new(),
+    }));
+}
+
+/// `/skills`: the skills the model is offered from the session's directory
+/// (found as the system prompt finds them: a few directory reads).
+fn open_skill_list(app: &mut App) {
+    let mut env =
+        crate::session::prompt::Environment::discover(std::path::Path::new(&app.session.directory));
+    env.config_dir = crate::paths::config_dir();
+    let found = crate::skill::discover(&env.skill_roots());
+    if found.skills.is_empty() {
+        app.flash = Some(match found.problems.first() {
+            Some(problem) => format!("no usable skills: {problem}"),
+            None => {
+                "no skills found (.cairn/skills, .claude/skills, .agents/skills, ~/.claude/skills)"
+                    .into()
+            }
+        });
+        return;
+    }
+    let entries = found
+        .skills
+        .iter()
+        .map(|skill| {
+            (
+                skill.name.clone(),
+                format!("{}  ·  {}", skill.name, skill.description),
+            )
+        })
+        .collect();
+    app.overlay = Some(Overlay::Picker(Picker {
+        kind: PickerKind::Skill,
+        title: "skills".into(),
+        entries,
+        selected: 0,
         filter: String::new(),
     }));
 }

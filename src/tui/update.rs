@@ -213,6 +213,7 @@ fn overlay_key(app: &mut App, action: Action) -> Vec<Effect> {
                         app.exit = Some(TuiExit::SwitchSession(value));
                     }
                 }
+                PickerKind::Skill => {}
             }
         }
         _ => {}

@@ -623,3 +623,31 @@ fn idle_screen_needs_no_tick() {
     let app = app(exchange(1));
     assert!(!app.needs_tick());
 }
+
+#[test]
+fn slash_skills_lists_the_session_directory_skills() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let skill = dir.path().join(".claude/skills/pdf");
+    std::fs::create_dir_all(&skill).expect("mkdir");
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: pdf\ndescription: Fill PDF forms\n---\nbody\n",
+    )
+    .expect("write");
+    let mut app = app(Vec::new());
+    app.session.directory = dir.path().display().to_string();
+    typed(&mut app, "/skills");
+    update(&mut app, Action::Escape); // close the completion popup
+    typed(&mut app, "");
+    let effects = update(&mut app, Action::Enter);
+    assert!(effects.is_empty(), "{effects:?}");
+    match &app.overlay {
+        Some(Overlay::Picker(picker)) => {
+            assert_eq!(
+                picker.entries,
+                [("pdf".to_string(), "pdf  ·  Fill PDF forms".to_string())]
+            )
+        }
+        other => panic!("expected the skills list, got {other:?}"),
+    }
+}
