@@ -86,6 +86,9 @@ fn dispatch(cli: Cli, loaded: Loaded) -> anyhow::Result<u8> {
     }
 }
 
+/// How long `cairn run` waits for MCP servers before its first request.
+const MCP_RUN_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -127,6 +130,10 @@ fn run_headless(args: RunArgs, loaded: Loaded) -> anyhow::Result<u8> {
             )
             .await?;
             return Ok(outcome.exit_code());
+        }
+        // Scripts see the configured servers' tools in the first request.
+        if let Some(hub) = app.tools.mcp() {
+            hub.wait_ready(MCP_RUN_WAIT).await;
         }
         let outcome = headless::run(
             &handle,
