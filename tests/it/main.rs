@@ -39,6 +39,7 @@ mod hardening_streams;
 mod loop_failures;
 mod loop_scenarios;
 mod loop_steps;
+mod mcp_client;
 mod permission;
 mod permission_shell;
 mod permission_shell_run;
