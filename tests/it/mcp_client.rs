@@ -212,3 +212,31 @@ async fn a_server_that_cannot_start_or_is_slow_breaks_nothing_else() {
             .is_ok()
     );
 }
+
+/// `permission.mcp` patterns are `SERVER/tool`; with no rule the call asks,
+/// and a headless run with nobody to answer does not run it.
+#[tokio::test]
+async fn calls_go_through_the_mcp_permission() {
+    use cairn::permission::{Mode, PermissionConfig, ruleset};
+    let (_hub, registry) = ready_hub(BTreeMap::from([("fx".into(), server(&[], 10))])).await;
+    let project = Project::new();
+    let config: PermissionConfig =
+        toml::from_str("mcp = { \"*\" = \"allow\", \"fx/echo\" = \"deny\" }").expect("toml");
+    let ctx = project.context_with(ruleset(&config, false), Mode::Headless);
+    let denied = registry.run("fx_echo", json!({"text": "x"}), &ctx).await;
+    assert!(
+        matches!(denied, Err(ToolError::PermissionDenied { .. })),
+        "{denied:?}"
+    );
+    assert!(registry.run("fx_image", json!({}), &ctx).await.is_ok());
+
+    let ctx = project.context_with(ruleset(&PermissionConfig::new(), false), Mode::Headless);
+    let asked = registry.run("fx_echo", json!({"text": "x"}), &ctx).await;
+    assert!(
+        matches!(
+            asked,
+            Err(ToolError::PermissionRejected { .. } | ToolError::PermissionDenied { .. })
+        ),
+        "{asked:?}"
+    );
+}
