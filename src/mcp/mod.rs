@@ -149,7 +149,7 @@ impl Hub {
     /// The servers, not started yet (see [`Hub::start`]).
     pub fn new(servers: BTreeMap<String, ServerConfig>) -> Arc<Self> {
         let lookup = |name: &str| std::env::var(name).ok();
-        let hub = Arc::new(Self {
+        Arc::new(Self {
             servers: servers
                 .into_iter()
                 .map(|(name, config)| {
@@ -162,8 +162,7 @@ impl Hub {
                 })
                 .collect(),
             started: std::sync::atomic::AtomicBool::new(false),
-        });
-        hub
+        })
     }
 
     /// Starts every enabled server in the background and returns at once;
@@ -334,6 +333,29 @@ impl Hub {
             Ok(Ok(result)) => content::to_output(exposed, &result),
         }
     }
+}
+
+/// `/mcp`: one line per server (state, tool count, last error), or a line
+/// saying none is configured.
+pub fn render(statuses: &[Status]) -> String {
+    if statuses.is_empty() {
+        return "no MCP servers configured ([mcp.NAME] in cairn.toml, or .mcp.json)\n".into();
+    }
+    let mut out = String::new();
+    for status in statuses {
+        let state = match status.state {
+            State::Starting => "starting",
+            State::Ready => "ready",
+            State::Failed => "failed",
+            State::Disabled => "disabled",
+        };
+        out.push_str(&format!("{}: {state}, {} tools", status.name, status.tools));
+        if let Some(error) = &status.last_error {
+            out.push_str(&format!(" (last error: {error})"));
+        }
+        out.push('\n');
+    }
+    out
 }
 
 fn call_failed(server: &str, detail: &str) -> ToolError {

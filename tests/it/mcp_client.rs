@@ -240,3 +240,23 @@ async fn calls_go_through_the_mcp_permission() {
         "{asked:?}"
     );
 }
+
+/// Claude Code's documented project file, unchanged, seen by `cairn run /mcp`
+/// (no model needed), with `${VAR}` defaults and a server that cannot start.
+#[tokio::test]
+async fn cairn_run_mcp_lists_servers_from_claude_codes_mcp_json() {
+    let project = crate::project::Project::new();
+    let file = json!({"mcpServers": {
+        "fixture": {"type": "stdio", "command": fixture(), "args": [], "env": {"X": "${UNSET:-y}"}},
+        "broken": {"command": "/nonexistent/server"}
+    }});
+    std::fs::write(project.path(".mcp.json"), file.to_string()).expect("write .mcp.json");
+    let out = project.ok(&["run", "/mcp"]).await;
+    assert!(out.contains("fixture: ready, 7 tools"), "{out}");
+    assert!(
+        out.contains("broken: failed, 0 tools (last error: cannot run"),
+        "{out}"
+    );
+    let out = project.ok(&["run", "/mcp restart fixture"]).await;
+    assert!(out.contains("fixture: ready, 7 tools"), "{out}");
+}
