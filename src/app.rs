@@ -155,12 +155,19 @@ impl App {
         // ... but /proc/$PPID/environ still shows them: redact them from every output.
         crate::secret::register(config_secrets(&config));
         collect_snapshots(data_dir, config.snapshot.max_age_days);
+        let root = Environment::discover(&cwd).root;
+        let home = directories::BaseDirs::new().map(|dirs| dirs.home_dir().to_path_buf());
+        let mcp = crate::mcp::Hub::new(crate::mcp::config::discover(
+            &config.mcp,
+            &root,
+            home.as_deref(),
+        ));
         Ok(Self {
             config,
             store,
             bus: Bus::new(),
             models,
-            tools: Arc::new(Registry::builtin()),
+            tools: Arc::new(Registry::builtin().with_mcp(mcp)),
             cwd,
             data_dir: data_dir.to_path_buf(),
             sweep: sweep_tool_outputs(data_dir.join(crate::paths::TOOL_OUTPUT_DIR)),
@@ -199,6 +206,10 @@ impl App {
     ) -> anyhow::Result<(Session, SessionHandle)> {
         // Fail before creating anything: a run that cannot start leaves no empty session.
         let default_model = self.default_model().context(NO_MODEL)?;
+        // In the background: the first frame never waits for a server.
+        if let Some(hub) = self.tools.mcp() {
+            hub.start();
+        }
         let directory = self.cwd.display().to_string();
         let session = match choice {
             SessionChoice::New => self.new_session(&directory).await?,

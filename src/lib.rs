@@ -35,6 +35,7 @@ pub mod context;
 pub mod frontmatter;
 pub mod headless;
 pub mod id;
+pub mod mcp;
 pub mod message;
 pub mod paths;
 pub mod permission;

@@ -87,6 +87,27 @@ fn dispatch(cli: Cli, loaded: Loaded) -> anyhow::Result<u8> {
     }
 }
 
+/// `cairn run /mcp [restart NAME]`: the servers' states (no model needed).
+async fn mcp_command(app: &App, args: &str) -> anyhow::Result<u8> {
+    let Some(hub) = app.tools.mcp() else {
+        return Ok(EXIT_OK);
+    };
+    hub.start();
+    hub.wait_ready(MCP_RUN_WAIT).await;
+    if let Some(name) = args.strip_prefix("restart").map(str::trim) {
+        anyhow::ensure!(
+            hub.restart(name),
+            "no MCP server named `{name}`; `/mcp` lists them"
+        );
+        hub.wait_ready(MCP_RUN_WAIT).await;
+    }
+    print!("{}", cairn::mcp::render(&hub.statuses()));
+    Ok(EXIT_OK)
+}
+
+/// How long `cairn run` waits for MCP servers before its first request.
+const MCP_RUN_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -117,6 +138,9 @@ fn run_headless(args: RunArgs, mut loaded: Loaded) -> anyhow::Result<u8> {
         (false, None) => SessionChoice::New,
     };
     let message = args.message.join(" ");
+    if let Some(rest) = message.trim().strip_prefix("/mcp") {
+        return runtime.block_on(mcp_command(&app, rest.trim()));
+    }
     let code = runtime.block_on(async {
         let (session, handle) = app.start(choice, Mode::Headless).await?;
         tracing::info!(session = %session.id, "headless run");
@@ -134,6 +158,10 @@ fn run_headless(args: RunArgs, mut loaded: Loaded) -> anyhow::Result<u8> {
             )
             .await?;
             return Ok(outcome.exit_code());
+        }
+        // Scripts see the configured servers' tools in the first request.
+        if let Some(hub) = app.tools.mcp() {
+            hub.wait_ready(MCP_RUN_WAIT).await;
         }
         let outcome = headless::run(
             &handle,

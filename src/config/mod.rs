@@ -54,6 +54,9 @@ pub struct Config {
     pub tui: TuiConfig,
     pub log: LogConfig,
     pub snapshot: SnapshotConfig,
+    /// `[mcp.NAME]`: MCP servers to start in the background.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub mcp: BTreeMap<String, crate::mcp::ServerConfig>,
 }
 
 impl Default for Config {
@@ -74,6 +77,7 @@ impl Default for Config {
             tui: TuiConfig::default(),
             log: LogConfig::default(),
             snapshot: SnapshotConfig::default(),
+            mcp: BTreeMap::new(),
         }
     }
 }

@@ -466,6 +466,8 @@ pub trait Tool: Send + Sync {
 #[derive(Clone)]
 pub struct Registry {
     tools: BTreeMap<&'static str, Arc<dyn Tool>>,
+    /// MCP servers' tools, which come and go while the session runs.
+    mcp: Option<Arc<crate::mcp::Hub>>,
 }
 
 impl std::fmt::Debug for Registry {
@@ -489,7 +491,18 @@ impl Registry {
         ];
         Self {
             tools: tools.into_iter().map(|tool| (tool.name(), tool)).collect(),
+            mcp: None,
         }
+    }
+
+    /// The built-in tools plus the tools of `hub`'s servers once ready.
+    pub fn with_mcp(mut self, hub: Arc<crate::mcp::Hub>) -> Self {
+        self.mcp = Some(hub);
+        self
+    }
+
+    pub fn mcp(&self) -> Option<&Arc<crate::mcp::Hub>> {
+        self.mcp.as_ref()
     }
 
     pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
@@ -501,9 +514,12 @@ impl Registry {
         self.tools.keys().copied().collect()
     }
 
-    /// Specs for the model of the tools `filter` keeps, sorted by name.
+    /// Specs for the model of the tools `filter` keeps, sorted by name,
+    /// then the ready MCP tools (never read-only: they are kept only when
+    /// `filter` keeps the write tools, i.e. not for the plan agent).
     pub fn specs(&self, filter: impl Fn(&dyn Tool) -> bool) -> Vec<ToolSpec> {
-        self.tools
+        let mut specs: Vec<ToolSpec> = self
+            .tools
             .values()
             .filter(|tool| filter(tool.as_ref()))
             .map(|tool| ToolSpec {
@@ -511,7 +527,15 @@ impl Registry {
                 description: tool.description().to_string(),
                 parameters: tool.parameters(),
             })
-            .collect()
+            .collect();
+        let writes_allowed = self
+            .tools
+            .get("write")
+            .is_some_and(|write| filter(write.as_ref()));
+        if let Some(hub) = self.mcp.as_ref().filter(|_| writes_allowed) {
+            specs.extend(hub.specs());
+        }
+        specs
     }
 
     /// [`Registry::specs`] for a small window: no tool in [`LEAN_OMITTED`],
@@ -539,14 +563,17 @@ impl Registry {
         input: Value,
         ctx: &ToolScope,
     ) -> Result<ToolOutput, ToolError> {
-        let tool = self
-            .get(name)
-            .or_else(|| self.get(&name.to_lowercase()))
-            .ok_or_else(|| ToolError::UnknownTool {
-                name: name.to_string(),
-                available: self.names().join(", "),
-            })?;
-        let output = tool.execute(input, ctx).await?;
+        let tool = self.get(name).or_else(|| self.get(&name.to_lowercase()));
+        let output = match (tool, &self.mcp) {
+            (Some(tool), _) => tool.execute(input, ctx).await?,
+            (None, Some(hub)) if hub.has_tool(name) => hub.call(name, input, ctx).await?,
+            (None, _) => {
+                return Err(ToolError::UnknownTool {
+                    name: name.to_string(),
+                    available: self.names().join(", "),
+                });
+            }
+        };
         limit_output(output, ctx)
     }
 }

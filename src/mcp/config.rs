@@ -1,0 +1,306 @@
+//! Which MCP servers to start: cairn's own `[mcp.NAME]` tables, plus the
+//! servers users already configured for Claude Code (`.mcp.json`,
+//! `~/.claude.json` project entries) and OpenCode (`opencode.json` `mcp`),
+//! read unchanged. `${VAR}` references are expanded from the environment
+//! here so secrets stay out of config files.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Seconds a server has to start, and a call to answer, unless configured.
+pub const DEFAULT_TIMEOUT_SECS: u64 = 30;
+
+/// `[mcp.NAME]`: one server, local (`command`) or remote (`url`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerConfig {
+    /// The program to run (stdio transport).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    pub args: Vec<String>,
+    pub env: BTreeMap<String, String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// A streamable-HTTP endpoint.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    pub headers: BTreeMap<String, String>,
+    /// Absent means enabled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// Seconds for start-up and for each call.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<u64>,
+}
+
+impl ServerConfig {
+    pub fn is_enabled(&self) -> bool {
+        self.enabled.unwrap_or(true)
+    }
+
+    pub fn timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.timeout.unwrap_or(DEFAULT_TIMEOUT_SECS).max(1))
+    }
+
+    /// A copy with every `${VAR}` in command, args, env, cwd, url and headers
+    /// replaced by `lookup(VAR)` (empty when unset, as a shell would).
+    pub fn expanded(&self, lookup: &dyn Fn(&str) -> Option<String>) -> Self {
+        let one = |text: &String| expand(text, lookup);
+        Self {
+            command: self.command.as_ref().map(one),
+            args: self.args.iter().map(one).collect(),
+            env: self.env.iter().map(|(k, v)| (k.clone(), one(v))).collect(),
+            cwd: self.cwd.as_ref().map(one),
+            url: self.url.as_ref().map(one),
+            headers: self
+                .headers
+                .iter()
+                .map(|(k, v)| (k.clone(), one(v)))
+                .collect(),
+            enabled: self.enabled,
+            timeout: self.timeout,
+        }
+    }
+}
+
+/// Replaces `${NAME}` and `${NAME:-default}`; anything else is kept as is.
+pub fn expand(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let Some(end) = after.find('}') else {
+            out.push_str(&rest[start..]);
+            return out;
+        };
+        let inner = &after[..end];
+        let (name, default) = match inner.split_once(":-") {
+            Some((name, default)) => (name, Some(default)),
+            None => (inner, None),
+        };
+        let value = lookup(name)
+            .filter(|value| !value.is_empty())
+            .or(default.map(str::to_string))
+            .unwrap_or_default();
+        out.push_str(&value);
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Claude Code's entry (`.mcp.json` `mcpServers`, `~/.claude.json`
+/// `projects.<dir>.mcpServers`): `type` is `stdio`, `http` or `sse`.
+fn from_claude(entry: &Value) -> Option<ServerConfig> {
+    let strings = |key: &str| -> BTreeMap<String, String> {
+        entry
+            .get(key)
+            .and_then(Value::as_object)
+            .map(|map| {
+                map.iter()
+                    .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let config = ServerConfig {
+        command: entry
+            .get("command")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        args: string_list(entry.get("args")),
+        env: strings("env"),
+        cwd: entry.get("cwd").and_then(Value::as_str).map(str::to_string),
+        url: entry.get("url").and_then(Value::as_str).map(str::to_string),
+        headers: strings("headers"),
+        enabled: entry.get("disabled").and_then(Value::as_bool).map(|d| !d),
+        timeout: None,
+    };
+    (config.command.is_some() || config.url.is_some()).then_some(config)
+}
+
+/// OpenCode's entry: `type` `local` with `command` as one array, or `remote`
+/// with `url`; `environment`, `enabled`, `timeout` in milliseconds.
+fn from_opencode(entry: &Value) -> Option<ServerConfig> {
+    let mut command = string_list(entry.get("command"));
+    let program = (!command.is_empty()).then(|| command.remove(0));
+    let map = |key: &str| -> BTreeMap<String, String> {
+        entry
+            .get(key)
+            .and_then(Value::as_object)
+            .map(|map| {
+                map.iter()
+                    .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let config = ServerConfig {
+        command: program,
+        args: command,
+        env: map("environment"),
+        cwd: None,
+        url: entry.get("url").and_then(Value::as_str).map(str::to_string),
+        headers: map("headers"),
+        enabled: entry.get("enabled").and_then(Value::as_bool),
+        timeout: entry
+            .get("timeout")
+            .and_then(Value::as_u64)
+            .map(|ms| ms.div_ceil(1000)),
+    };
+    (config.command.is_some() || config.url.is_some()).then_some(config)
+}
+
+fn string_list(value: Option<&Value>) -> Vec<String> {
+    value
+        .and_then(Value::as_array)
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|item| item.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn read_json(path: &Path) -> Option<Value> {
+    let text = std::fs::read_to_string(path).ok()?;
+    match serde_json::from_str(&text) {
+        Ok(value) => Some(value),
+        Err(error) => {
+            tracing::warn!("ignoring {}: {error}", path.display());
+            None
+        }
+    }
+}
+
+fn claude_servers(value: Option<&Value>, into: &mut BTreeMap<String, ServerConfig>) {
+    let Some(servers) = value.and_then(Value::as_object) else {
+        return;
+    };
+    for (name, entry) in servers {
+        if let Some(config) = from_claude(entry) {
+            into.entry(name.clone()).or_insert(config);
+        }
+    }
+}
+
+/// Every server for a session in `root`: cairn's own first, then the ones
+/// other agents' files name (a name cairn already has is not replaced).
+pub fn discover(
+    own: &BTreeMap<String, ServerConfig>,
+    root: &Path,
+    home: Option<&Path>,
+) -> BTreeMap<String, ServerConfig> {
+    let mut servers = own.clone();
+    if let Some(value) = read_json(&root.join(".mcp.json")) {
+        claude_servers(value.get("mcpServers"), &mut servers);
+    }
+    for file in ["opencode.json", "opencode.jsonc"] {
+        let Some(value) = read_json(&root.join(file)) else {
+            continue;
+        };
+        let Some(entries) = value.get("mcp").and_then(Value::as_object) else {
+            continue;
+        };
+        for (name, entry) in entries {
+            if let Some(config) = from_opencode(entry) {
+                servers.entry(name.clone()).or_insert(config);
+            }
+        }
+    }
+    if let Some(value) = home.and_then(|home| read_json(&home.join(".claude.json"))) {
+        let project = value
+            .get("projects")
+            .and_then(|projects| projects.get(root.to_string_lossy().as_ref()));
+        claude_servers(project.and_then(|p| p.get("mcpServers")), &mut servers);
+    }
+    servers
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn env(name: &str) -> Option<String> {
+        match name {
+            "TOKEN" => Some("s3cret".into()),
+            "EMPTY" => Some(String::new()),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn expansion_table() {
+        let cases = [
+            ("Bearer ${TOKEN}", "Bearer s3cret"),
+            ("${MISSING}", ""),
+            ("${MISSING:-fallback}", "fallback"),
+            ("${EMPTY:-fallback}", "fallback"),
+            ("$TOKEN stays", "$TOKEN stays"),
+            ("unclosed ${TOKEN", "unclosed ${TOKEN"),
+            ("${TOKEN}${TOKEN}", "s3crets3cret"),
+            // an expanded value is not expanded again
+            ("${A}", ""),
+        ];
+        for (input, want) in cases {
+            assert_eq!(expand(input, &env), want, "{input}");
+        }
+    }
+
+    #[test]
+    fn claude_code_mcp_json_is_read_unchanged() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        // The format Claude Code documents for project-scoped servers.
+        let file = json!({"mcpServers": {
+            "shared-server": {"command": "/path/to/server", "args": [], "env": {}},
+            "api-server": {"type": "http", "url": "${API_BASE_URL:-https://api.example.com}/mcp",
+                           "headers": {"Authorization": "Bearer ${API_KEY}"}}
+        }});
+        std::fs::write(dir.path().join(".mcp.json"), file.to_string()).expect("write");
+        let servers = discover(&BTreeMap::new(), dir.path(), None);
+        assert_eq!(
+            servers["shared-server"].command.as_deref(),
+            Some("/path/to/server")
+        );
+        let api = servers["api-server"].expanded(&|_| None);
+        assert_eq!(api.url.as_deref(), Some("https://api.example.com/mcp"));
+        assert_eq!(api.headers["Authorization"], "Bearer ");
+    }
+
+    #[test]
+    fn opencode_and_claude_json_entries_and_own_config_wins() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = tempfile::tempdir().expect("tempdir");
+        let opencode = json!({"mcp": {
+            "local": {"type": "local", "command": ["npx", "-y", "srv"], "enabled": false,
+                      "environment": {"K": "v"}, "timeout": 5000},
+            "mine": {"type": "local", "command": ["other"]}
+        }});
+        std::fs::write(dir.path().join("opencode.json"), opencode.to_string()).expect("write");
+        let claude = json!({"projects": {dir.path().to_string_lossy(): {"mcpServers": {
+            "fromhome": {"command": "h"}
+        }}}});
+        std::fs::write(home.path().join(".claude.json"), claude.to_string()).expect("write");
+        let own = BTreeMap::from([(
+            "mine".to_string(),
+            ServerConfig {
+                command: Some("cairn-own".into()),
+                ..Default::default()
+            },
+        )]);
+        let servers = discover(&own, dir.path(), Some(home.path()));
+        let local = &servers["local"];
+        assert_eq!(local.command.as_deref(), Some("npx"));
+        assert_eq!(local.args, ["-y", "srv"]);
+        assert!(!local.is_enabled());
+        assert_eq!(local.timeout, Some(5));
+        assert_eq!(servers["mine"].command.as_deref(), Some("cairn-own"));
+        assert_eq!(servers["fromhome"].command.as_deref(), Some("h"));
+    }
+}

@@ -1,0 +1,448 @@
+//! The MCP client: starts the configured servers in the background, keeps
+//! each one's state and tool list, and runs calls with a timeout and the
+//! call's cancel token. Tools are exposed to the model as `SERVER_tool`.
+//!
+//! Built on `rmcp` (the official SDK) so the protocol handshake, framing and
+//! version negotiation are the SDK's, not ours. A server that fails, crashes
+//! or hangs only changes its own [`State`]; it never fails the session.
+
+pub mod config;
+mod content;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use serde_json::{Value, json};
+use tokio::sync::watch;
+
+pub use config::ServerConfig;
+
+use crate::provider::ToolSpec;
+use crate::tool::{ToolError, ToolOutput, ToolScope};
+
+/// Where a server is in its life.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum State {
+    Starting,
+    Ready,
+    Failed,
+    Disabled,
+}
+
+/// One tool a server offers.
+#[derive(Debug, Clone)]
+pub struct McpTool {
+    pub name: String,
+    pub description: String,
+    pub schema: Value,
+}
+
+/// What `/mcp` and the status line show about one server.
+#[derive(Debug, Clone)]
+pub struct Status {
+    pub name: String,
+    pub state: State,
+    pub tools: usize,
+    pub last_error: Option<String>,
+}
+
+type Client = RunningService<RoleClient, Handler>;
+
+#[derive(Default)]
+struct Inner {
+    state: Option<State>,
+    tools: Vec<McpTool>,
+    last_error: Option<String>,
+    client: Option<Arc<Client>>,
+}
+
+struct Server {
+    name: String,
+    config: ServerConfig,
+    inner: Mutex<Inner>,
+    /// Bumped on every state change, so waiters wake on events.
+    changed: watch::Sender<u64>,
+}
+
+impl Server {
+    fn update(&self, apply: impl FnOnce(&mut Inner)) {
+        if let Ok(mut inner) = self.inner.lock() {
+            apply(&mut inner);
+        }
+        self.changed.send_modify(|n| *n += 1);
+    }
+
+    fn state(&self) -> State {
+        self.inner
+            .lock()
+            .ok()
+            .and_then(|inner| inner.state.clone())
+            .unwrap_or(State::Starting)
+    }
+
+    fn fail(&self, error: String) {
+        tracing::warn!("mcp server {}: {error}", self.name);
+        self.update(|inner| {
+            inner.state = Some(State::Failed);
+            inner.client = None;
+            inner.tools.clear();
+            inner.last_error = Some(error);
+        });
+    }
+}
+
+/// Re-lists a server's tools when it says they changed.
+struct Handler {
+    server: Weak<Server>,
+}
+
+impl ClientHandler for Handler {
+    async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
+        let Some(server) = self.server.upgrade() else {
+            return;
+        };
+        let peer = context.peer.clone();
+        // Listing is a request; it must not block the notification loop.
+        tokio::spawn(async move {
+            match peer.list_all_tools().await {
+                Ok(tools) => server.update(|inner| inner.tools = convert_tools(tools)),
+                Err(error) => server.update(|inner| {
+                    inner.last_error = Some(format!("listing tools: {error}"));
+                }),
+            }
+        });
+    }
+}
+
+fn convert_tools(tools: Vec<rmcp::model::Tool>) -> Vec<McpTool> {
+    tools
+        .into_iter()
+        .map(|tool| McpTool {
+            name: tool.name.to_string(),
+            description: tool.description.map(|d| d.to_string()).unwrap_or_default(),
+            schema: Value::Object((*tool.input_schema).clone()),
+        })
+        .collect()
+}
+
+/// All configured servers.
+#[derive(Default)]
+pub struct Hub {
+    servers: Vec<Arc<Server>>,
+    started: std::sync::atomic::AtomicBool,
+}
+
+impl std::fmt::Debug for Hub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.servers.iter().map(|server| &server.name))
+            .finish()
+    }
+}
+
+impl Hub {
+    /// The servers, not started yet (see [`Hub::start`]).
+    pub fn new(servers: BTreeMap<String, ServerConfig>) -> Arc<Self> {
+        let lookup = |name: &str| std::env::var(name).ok();
+        Arc::new(Self {
+            servers: servers
+                .into_iter()
+                .map(|(name, config)| {
+                    Arc::new(Server {
+                        name,
+                        config: config.expanded(&lookup),
+                        inner: Mutex::new(Inner::default()),
+                        changed: watch::channel(0).0,
+                    })
+                })
+                .collect(),
+            started: std::sync::atomic::AtomicBool::new(false),
+        })
+    }
+
+    /// Starts every enabled server in the background and returns at once;
+    /// later calls do nothing. Must be called inside a tokio runtime.
+    pub fn start(&self) {
+        if self.started.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
+        for server in &self.servers {
+            spawn_connect(server.clone());
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.servers.is_empty()
+    }
+
+    /// Waits until no server is still starting, or `limit` passes.
+    pub async fn wait_ready(&self, limit: Duration) {
+        let all = async {
+            for server in &self.servers {
+                let mut changes = server.changed.subscribe();
+                while server.state() == State::Starting {
+                    if changes.changed().await.is_err() {
+                        break;
+                    }
+                }
+            }
+        };
+        let _ = tokio::time::timeout(limit, all).await;
+    }
+
+    pub fn statuses(&self) -> Vec<Status> {
+        self.servers
+            .iter()
+            .map(|server| {
+                let inner = server.inner.lock();
+                let (tools, last_error) = inner
+                    .map(|inner| (inner.tools.len(), inner.last_error.clone()))
+                    .unwrap_or((0, None));
+                Status {
+                    name: server.name.clone(),
+                    state: server.state(),
+                    tools,
+                    last_error,
+                }
+            })
+            .collect()
+    }
+
+    /// The ready servers' tools as the model sees them.
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        let mut specs = Vec::new();
+        for server in &self.servers {
+            let Ok(inner) = server.inner.lock() else {
+                continue;
+            };
+            for tool in &inner.tools {
+                specs.push(ToolSpec {
+                    name: exposed_name(&server.name, &tool.name),
+                    description: tool.description.clone(),
+                    parameters: tool.schema.clone(),
+                });
+            }
+        }
+        specs
+    }
+
+    /// The server and tool behind an exposed name.
+    fn resolve(&self, exposed: &str) -> Option<(Arc<Server>, String)> {
+        self.servers.iter().find_map(|server| {
+            let inner = server.inner.lock().ok()?;
+            inner
+                .tools
+                .iter()
+                .find(|tool| exposed_name(&server.name, &tool.name) == exposed)
+                .map(|tool| (server.clone(), tool.name.clone()))
+        })
+    }
+
+    pub fn has_tool(&self, exposed: &str) -> bool {
+        self.resolve(exposed).is_some()
+    }
+
+    /// Stops and starts `name` again.
+    pub fn restart(&self, name: &str) -> bool {
+        let Some(server) = self.servers.iter().find(|server| server.name == name) else {
+            return false;
+        };
+        server.update(|inner| {
+            inner.client = None;
+            inner.tools.clear();
+            inner.state = None;
+        });
+        spawn_connect(server.clone());
+        true
+    }
+
+    /// Runs an MCP tool after asking the `mcp` permission for `server/tool`.
+    pub async fn call(
+        &self,
+        exposed: &str,
+        input: Value,
+        scope: &ToolScope,
+    ) -> Result<ToolOutput, ToolError> {
+        let (server, tool) = self
+            .resolve(exposed)
+            .ok_or_else(|| ToolError::UnknownTool {
+                name: exposed.to_string(),
+                available: self
+                    .specs()
+                    .into_iter()
+                    .map(|spec| spec.name)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })?;
+        let pattern = format!("{}/{tool}", server.name);
+        scope
+            .ask(
+                "mcp",
+                vec![pattern.clone()],
+                vec![pattern],
+                format!("{} (MCP server {})", tool, server.name),
+                json!({"server": server.name, "tool": tool, "input": input}),
+            )
+            .await?;
+        let client = server
+            .inner
+            .lock()
+            .ok()
+            .and_then(|inner| inner.client.clone())
+            .ok_or_else(|| call_failed(&server.name, "the server is not running"))?;
+        let arguments = match input {
+            Value::Object(map) => Some(map),
+            Value::Null => None,
+            other => {
+                return Err(ToolError::InvalidArguments {
+                    tool: exposed.to_string(),
+                    detail: format!("expected an object, got {other}"),
+                });
+            }
+        };
+        let mut params = CallToolRequestParams::new(tool.clone());
+        params.arguments = arguments;
+        let timeout = server.config.timeout();
+        let result = tokio::select! {
+            () = scope.cancel.cancelled() => {
+                return Err(ToolError::Interrupted { output: String::new() })
+            }
+            result = tokio::time::timeout(timeout, client.call_tool(params)) => result,
+        };
+        match result {
+            Err(_) => {
+                server.update(|inner| {
+                    inner.last_error = Some(format!("{tool} timed out after {timeout:?}"));
+                });
+                Err(call_failed(
+                    &server.name,
+                    &format!("no answer within {} s", timeout.as_secs()),
+                ))
+            }
+            Ok(Err(error)) => {
+                if client.is_closed() {
+                    server.fail(format!("the server exited during {tool}: {error}"));
+                }
+                Err(call_failed(&server.name, &error.to_string()))
+            }
+            Ok(Ok(result)) => content::to_output(exposed, &result),
+        }
+    }
+}
+
+/// `/mcp`: one line per server (state, tool count, last error), or a line
+/// saying none is configured.
+pub fn render(statuses: &[Status]) -> String {
+    if statuses.is_empty() {
+        return "no MCP servers configured ([mcp.NAME] in cairn.toml, or .mcp.json)\n".into();
+    }
+    let mut out = String::new();
+    for status in statuses {
+        let state = match status.state {
+            State::Starting => "starting",
+            State::Ready => "ready",
+            State::Failed => "failed",
+            State::Disabled => "disabled",
+        };
+        out.push_str(&format!("{}: {state}, {} tools", status.name, status.tools));
+        if let Some(error) = &status.last_error {
+            out.push_str(&format!(" (last error: {error})"));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+fn call_failed(server: &str, detail: &str) -> ToolError {
+    ToolError::Failed(format!("MCP server `{server}`: {detail}"))
+}
+
+/// `SERVER_tool`, with anything a provider would reject in a tool name
+/// replaced by `_`.
+pub fn exposed_name(server: &str, tool: &str) -> String {
+    format!("{server}_{tool}")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+fn spawn_connect(server: Arc<Server>) {
+    if !server.config.is_enabled() {
+        server.update(|inner| inner.state = Some(State::Disabled));
+        return;
+    }
+    server.update(|inner| inner.state = Some(State::Starting));
+    tokio::spawn(async move {
+        let timeout = server.config.timeout();
+        match tokio::time::timeout(timeout, connect(&server)).await {
+            Ok(Ok((client, tools))) => server.update(|inner| {
+                inner.tools = tools;
+                inner.client = Some(Arc::new(client));
+                inner.state = Some(State::Ready);
+                inner.last_error = None;
+            }),
+            Ok(Err(error)) => server.fail(error),
+            Err(_) => server.fail(format!("did not start within {} s", timeout.as_secs())),
+        }
+    });
+}
+
+async fn connect(server: &Arc<Server>) -> Result<(Client, Vec<McpTool>), String> {
+    let config = &server.config;
+    let Some(program) = &config.command else {
+        return Err(match &config.url {
+            Some(url) => format!("remote servers ({url}) are not supported yet"),
+            None => "neither `command` nor `url` is set".to_string(),
+        });
+    };
+    let mut command = tokio::process::Command::new(program);
+    command.args(&config.args).envs(&config.env);
+    if let Some(cwd) = &config.cwd {
+        command.current_dir(cwd);
+    }
+    let (transport, _stderr) = TokioChildProcess::builder(command)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .map_err(|error| format!("cannot run `{program}`: {error}"))?;
+    let handler = Handler {
+        server: Arc::downgrade(server),
+    };
+    let client = handler
+        .serve(transport)
+        .await
+        .map_err(|error| format!("handshake failed: {error}"))?;
+    let tools = client
+        .list_all_tools()
+        .await
+        .map_err(|error| format!("listing tools failed: {error}"))?;
+    Ok((client, convert_tools(tools)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exposed_names_are_provider_safe() {
+        let cases = [
+            ("github", "create_issue", "github_create_issue"),
+            ("my.server", "do thing", "my_server_do_thing"),
+            ("fs", "read-file", "fs_read-file"),
+            ("x", "a/../b", "x_a____b"),
+        ];
+        for (server, tool, want) in cases {
+            assert_eq!(exposed_name(server, tool), want);
+        }
+    }
+}

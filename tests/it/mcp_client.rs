@@ -1,0 +1,262 @@
+//! The MCP client against a real MCP server in its own process
+//! (examples/mcp_fixture.rs, built by cargo with the tests): listing, calls,
+//! errors, a crash mid-call, a server that never answers, a list change, an
+//! image, a huge result truncated with the hint, and a server that fails to
+//! start without breaking anything else.
+
+use crate::tools_common;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use cairn::mcp::{Hub, ServerConfig, State};
+use cairn::tool::{Registry, ToolError};
+use serde_json::json;
+use tools_common::Project;
+
+/// target/debug/examples/mcp_fixture, beside this test binary's deps/ dir.
+fn fixture() -> String {
+    let exe = std::env::current_exe().expect("test binary path");
+    let debug = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("target/debug");
+    let path: PathBuf = debug.join("examples").join("mcp_fixture");
+    assert!(path.exists(), "build it: cargo build --example mcp_fixture");
+    path.display().to_string()
+}
+
+fn server(args: &[&str], timeout: u64) -> ServerConfig {
+    ServerConfig {
+        command: Some(fixture()),
+        args: args.iter().map(|a| a.to_string()).collect(),
+        timeout: Some(timeout),
+        ..Default::default()
+    }
+}
+
+async fn ready_hub(servers: BTreeMap<String, ServerConfig>) -> (Arc<Hub>, Registry) {
+    let hub = Hub::new(servers);
+    hub.start();
+    hub.wait_ready(Duration::from_secs(30)).await;
+    (hub.clone(), Registry::builtin().with_mcp(hub))
+}
+
+#[tokio::test]
+async fn tools_are_listed_with_schemas_and_called() {
+    let (hub, registry) = ready_hub(BTreeMap::from([("fx".into(), server(&[], 10))])).await;
+    let status = &hub.statuses()[0];
+    assert_eq!(status.state, State::Ready, "{status:?}");
+    assert_eq!(status.tools, 7);
+    let specs = registry.specs(|_| true);
+    let echo = specs
+        .iter()
+        .find(|s| s.name == "fx_echo")
+        .expect("fx_echo offered");
+    assert_eq!(echo.parameters["properties"]["text"]["type"], "string");
+    // the plan agent's filter (read-only tools) keeps no MCP tool
+    assert!(
+        registry
+            .specs(|t| t.is_read_only())
+            .iter()
+            .all(|s| !s.name.starts_with("fx_"))
+    );
+
+    let project = Project::new();
+    let ctx = project.context();
+    let out = registry
+        .run("fx_echo", json!({"text": "hi"}), &ctx)
+        .await
+        .expect("echo");
+    assert_eq!(out.output, "echo: hi");
+
+    let error = registry
+        .run("fx_fail", json!({}), &ctx)
+        .await
+        .expect_err("fails");
+    assert!(
+        error.to_string().contains("the fixture failed on purpose"),
+        "{error}"
+    );
+
+    let image = registry
+        .run("fx_image", json!({}), &ctx)
+        .await
+        .expect("image");
+    assert_eq!(image.attachments.len(), 1);
+    assert_eq!(image.attachments[0].mime, "image/png");
+
+    let huge = registry
+        .run("fx_huge", json!({"lines": 5000}), &ctx)
+        .await
+        .expect("huge");
+    assert_eq!(huge.metadata["truncated"], true);
+    assert!(huge.output.contains("line 0"));
+    assert!(!huge.output.contains("line 4999"));
+    assert!(
+        huge.output.contains("truncated"),
+        "the hint: {}",
+        huge.output
+    );
+}
+
+#[tokio::test]
+async fn a_list_change_adds_the_new_tool() {
+    let (hub, registry) = ready_hub(BTreeMap::from([("fx".into(), server(&[], 10))])).await;
+    let ctx = Project::new().context();
+    assert!(!hub.has_tool("fx_extra"));
+    registry
+        .run("fx_grow", json!({}), &ctx)
+        .await
+        .expect("grow");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !hub.has_tool("fx_extra") {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "fx_extra never appeared"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let out = registry
+        .run("fx_extra", json!({}), &ctx)
+        .await
+        .expect("extra");
+    assert_eq!(out.output, "extra ran");
+}
+
+#[tokio::test]
+async fn a_crash_mid_call_fails_the_call_and_marks_the_server() {
+    let (hub, registry) = ready_hub(BTreeMap::from([("fx".into(), server(&[], 10))])).await;
+    let ctx = Project::new().context();
+    let error = registry
+        .run("fx_crash", json!({}), &ctx)
+        .await
+        .expect_err("crashes");
+    assert!(error.to_string().contains("MCP server `fx`"), "{error}");
+    assert!(hub.restart("fx"));
+    hub.wait_ready(Duration::from_secs(30)).await;
+    let out = registry
+        .run("fx_echo", json!({"text": "again"}), &ctx)
+        .await
+        .expect("restarted");
+    assert_eq!(out.output, "echo: again");
+}
+
+#[tokio::test]
+async fn a_call_that_never_answers_times_out_and_cancel_interrupts() {
+    let (_hub, registry) = ready_hub(BTreeMap::from([("fx".into(), server(&[], 1))])).await;
+    let ctx = Project::new().context();
+    let error = registry
+        .run("fx_hang", json!({}), &ctx)
+        .await
+        .expect_err("times out");
+    assert!(
+        error.to_string().contains("no answer within 1 s"),
+        "{error}"
+    );
+
+    let (_hub, registry) = ready_hub(BTreeMap::from([("fx".into(), server(&[], 60))])).await;
+    let ctx = Project::new().context();
+    let cancel = ctx.cancel.clone();
+    let call = registry.run("fx_hang", json!({}), &ctx);
+    let (result, ()) = tokio::join!(call, async { cancel.cancel() });
+    assert!(
+        matches!(result, Err(ToolError::Interrupted { .. })),
+        "{result:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_server_that_cannot_start_or_is_slow_breaks_nothing_else() {
+    let servers = BTreeMap::from([
+        ("good".into(), server(&[], 10)),
+        ("slow".into(), server(&["--start-delay-ms", "5000"], 1)),
+        (
+            "missing".into(),
+            ServerConfig {
+                command: Some("/nonexistent/mcp-server".into()),
+                ..Default::default()
+            },
+        ),
+    ]);
+    let (hub, registry) = ready_hub(servers).await;
+    let by_name: BTreeMap<String, _> = hub
+        .statuses()
+        .into_iter()
+        .map(|s| (s.name.clone(), s))
+        .collect();
+    assert_eq!(by_name["good"].state, State::Ready);
+    assert_eq!(by_name["slow"].state, State::Failed);
+    assert!(
+        by_name["slow"]
+            .last_error
+            .as_deref()
+            .unwrap_or("")
+            .contains("did not start")
+    );
+    assert_eq!(by_name["missing"].state, State::Failed);
+    assert!(
+        by_name["missing"]
+            .last_error
+            .as_deref()
+            .unwrap_or("")
+            .contains("cannot run")
+    );
+    let ctx = Project::new().context();
+    assert!(
+        registry
+            .run("good_echo", json!({"text": "x"}), &ctx)
+            .await
+            .is_ok()
+    );
+}
+
+/// `permission.mcp` patterns are `SERVER/tool`; with no rule the call asks,
+/// and a headless run with nobody to answer does not run it.
+#[tokio::test]
+async fn calls_go_through_the_mcp_permission() {
+    use cairn::permission::{Mode, PermissionConfig, ruleset};
+    let (_hub, registry) = ready_hub(BTreeMap::from([("fx".into(), server(&[], 10))])).await;
+    let project = Project::new();
+    let config: PermissionConfig =
+        toml::from_str("mcp = { \"*\" = \"allow\", \"fx/echo\" = \"deny\" }").expect("toml");
+    let ctx = project.context_with(ruleset(&config, false), Mode::Headless);
+    let denied = registry.run("fx_echo", json!({"text": "x"}), &ctx).await;
+    assert!(
+        matches!(denied, Err(ToolError::PermissionDenied { .. })),
+        "{denied:?}"
+    );
+    assert!(registry.run("fx_image", json!({}), &ctx).await.is_ok());
+
+    let ctx = project.context_with(ruleset(&PermissionConfig::new(), false), Mode::Headless);
+    let asked = registry.run("fx_echo", json!({"text": "x"}), &ctx).await;
+    assert!(
+        matches!(
+            asked,
+            Err(ToolError::PermissionRejected { .. } | ToolError::PermissionDenied { .. })
+        ),
+        "{asked:?}"
+    );
+}
+
+/// Claude Code's documented project file, unchanged, seen by `cairn run /mcp`
+/// (no model needed), with `${VAR}` defaults and a server that cannot start.
+#[tokio::test]
+async fn cairn_run_mcp_lists_servers_from_claude_codes_mcp_json() {
+    let project = crate::project::Project::new();
+    let file = json!({"mcpServers": {
+        "fixture": {"type": "stdio", "command": fixture(), "args": [], "env": {"X": "${UNSET:-y}"}},
+        "broken": {"command": "/nonexistent/server"}
+    }});
+    std::fs::write(project.path(".mcp.json"), file.to_string()).expect("write .mcp.json");
+    let out = project.ok(&["run", "/mcp"]).await;
+    assert!(out.contains("fixture: ready, 7 tools"), "{out}");
+    assert!(
+        out.contains("broken: failed, 0 tools (last error: cannot run"),
+        "{out}"
+    );
+    let out = project.ok(&["run", "/mcp restart fixture"]).await;
+    assert!(out.contains("fixture: ready, 7 tools"), "{out}");
+}
