@@ -67,6 +67,22 @@ async fn a_second_run_on_a_session_in_use_is_refused_with_exit_4_and_sends_nothi
         "the second sent nothing"
     );
 
+    // The TUI opening the same session refuses the same way, before taking the screen.
+    let tui = crate::tui_pty::Terminal::start(
+        project.root.path(),
+        &project.data_dir(),
+        &project.home.path().join("config"),
+        &["--continue"],
+    );
+    tui.wait_for("the TUI's refusal", |screen| {
+        screen.contains("is in use by another cairn")
+    });
+    assert_eq!(
+        server.requests().len(),
+        requests_before,
+        "the TUI sent nothing"
+    );
+
     std::fs::write(project.path("go"), "").expect("let the command finish");
     let first = tokio::time::timeout(Duration::from_secs(60), first.wait_with_output())
         .await
