@@ -121,12 +121,16 @@ pub fn build_variant(
         base.push_str(&environment_block(model, env));
     }
     let (instructions, mut problems) = instruction_files(env);
-    let skills = crate::skill::discover(&env.skill_roots());
-    if let Some(block) = crate::skill::prompt_block(&skills.skills) {
-        base.push_str("\n\n");
-        base.push_str(&block);
+    // A small window has no room for skills (the lean prompt has no `skill`
+    // tool either, see `tool::LEAN_OMITTED`).
+    if !lean {
+        let skills = crate::skill::discover(&env.skill_roots());
+        if let Some(block) = crate::skill::prompt_block(&skills.skills) {
+            base.push_str("\n\n");
+            base.push_str(&block);
+        }
+        problems.extend(skills.problems);
     }
-    problems.extend(skills.problems);
     SystemPrompt {
         base,
         instructions,

@@ -63,7 +63,8 @@ pub fn build_request(
     } else {
         ctx.tools.specs(allowed)
     };
-    if agent.tools.allows(crate::session::agent::TASK_TOOL, false) {
+    // Subagents need a window of their own to be worth it: not in the lean prompt.
+    if !lean && agent.tools.allows(crate::session::agent::TASK_TOOL, false) {
         tools.push(crate::session::subtask::spec(&ctx.agents));
         tools.sort_by(|a, b| a.name.cmp(&b.name));
     }

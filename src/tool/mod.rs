@@ -415,8 +415,10 @@ fn strip_schema_noise(schema: &mut Value) {
 }
 
 /// Tools the lean prompt leaves out: a todo list costs ~400 tokens of a
-/// 4k window and helps little in a session that short.
-pub const LEAN_OMITTED: &[&str] = &["todowrite"];
+/// 4k window and helps little in a session that short; a skill's
+/// instructions would fill it (the lean prompt lists no skills). The
+/// session-level `task` tool is left out beside these (`build_request`).
+pub const LEAN_OMITTED: &[&str] = &["todowrite", "skill"];
 
 /// Up to the first sentence end (`. ` or a line break).
 fn first_sentence(text: &str) -> &str {

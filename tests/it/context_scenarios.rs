@@ -544,12 +544,14 @@ async fn an_instruction_file_bigger_than_the_window_is_diagnosed_before_sending(
 
 #[tokio::test]
 async fn a_prompt_typed_during_compaction_waits_and_is_answered_after_it() {
-    let scenario = Scenario::with_config(vec![], small_window).await;
+    // A window wide enough that the usage reported below (far above what
+    // was sent, so calibration doubles every count) leaves the prompt room.
+    let scenario = Scenario::with_config(vec![], |config| window(config, 32_000, 4_000)).await;
     scenario.server.push(tool_call(
         "call_1",
         "bash",
         json!({ "command": "echo working", "description": "work" }),
-        16_500,
+        29_000,
     ));
     scenario
         .server

@@ -16,16 +16,29 @@ use cairn::tool::{Registry, ToolError};
 use serde_json::json;
 use tools_common::Project;
 
-/// target/debug/examples/mcp_fixture, beside this test binary's deps/ dir.
+/// The fixture server `examples/mcp_fixture.rs`, built once per test run
+/// into this test binary's target dir. `cargo test --all-targets` builds
+/// examples as test harnesses, not as the server, hence the build here
+/// (cargo holds no lock while tests run).
 fn fixture() -> String {
-    let exe = std::env::current_exe().expect("test binary path");
-    let debug = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .expect("target/debug");
-    let path: PathBuf = debug.join("examples").join("mcp_fixture");
-    assert!(path.exists(), "build it: cargo build --example mcp_fixture");
-    path.display().to_string()
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let status = std::process::Command::new(env!("CARGO"))
+                .args(["build", "--quiet", "--example", "mcp_fixture"])
+                .current_dir(env!("CARGO_MANIFEST_DIR"))
+                .status()
+                .expect("run cargo");
+            assert!(status.success(), "cargo build --example mcp_fixture failed");
+            let exe = std::env::current_exe().expect("test binary path");
+            exe.parent()
+                .and_then(|deps| deps.parent())
+                .expect("target/debug")
+                .join("examples")
+                .join("mcp_fixture")
+        })
+        .display()
+        .to_string()
 }
 
 fn server(args: &[&str], timeout: u64) -> ServerConfig {

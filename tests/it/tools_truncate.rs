@@ -144,14 +144,17 @@ async fn unknown_tools_name_the_real_ones_and_specs_are_sorted() {
     assert!(matches!(error, ToolError::UnknownTool { .. }));
     assert_eq!(
         error.to_string(),
-        "Unknown tool `shell`. The available tools are: bash, edit, glob, grep, list, read, todowrite, write."
+        "Unknown tool `shell`. The available tools are: bash, edit, glob, grep, list, read, skill, todowrite, write."
     );
     let read_only: Vec<String> = registry
         .specs(|tool| tool.is_read_only())
         .into_iter()
         .map(|spec| spec.name)
         .collect();
-    assert_eq!(read_only, ["glob", "grep", "list", "read", "todowrite"]);
+    assert_eq!(
+        read_only,
+        ["glob", "grep", "list", "read", "skill", "todowrite"]
+    );
     for spec in registry.specs(|_| true) {
         assert_eq!(spec.parameters["type"], "object", "{}", spec.name);
         assert!(!spec.description.is_empty());

@@ -59,19 +59,7 @@ impl Scenario {
         responses: Vec<ScriptedResponse>,
         edit: impl FnOnce(&mut Config),
     ) -> Self {
-        let server = ScriptedServer::start(responses).await;
-        let project = tempfile::tempdir().expect("project dir");
-        std::fs::create_dir(project.path().join(".git")).expect("mark as git repo");
-        let data = tempfile::tempdir().expect("data dir");
-        let mut config = config(&server.url(), 200_000, 32_000);
-        edit(&mut config);
-        let app = App::open(config, project.path().to_path_buf(), data.path()).expect("open app");
-        Self {
-            server,
-            app,
-            project,
-            data,
-        }
+        Self::around(ScriptedServer::start(responses).await, edit)
     }
 
     /// A scenario whose server answers each request with `responder(request)`
@@ -80,7 +68,11 @@ impl Scenario {
         responder: impl Fn(&crate::support::RecordedRequest) -> ScriptedResponse + Send + Sync + 'static,
         edit: impl FnOnce(&mut Config),
     ) -> Self {
-        let server = ScriptedServer::answering(responder).await;
+        Self::around(ScriptedServer::answering(responder).await, edit)
+    }
+
+    /// A fresh project and data dir whose config points at `server`.
+    fn around(server: ScriptedServer, edit: impl FnOnce(&mut Config)) -> Self {
         let project = tempfile::tempdir().expect("project dir");
         std::fs::create_dir(project.path().join(".git")).expect("mark as git repo");
         let data = tempfile::tempdir().expect("data dir");
