@@ -631,13 +631,15 @@ mod tests {
     }
 
     #[test]
-    fn lean_specs_drop_todowrite_and_long_descriptions() {
+    fn lean_specs_drop_todowrite_skill_and_long_descriptions() {
         let registry = Registry::builtin();
         let full = registry.specs(|_| true);
         let lean = registry.lean_specs(|_| true);
-        assert!(full.iter().any(|s| s.name == "todowrite"));
-        assert!(lean.iter().all(|s| s.name != "todowrite"));
-        assert_eq!(lean.len(), full.len() - 1);
+        for omitted in LEAN_OMITTED {
+            assert!(full.iter().any(|s| s.name == *omitted), "{omitted}");
+            assert!(lean.iter().all(|s| s.name != *omitted), "{omitted}");
+        }
+        assert_eq!(lean.len(), full.len() - LEAN_OMITTED.len());
         let size = |specs: &[ToolSpec]| serde_json::to_string(specs).map_or(0, |s| s.len());
         assert!(
             size(&lean) * 2 < size(&full),
