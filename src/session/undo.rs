@@ -44,6 +44,11 @@ pub enum Error {
          so they cannot be put back; run `/undo --force` to undo the messages only"
     )]
     NoSnapshots(String),
+    #[error(
+        "the agent is busy: wait for the turn to finish or press Esc to interrupt it, \
+         then try again"
+    )]
+    Busy,
     #[error("no diff: snapshots are off (`snapshot.enabled = false`)")]
     DiffWithoutSnapshots,
     #[error(transparent)]

@@ -46,6 +46,12 @@ pub enum Effect {
     LoadOlder(String),
     /// Ctrl+Z: give the terminal back to the shell until resumed.
     Suspend,
+    /// `/undo [--force]`: the session takes the last turn back.
+    Undo {
+        force: bool,
+    },
+    /// `/redo`: the session brings the undone turn back.
+    Redo,
 }
 
 /// A layer drawn over the transcript that takes the keys while open.
@@ -56,6 +62,8 @@ pub enum Overlay {
     Help,
     Picker(Picker),
     FirstRun(String),
+    /// `/undo` refused: these files were edited since the turn; overwrite?
+    UndoConflict(Vec<String>),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -166,6 +174,9 @@ impl PermissionGuard {
         }
     }
 }
+
+/// The flash while the transcript is reread after the bus receiver lagged.
+const LAGGED: &str = "display fell behind; reloading the session";
 
 /// Two presses of Esc or Ctrl+C within this many milliseconds count as a double press.
 pub const DOUBLE_PRESS_MS: i64 = 1000;
@@ -372,7 +383,7 @@ impl App {
 
     /// The receiver lagged: deltas were lost, so ask for the stored history.
     pub fn lagged(&mut self) -> Vec<Effect> {
-        self.flash = Some("display fell behind; reloading the session".into());
+        self.flash = Some(LAGGED.into());
         self.dirty = true;
         vec![Effect::Reload]
     }
@@ -380,7 +391,10 @@ impl App {
     pub fn reloaded(&mut self, history: Vec<MessageWithParts>, has_older: bool) {
         self.timeline.reset(history, has_older);
         self.loading_older = false;
-        self.flash = None;
+        // What an undo said stays; the lag notice is done.
+        if self.flash.as_deref() == Some(LAGGED) {
+            self.flash = None;
+        }
         self.dirty = true;
     }
 

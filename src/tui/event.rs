@@ -21,4 +21,9 @@ pub enum Internal {
     Flash(String),
     /// The local model servers found at start-up (first-run screen only).
     Discovered(super::Discovered),
+    /// The session's answer to `/undo` (`redo == false`) or `/redo`.
+    Undone {
+        redo: bool,
+        result: Result<crate::session::undo::Outcome, crate::session::undo::Error>,
+    },
 }

@@ -126,8 +126,7 @@ pub async fn run_loop(
             },
             Some(message) = internal_rx.recv() => {
                 user_waiting = true;
-                apply_internal(app, message);
-                Vec::new()
+                apply_internal(app, message)
             }
             // SIGTERM / SIGHUP: stop the turn and leave; the guard restores
             // the terminal on the way out, as for /quit.
@@ -204,9 +203,11 @@ fn suspend(_terminal: &mut ratatui::Terminal<Backend>, app: &mut App) -> anyhow:
     Ok(())
 }
 
-fn apply_internal(app: &mut App, message: Internal) {
+/// Applies a background result; an undo's answer asks for a reload.
+fn apply_internal(app: &mut App, message: Internal) -> Vec<Effect> {
     app.dirty = true;
     match message {
+        Internal::Undone { redo, result } => return super::undo::answered(app, redo, result),
         Internal::Files(files) => app.files = Arc::new(files),
         Internal::Context(Some(breakdown)) => {
             if matches!(app.overlay, Some(super::app::Overlay::Context(None))) {
@@ -235,6 +236,7 @@ fn apply_internal(app: &mut App, message: Internal) {
             }
         }
     }
+    Vec::new()
 }
 
 fn perform(
@@ -254,6 +256,8 @@ fn perform(
             });
         }
         Effect::Export { path } => export(app, channels, internal, path),
+        Effect::Undo { force } => undo_or_redo(app, channels, internal, Some(force)),
+        Effect::Redo => undo_or_redo(app, channels, internal, None),
         Effect::Copy(text) => {
             let mut out = std::io::stdout();
             let written = out
@@ -335,6 +339,34 @@ fn export(
             Err(error) => format!("cannot write {path}: {error}"),
         };
         let _ = internal.send(Internal::Flash(flash));
+    });
+}
+
+/// `/undo` (`Some(force)`) or `/redo` (`None`): the session does the work
+/// (files and store, off this thread); its answer comes back as an
+/// [`Internal::Undone`].
+fn undo_or_redo(
+    app: &mut App,
+    channels: &Channels,
+    internal: &mpsc::UnboundedSender<Internal>,
+    force: Option<bool>,
+) {
+    let (reply, answer) = oneshot::channel();
+    let command = match force {
+        Some(force) => Command::Undo { force, reply },
+        None => Command::Redo { reply },
+    };
+    send(app, channels, command);
+    let internal = internal.clone();
+    tokio::spawn(async move {
+        let message = match answer.await {
+            Ok(result) => Internal::Undone {
+                redo: force.is_none(),
+                result,
+            },
+            Err(_) => Internal::Flash("the session did not answer; is it still running?".into()),
+        };
+        let _ = internal.send(message);
     });
 }
 

@@ -171,6 +171,9 @@ fn overlay_key(app: &mut App, action: Action) -> Vec<Effect> {
     if action == Action::CtrlC {
         return composer_key(app, action);
     }
+    if matches!(app.overlay, Some(Overlay::UndoConflict(_))) {
+        return super::undo::conflict_key(app, &action);
+    }
     let Some(Overlay::Picker(picker)) = &mut app.overlay else {
         // Read-only overlays close on Esc, Enter or q.
         if matches!(action, Action::Escape | Action::Enter | Action::Insert('q')) {

@@ -14,6 +14,7 @@ pub mod picker;
 pub mod status;
 pub mod tool_card;
 pub mod transcript;
+pub mod undo;
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -117,6 +118,7 @@ pub fn draw(app: &App, frame: &mut Frame<'_>) {
         Some(Overlay::Context(breakdown)) => context::draw(breakdown.as_ref(), frame, area),
         Some(Overlay::Help) => help::draw(frame, area),
         Some(Overlay::Picker(picker)) => picker::draw(picker, frame, area),
+        Some(Overlay::UndoConflict(files)) => undo::draw(files, frame, area),
         Some(Overlay::FirstRun(_)) | None => {}
     }
     if let Some(request) = app.permissions.front() {
