@@ -53,4 +53,9 @@ pub enum Command {
     Diff {
         reply: oneshot::Sender<Result<String, undo::Error>>,
     },
+    /// One step's changes as a unified diff (a patch card expanded).
+    PatchDiff {
+        patch: crate::message::PatchPart,
+        reply: oneshot::Sender<Result<String, undo::Error>>,
+    },
 }

@@ -223,6 +223,12 @@ async fn handle(
                 let _ = reply.send(diff);
             });
         }
+        Command::PatchDiff { patch, reply } => {
+            let snapshots = ctx.snapshots.clone();
+            tokio::spawn(async move {
+                let _ = reply.send(undo::patch_diff(snapshots.as_ref(), patch).await);
+            });
+        }
     }
     Ok(())
 }

@@ -228,6 +228,22 @@ pub async fn session_diff(
     .await
 }
 
+/// One step's changes (a patch card expanded): its files from the snapshot
+/// before the step to the one after it (the tree now when it has none).
+pub async fn patch_diff(snapshots: Option<&Snapshots>, patch: PatchPart) -> Result<String, Error> {
+    let Some(snapshots) = snapshots.cloned() else {
+        return Err(Error::DiffWithoutSnapshots);
+    };
+    blocking(move || {
+        let after = match patch.after {
+            Some(after) => after,
+            None => snapshots.track()?.hash,
+        };
+        snapshots.diff_paths(&patch.hash, &after, &patch.files)
+    })
+    .await
+}
+
 /// For each file the turn changed: the snapshot to restore it from and the
 /// snapshot it should still match (the last step's after).
 struct Plan(Vec<(String, String, Option<String>)>);

@@ -52,6 +52,13 @@ pub enum Effect {
     },
     /// `/redo`: the session brings the undone turn back.
     Redo,
+    /// `/diff`: the session's changes, shown in the diff overlay.
+    Diff,
+    /// The diff of one step, for its patch card expanded by Ctrl+O.
+    PatchDiff {
+        part_id: String,
+        patch: crate::message::PatchPart,
+    },
 }
 
 /// A layer drawn over the transcript that takes the keys while open.
@@ -64,6 +71,8 @@ pub enum Overlay {
     FirstRun(String),
     /// `/undo` refused: these files were edited since the turn; overwrite?
     UndoConflict(Vec<String>),
+    /// `/diff`: the session's changes, scrollable.
+    Diff(super::undo::DiffView),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -308,6 +317,9 @@ impl App {
             Event::PartUpdated { part } => {
                 let is_step_end = matches!(part.kind, PartKind::StepFinish(_));
                 self.timeline.upsert_part(part);
+                if matches!(part.kind, PartKind::Patch(_)) {
+                    effects.extend(super::undo::wanted_patch_diffs(self));
+                }
                 if is_step_end {
                     // The loop rereads the store at the next step: a queued
                     // prompt sent now is picked up without waiting for idle.

@@ -208,6 +208,10 @@ fn apply_internal(app: &mut App, message: Internal) -> Vec<Effect> {
     app.dirty = true;
     match message {
         Internal::Undone { redo, result } => return super::undo::answered(app, redo, result),
+        Internal::Diff(result) => super::undo::diff_answered(app, result),
+        Internal::PatchDiff { part_id, result } => {
+            super::undo::patch_diff_answered(app, &part_id, result)
+        }
         Internal::Files(files) => app.files = Arc::new(files),
         Internal::Context(Some(breakdown)) => {
             if matches!(app.overlay, Some(super::app::Overlay::Context(None))) {
@@ -221,10 +225,12 @@ fn apply_internal(app: &mut App, message: Internal) -> Vec<Effect> {
         Internal::Reloaded(history) => {
             let has_older = history.len() >= HISTORY_PAGE;
             app.reloaded(history, has_older);
+            return super::undo::wanted_patch_diffs(app);
         }
         Internal::Older(Ok(page)) => {
             let has_older = page.len() >= HISTORY_PAGE;
             app.older_loaded(page, has_older);
+            return super::undo::wanted_patch_diffs(app);
         }
         // `loading_older` stays set: the store is not asked again each frame.
         Internal::Older(Err(error)) => app.flash = Some(error),
@@ -258,6 +264,19 @@ fn perform(
         Effect::Export { path } => export(app, channels, internal, path),
         Effect::Undo { force } => undo_or_redo(app, channels, internal, Some(force)),
         Effect::Redo => undo_or_redo(app, channels, internal, None),
+        Effect::Diff => {
+            let (reply, answer) = oneshot::channel();
+            send(app, channels, Command::Diff { reply });
+            answer_later(internal, answer, Internal::Diff);
+        }
+        Effect::PatchDiff { part_id, patch } => {
+            let (reply, answer) = oneshot::channel();
+            send(app, channels, Command::PatchDiff { patch, reply });
+            answer_later(internal, answer, move |result| Internal::PatchDiff {
+                part_id,
+                result,
+            });
+        }
         Effect::Copy(text) => {
             let mut out = std::io::stdout();
             let written = out
@@ -357,13 +376,23 @@ fn undo_or_redo(
         None => Command::Redo { reply },
     };
     send(app, channels, command);
+    answer_later(internal, answer, move |result| Internal::Undone {
+        redo: force.is_none(),
+        result,
+    });
+}
+
+/// Waits for the session's reply off the UI loop and hands it back as an
+/// [`Internal`]; a dropped reply becomes a notice.
+fn answer_later<T: Send + 'static>(
+    internal: &mpsc::UnboundedSender<Internal>,
+    answer: oneshot::Receiver<T>,
+    wrap: impl FnOnce(T) -> Internal + Send + 'static,
+) {
     let internal = internal.clone();
     tokio::spawn(async move {
         let message = match answer.await {
-            Ok(result) => Internal::Undone {
-                redo: force.is_none(),
-                result,
-            },
+            Ok(reply) => wrap(reply),
             Err(_) => Internal::Flash("the session did not answer; is it still running?".into()),
         };
         let _ = internal.send(message);

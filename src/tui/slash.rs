@@ -54,13 +54,7 @@ pub fn run_slash(app: &mut App, input: &str) -> Vec<Effect> {
             None => app.flash = Some("no answer to copy yet".into()),
         },
         "/undo" | "/redo" => return super::undo::slash(app, name, args),
-        // Not served in the terminal UI yet; say how to do it rather than "unknown".
-        "/diff" => {
-            app.flash = Some(format!(
-                "{name} is not in the terminal UI yet; in a shell: cairn run --session {} \"{name}\"",
-                app.session.id
-            ))
-        }
+        "/diff" => return super::undo::open_diff(app),
         other => app.flash = Some(format!("unknown command {other}; /help lists them")),
     }
     Vec::new()

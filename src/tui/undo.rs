@@ -7,10 +7,27 @@
 //! a reload of the transcript drops them from view, and the turn's prompt
 //! goes back into the composer to be edited and sent again.
 
+use ratatui::text::Line;
+
 use crate::session::undo::{Error, Outcome};
 
 use super::action::Action;
 use super::app::{App, Effect, Overlay};
+use super::view::diff::diff_view_lines;
+
+/// A patch card's diff is kept up to this many bytes (cut at a line).
+const PATCH_DIFF_BYTES: usize = 64 * 1024;
+
+/// The `/diff` overlay's state.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DiffView {
+    /// The coloured diff; `None` while the session reads it.
+    pub lines: Option<Vec<Line<'static>>>,
+    /// Files in the diff, for the title.
+    pub files: usize,
+    /// The first line shown.
+    pub scroll: usize,
+}
 
 /// Shown instead of sending `/undo` or `/redo` while a turn runs.
 pub const BUSY: &str =
@@ -108,6 +125,99 @@ pub fn conflict_key(app: &mut App, action: &Action) -> Vec<Effect> {
         }
         _ => Vec::new(),
     }
+}
+
+/// `/diff` typed in the composer: opens the overlay, to be filled by the
+/// session's answer.
+pub fn open_diff(app: &mut App) -> Vec<Effect> {
+    app.overlay = Some(Overlay::Diff(DiffView {
+        lines: None,
+        files: 0,
+        scroll: 0,
+    }));
+    vec![Effect::Diff]
+}
+
+/// The session's answer to `/diff`.
+pub fn diff_answered(app: &mut App, result: Result<String, Error>) {
+    app.dirty = true;
+    if !matches!(app.overlay, Some(Overlay::Diff(_))) {
+        return; // closed while it was read
+    }
+    match result {
+        Ok(diff) if diff.is_empty() => {
+            app.overlay = None;
+            app.flash = Some("no files changed in this session".into());
+        }
+        Ok(diff) => {
+            app.overlay = Some(Overlay::Diff(DiffView {
+                files: diff
+                    .lines()
+                    .filter(|l| l.starts_with("diff --git "))
+                    .count(),
+                lines: Some(diff_view_lines(&diff)),
+                scroll: 0,
+            }));
+        }
+        Err(error) => {
+            app.overlay = None;
+            app.flash = Some(format!("/diff: {error}"));
+        }
+    }
+}
+
+/// Keys of the `/diff` overlay: scrolling, and Esc, q or Enter to close.
+pub fn diff_key(app: &mut App, action: &Action) {
+    let page = usize::from(app.viewport.height.saturating_sub(4).max(1));
+    let Some(Overlay::Diff(view)) = &mut app.overlay else {
+        return;
+    };
+    let last = view.lines.as_ref().map_or(0, |l| l.len().saturating_sub(1));
+    view.scroll = match action {
+        Action::Escape | Action::Enter | Action::Insert('q') => {
+            app.overlay = None;
+            return;
+        }
+        Action::Up => view.scroll.saturating_sub(1),
+        Action::Down => view.scroll + 1,
+        Action::ScrollLines(n) => view.scroll.saturating_add_signed(*n as isize),
+        Action::PageUp => view.scroll.saturating_sub(page),
+        Action::PageDown => view.scroll + page,
+        Action::Home | Action::ScrollTop => 0,
+        Action::End | Action::ScrollBottom => last,
+        _ => view.scroll,
+    }
+    .min(last);
+}
+
+/// While Ctrl+O expands details: the diffs of patch cards not read yet.
+pub fn wanted_patch_diffs(app: &mut App) -> Vec<Effect> {
+    if !app.expand_details {
+        return Vec::new();
+    }
+    app.timeline
+        .patches_to_diff()
+        .into_iter()
+        .map(|(part_id, patch)| Effect::PatchDiff { part_id, patch })
+        .collect()
+}
+
+/// A patch card's diff (or why there is none) arrived; kept bounded.
+pub fn patch_diff_answered(app: &mut App, part_id: &str, result: Result<String, Error>) {
+    let text = match result {
+        Ok(diff) if diff.len() > PATCH_DIFF_BYTES => {
+            let cut = diff.as_bytes()[..PATCH_DIFF_BYTES]
+                .iter()
+                .rposition(|b| *b == b'\n')
+                .unwrap_or(0);
+            format!("{}\n… (cut at 64 KiB)", &diff[..cut])
+        }
+        Ok(diff) if diff.is_empty() => "(no difference left: the files match again)".into(),
+        Ok(diff) => diff,
+        Err(error) => format!("(no diff: {error})"),
+    };
+    app.timeline.set_patch_diff(part_id, text);
+    app.dirty = true;
 }
 
 #[cfg(test)]

@@ -2,7 +2,8 @@
 //! binary in a pseudo-terminal against the scripted server: a turn edits a
 //! file through the model's `edit` call; `/undo` puts the file back on disk,
 //! drops the turn from the transcript and puts its prompt back in the
-//! composer; `/redo` brings the edit back. A file edited by hand since the
+//! composer; `/redo` brings the edit back. `/diff` opens the session's
+//! changes and Ctrl+O expands the patch card to its step's diff. A file edited by hand since the
 //! turn opens a dialog naming it: `k` keeps it, `o` overwrites it.
 
 use crate::scenario::{text, tool_call};
@@ -83,6 +84,19 @@ async fn undo_restores_the_file_and_the_prompt_and_redo_brings_the_edit_back() {
     let notes = paths[0].join("notes.txt");
     tokio::task::spawn_blocking(move || {
         let mut terminal = fixed(&paths);
+        // /diff opens the session's changes over the transcript; Esc closes it.
+        terminal.type_text("/diff\r");
+        let screen = terminal.wait_for("the diff overlay", |s| {
+            s.contains("/diff · 1 file") && s.contains("▸ notes.txt")
+        });
+        assert!(screen.contains("+the cat sat"), "{screen}");
+        terminal.type_text("\x1b");
+        terminal.wait_for("the overlay closing", |s| !s.contains("/diff · 1 file"));
+        // Ctrl+O expands the patch card to its step's diff, read on demand.
+        terminal.type_text("\x0f");
+        terminal.wait_for("the expanded patch card", |s| s.contains("│ ▸ notes.txt"));
+        terminal.type_text("\x0f");
+
         terminal.type_text("/undo\r");
         let screen = terminal.wait_for("the undo", |s| s.contains("undid the last turn"));
         wait_for_file(&notes, ORIGINAL);
