@@ -30,8 +30,7 @@ pub struct DiffView {
 }
 
 /// Shown instead of sending `/undo` or `/redo` while a turn runs.
-pub const BUSY: &str =
-    "the agent is busy: wait for the turn to finish or press Esc, then try again";
+pub const BUSY: &str = "wait for the turn to finish or Esc";
 
 /// `/undo [--force]` and `/redo` typed in the composer.
 pub fn slash(app: &mut App, name: &str, args: &str) -> Vec<Effect> {

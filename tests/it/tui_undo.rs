@@ -162,3 +162,39 @@ async fn undo_over_a_hand_edit_asks_and_keeps_or_overwrites_it() {
     .await
     .expect("the terminal session");
 }
+
+/// `/undo` while the model streams: a notice says to wait or press Esc and
+/// nothing moves; after Esc the interrupted turn can be undone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn undo_while_busy_says_to_wait_and_works_after_esc() {
+    let server = ScriptedServer::start([]).await;
+    server.push(crate::scenario::text_then_stall("Working on it"));
+    let (_dirs, paths) = dirs(&server);
+    tokio::task::spawn_blocking(move || {
+        let [p, d, c] = &paths;
+        let mut terminal = Terminal::start(p, d, c, &[]);
+        terminal.wait_for("the status line", |s| s.contains("compact at"));
+        terminal.type_text("a long job\r");
+        terminal.wait_for("the stalled stream", |s| s.contains("Working on it"));
+        terminal.type_text("/undo\r");
+        let screen = terminal.wait_for("the busy notice", |s| {
+            s.contains("wait for the turn to finish or Esc")
+        });
+        assert!(
+            screen.contains("Working on it"),
+            "nothing undone:\n{screen}"
+        );
+        terminal.type_text("\x1b");
+        terminal.wait_for("the interrupt", |s| {
+            s.contains("interrupted") && !s.contains("interrupting")
+        });
+        terminal.type_text("/undo\r");
+        let screen = terminal.wait_for("the undo", |s| {
+            s.contains("undid the last turn") && !s.contains("Working on it")
+        });
+        assert!(screen.contains("> a long job"), "{screen}");
+        quit(terminal);
+    })
+    .await
+    .expect("the terminal session");
+}
