@@ -54,11 +54,9 @@ pub enum Effect {
     Redo,
     /// `/diff`: the session's changes, shown in the diff overlay.
     Diff,
-    /// The diff of one step, for its patch card expanded by Ctrl+O.
-    PatchDiff {
-        part_id: String,
-        patch: crate::message::PatchPart,
-    },
+    /// The diffs of these steps (part id, patch), for their patch cards
+    /// expanded by Ctrl+O; asked one after the other, never all at once.
+    PatchDiffs(Vec<(String, crate::message::PatchPart)>),
 }
 
 /// A layer drawn over the transcript that takes the keys while open.

@@ -269,14 +269,7 @@ fn perform(
             send(app, channels, Command::Diff { reply });
             answer_later(internal, answer, Internal::Diff);
         }
-        Effect::PatchDiff { part_id, patch } => {
-            let (reply, answer) = oneshot::channel();
-            send(app, channels, Command::PatchDiff { patch, reply });
-            answer_later(internal, answer, move |result| Internal::PatchDiff {
-                part_id,
-                result,
-            });
-        }
+        Effect::PatchDiffs(patches) => patch_diffs(channels, internal, patches),
         Effect::Copy(text) => {
             let mut out = std::io::stdout();
             let written = out
@@ -379,6 +372,32 @@ fn undo_or_redo(
     answer_later(internal, answer, move |result| Internal::Undone {
         redo: force.is_none(),
         result,
+    });
+}
+
+/// The diffs of expanded patch cards, one request at a time: a long
+/// session's hundreds of cards never start hundreds of `git diff`s at once.
+fn patch_diffs(
+    channels: &Channels,
+    internal: &mpsc::UnboundedSender<Internal>,
+    patches: Vec<(String, crate::message::PatchPart)>,
+) {
+    let commands = channels.commands.clone();
+    let internal = internal.clone();
+    tokio::spawn(async move {
+        for (part_id, patch) in patches {
+            let (reply, answer) = oneshot::channel();
+            if commands.send(Command::PatchDiff { patch, reply }).is_err() {
+                return;
+            }
+            let Ok(result) = answer.await else { return };
+            if internal
+                .send(Internal::PatchDiff { part_id, result })
+                .is_err()
+            {
+                return;
+            }
+        }
     });
 }
 

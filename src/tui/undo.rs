@@ -194,11 +194,11 @@ pub fn wanted_patch_diffs(app: &mut App) -> Vec<Effect> {
     if !app.expand_details {
         return Vec::new();
     }
-    app.timeline
-        .patches_to_diff()
-        .into_iter()
-        .map(|(part_id, patch)| Effect::PatchDiff { part_id, patch })
-        .collect()
+    let wanted = app.timeline.patches_to_diff();
+    if wanted.is_empty() {
+        return Vec::new();
+    }
+    vec![Effect::PatchDiffs(wanted)]
 }
 
 /// A patch card's diff (or why there is none) arrived; kept bounded.

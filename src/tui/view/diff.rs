@@ -227,7 +227,7 @@ mod tests {
         let mut app = app_with_a_patch();
         let effects = update(&mut app, Action::ToggleDetails);
         assert!(
-            matches!(&effects[..], [Effect::PatchDiff { part_id, patch }] if part_id == "prt_patch" && patch.hash == "before"),
+            matches!(&effects[..], [Effect::PatchDiffs(wanted)] if wanted.len() == 1 && wanted[0].0 == "prt_patch" && wanted[0].1.hash == "before"),
             "{effects:?}"
         );
         assert!(render(&mut app, 80, 10).contains("reading the diff"));
