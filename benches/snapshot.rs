@@ -103,6 +103,33 @@ fn main() {
     println!("disk per one-file step: {per_step} bytes");
     undo_as_the_command_does(&store, &edited);
     step_overhead(&store, &edited);
+    edit_only_step(&store, &edited);
+}
+
+/// A step whose only writers were `edit`/`write`: the "after" snapshot
+/// looks at the files they named (`track_paths`), not the whole tree.
+fn edit_only_step(store: &Snapshots, edited: &Path) {
+    let path = edited
+        .strip_prefix(store.work_tree())
+        .expect("inside")
+        .to_string_lossy()
+        .into_owned();
+    let mut runs = Vec::new();
+    for run in 0..5 {
+        let before = store.track().expect("before");
+        let started = Instant::now();
+        std::fs::write(edited, format!("edit-only {run}\n").repeat(300)).expect("tool write");
+        let after = store
+            .track_paths(std::slice::from_ref(&path))
+            .expect("after");
+        let changes = store.changes(&before.hash, &after.hash).expect("changes");
+        assert_eq!(changes.len(), 1);
+        runs.push(started.elapsed());
+    }
+    println!(
+        "one-edit step, snapshots on, after-snapshot of the named file only: {:?} after the tools",
+        median(runs)
+    );
 }
 
 /// `/undo` of a one-file turn the way `session::undo` does it: a snapshot
