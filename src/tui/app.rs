@@ -33,10 +33,12 @@ pub enum Effect {
     Send(Command),
     /// Send `Command::Context` and show the reply in the /context overlay.
     RequestContext,
-    /// Write the session to `path` (`/export`): the runner reads it whole
-    /// from the store, as the timeline may hold only its newest pages.
+    /// Write the session as Markdown (`/export [path]`): to the data dir,
+    /// or to `to` when given (see `session::export::export_path`). The
+    /// runner reads it whole from the store, as the timeline may hold only
+    /// its newest pages.
     Export {
-        path: String,
+        to: Option<String>,
     },
     /// Put `text` on the clipboard through OSC 52 (`/copy`).
     Copy(String),

@@ -253,7 +253,7 @@ fn perform(
                 let _ = internal.send(Internal::Context(answer.await.ok()));
             });
         }
-        Effect::Export { path } => export(app, channels, internal, path),
+        Effect::Export { to } => export(app, channels, internal, to),
         Effect::Copy(text) => {
             let mut out = std::io::stdout();
             let written = out
@@ -302,15 +302,23 @@ fn perform(
     }
 }
 
-/// `/export`: the whole session from the store (the timeline may hold only
-/// its newest pages), as Markdown, to `path`.
+/// `/export [path]`: the whole session from the store (the timeline may
+/// hold only its newest pages), as Markdown, to the data dir or `to`.
 fn export(
     app: &mut App,
     channels: &Channels,
     internal: &mpsc::UnboundedSender<Internal>,
-    path: String,
+    to: Option<String>,
 ) {
     let session = app.session.clone();
+    let data_dir = match crate::paths::locate_data_dir() {
+        Ok(dir) => dir,
+        Err(error) => {
+            app.flash = Some(format!("cannot export: {error}"));
+            return;
+        }
+    };
+    let path = crate::session::export::export_path(&session, &data_dir, to.as_deref());
     let loaded = app.timeline.messages().to_vec();
     let read = channels
         .read_history
@@ -330,9 +338,10 @@ fn export(
             None => loaded,
         };
         let contents = crate::session::export::session_markdown(&session, &messages);
-        let flash = match tokio::fs::write(&path, contents).await {
-            Ok(()) => format!("exported to {path}"),
-            Err(error) => format!("cannot write {path}: {error}"),
+        let shown = crate::session::export::display_path(&path);
+        let flash = match crate::session::export::write_export(&path, contents).await {
+            Ok(()) => format!("exported to {shown}"),
+            Err(error) => format!("cannot write {shown}: {error}"),
         };
         let _ = internal.send(Internal::Flash(flash));
     });
@@ -404,7 +413,9 @@ mod tests {
         let mut app = app(vec![crate::tui::fixtures::exchange(1).remove(0)]);
         let (channels, _received) = channels();
         let (internal_tx, mut internal_rx) = mpsc::unbounded_channel();
-        let export = Effect::Export { path: path.clone() };
+        let export = Effect::Export {
+            to: Some(path.clone()),
+        };
         perform(export, &mut app, &channels, &internal_tx);
         apply_internal(&mut app, internal_rx.recv().await.expect("a flash"));
         assert_eq!(app.flash, Some(format!("exported to {path}")));

@@ -2,12 +2,11 @@
 //! state changes and [`Effect`]s.
 //!
 //! The table of names and help lives in `completion`; this file is the
-//! dispatch. No I/O: `/export` renders the Markdown here but the runner writes it.
+//! dispatch. No I/O: `/export` names where to write; the runner writes it.
 
 use crate::clock::Millis;
 use crate::message::Session;
 use crate::session::command::Command;
-use crate::session::export::export_path;
 
 use crate::session::remembered;
 
@@ -46,8 +45,8 @@ pub fn run_slash(app: &mut App, input: &str) -> Vec<Effect> {
         "/sessions" | "/resume" => open_session_picker(app),
         "/skills" => open_skill_list(app),
         "/export" => {
-            let path = export_path(&app.session);
-            return vec![Effect::Export { path }];
+            let to = (!args.is_empty()).then(|| args.to_string());
+            return vec![Effect::Export { to }];
         }
         "/copy" => match app.timeline.last_answer() {
             Some(answer) => return vec![Effect::Copy(answer)],

@@ -233,12 +233,16 @@ fn slash_commands_become_commands_and_overlays() {
     );
     typed(&mut app, "/export");
     let effects = update(&mut app, Action::Enter);
-    match &effects[..] {
-        [Effect::Export { path }] => {
-            assert!(path.starts_with("/work/demo/cairn-"), "{path}");
-        }
-        other => panic!("expected an export, got {other:?}"),
-    }
+    assert!(
+        matches!(&effects[..], [Effect::Export { to: None }]),
+        "{effects:?}"
+    );
+    typed(&mut app, "/export notes/talk.md");
+    let effects = update(&mut app, Action::Enter);
+    assert!(
+        matches!(&effects[..], [Effect::Export { to: Some(to) }] if to == "notes/talk.md"),
+        "{effects:?}"
+    );
 }
 
 #[test]
