@@ -191,12 +191,15 @@ fn run_tui(mut choice: SessionChoice, loaded: Loaded) -> anyhow::Result<u8> {
     let mut app = open_app(loaded)?;
     // Filled by the first-run screen's search for local servers.
     let found: Found = Arc::default();
+    // What the last `/new` or `/sessions` did, said on the next screen.
+    let mut notice = None;
     runtime()?.block_on(async {
         loop {
-            let input = match app.default_model() {
+            let mut input = match app.default_model() {
                 Some(_) => tui_input(&app, choice).await?,
                 None => first_run_input(&app, &found).await?,
             };
+            input.notice = notice.take();
             let session_id = input.session.id.clone();
             match cairn::tui::run(input).await? {
                 TuiExit::Quit => {
@@ -207,8 +210,14 @@ fn run_tui(mut choice: SessionChoice, loaded: Loaded) -> anyhow::Result<u8> {
                     }
                     return Ok(EXIT_OK);
                 }
-                TuiExit::SwitchSession(id) => choice = SessionChoice::Id(id),
-                TuiExit::NewSession => choice = SessionChoice::New,
+                TuiExit::SwitchSession(id) => {
+                    notice = Some("session resumed".to_string());
+                    choice = SessionChoice::Id(id);
+                }
+                TuiExit::NewSession => {
+                    notice = Some("new session started".to_string());
+                    choice = SessionChoice::New;
+                }
                 TuiExit::UseModel(name) => {
                     let config = with_model(&app.config, &name, &found)?;
                     drop(app);
@@ -342,6 +351,7 @@ async fn tui_input(app: &App, choice: SessionChoice) -> anyhow::Result<TuiInput>
         read_history: Some(read_history),
         keymap: KeyMap::default(),
         discovery: None,
+        notice: None,
     })
 }
 
@@ -374,6 +384,7 @@ async fn first_run_input(app: &App, found: &Found) -> anyhow::Result<TuiInput> {
         sessions: Vec::new(),
         read_history: None,
         keymap: KeyMap::default(),
+        notice: None,
     })
 }
 

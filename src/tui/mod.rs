@@ -89,6 +89,8 @@ pub struct TuiInput {
     pub keymap: keymap::KeyMap,
     /// The local-server search still under way on the first-run screen.
     pub discovery: Option<tokio::sync::oneshot::Receiver<Discovered>>,
+    /// Shown on the status line at start: what `/new` or `/sessions` did.
+    pub notice: Option<String>,
 }
 
 /// How the TUI ended, for `main` to act on.
@@ -132,6 +134,7 @@ pub async fn run(input: TuiInput) -> anyhow::Result<TuiExit> {
         sessions: input.sessions,
         now: now_millis(),
     });
+    app.flash = input.notice;
     let mut guard = terminal::TerminalGuard::enter()?;
     let channels = runner::Channels {
         events: input.events,
@@ -147,5 +150,7 @@ pub async fn run(input: TuiInput) -> anyhow::Result<TuiExit> {
 mod fixtures;
 #[cfg(test)]
 mod render_tests;
+#[cfg(test)]
+mod session_render_tests;
 #[cfg(test)]
 mod update_tests;
