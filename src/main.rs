@@ -28,7 +28,8 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => ExitCode::from(code),
         Err(error) => {
-            eprintln!("error: {error:#}");
+            // Not eprintln!: with the terminal gone it would panic (101).
+            let _ = writeln!(std::io::stderr(), "error: {error:#}");
             ExitCode::from(exit_code_of(&error))
         }
     }
@@ -205,8 +206,10 @@ fn run_tui(mut choice: SessionChoice, loaded: Loaded) -> anyhow::Result<u8> {
                 TuiExit::Quit => {
                     // Printed after the terminal is restored, so it stays on
                     // screen; the first-run screen has no session to resume.
+                    // Ignored when the terminal has gone (closed window):
+                    // nobody can read it, and println! would panic.
                     if !session_id.is_empty() {
-                        println!("{}", resume_hint(&session_id));
+                        let _ = writeln!(std::io::stdout(), "{}", resume_hint(&session_id));
                     }
                     return Ok(EXIT_OK);
                 }

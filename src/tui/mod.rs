@@ -19,6 +19,7 @@ pub mod composer;
 pub mod event;
 pub mod export;
 pub mod highlight;
+pub mod input_end;
 pub mod keymap;
 pub mod keys;
 pub mod markdown;

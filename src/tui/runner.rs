@@ -65,6 +65,7 @@ pub async fn run_loop(
     let mut user_waiting = true;
     let mut bus_open = true;
     let mut signals = Hangups::listen().context("listening for SIGTERM and SIGHUP")?;
+    let mut input_end = super::input_end::watch();
     loop {
         let next_frame = last_frame
             + if user_waiting {
@@ -74,12 +75,17 @@ pub async fn run_loop(
             };
         if app.dirty && Instant::now() >= next_frame {
             app.now = now_millis();
-            terminal
-                .draw(|frame| {
-                    view::prepare(app, frame.area());
-                    view::draw(app, frame);
-                })
-                .context("drawing the screen")?;
+            let drawn = terminal.draw(|frame| {
+                view::prepare(app, frame.area());
+                view::draw(app, frame);
+            });
+            if let Err(error) = drawn {
+                // The terminal closed under a frame: leave as on SIGHUP.
+                if super::input_end::is_terminal_gone(&error) {
+                    return Ok(leave(app, &channels));
+                }
+                return Err(error).context("drawing the screen");
+            }
             app.dirty = false;
             user_waiting = false;
             last_frame = Instant::now();
@@ -131,12 +137,9 @@ pub async fn run_loop(
             }
             // SIGTERM / SIGHUP: stop the turn and leave; the guard restores
             // the terminal on the way out, as for /quit.
-            () = signals.next() => {
-                if app.is_busy() {
-                    send(app, &channels, Command::Interrupt);
-                }
-                return Ok(TuiExit::Quit);
-            }
+            () = signals.next() => return Ok(leave(app, &channels)),
+            // The terminal closed without a SIGHUP: the same way out.
+            Ok(_) = input_end.wait_for(|ended| *ended) => return Ok(leave(app, &channels)),
             _ = tokio::time::sleep_until(next_frame), if app.dirty => Vec::new(),
             _ = tick.tick(), if app.needs_tick() => app.tick(now_millis()),
         };
@@ -148,6 +151,15 @@ pub async fn run_loop(
             perform(effect, app, &channels, &internal_tx);
         }
     }
+}
+
+/// SIGTERM, SIGHUP or a closed terminal: stop the turn and quit. Every part
+/// is already in the store, so `--continue` reopens the session as it was.
+fn leave(app: &mut App, channels: &Channels) -> TuiExit {
+    if app.is_busy() {
+        send(app, channels, Command::Interrupt);
+    }
+    TuiExit::Quit
 }
 
 /// SIGTERM and SIGHUP (a supervisor, a closed terminal window): reasons to

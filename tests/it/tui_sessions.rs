@@ -6,6 +6,9 @@ use crate::scenario::text;
 use crate::support::ScriptedServer;
 use crate::tui_pty::{Terminal, pty_dirs};
 
+use std::path::Path;
+use std::time::{Duration, Instant};
+
 /// A new session opens with the welcome (version, directory, model, hints);
 /// the first message replaces it with the transcript; `/new` says so and
 /// shows the welcome again.
@@ -43,6 +46,162 @@ async fn a_new_session_welcomes_until_something_is_sent_and_new_says_so() {
             terminal.type_text("\x03");
         }
         terminal.wait_exit();
+    })
+    .await
+    .expect("the terminal session");
+}
+
+/// cairn in a pseudo-terminal that is not its controlling terminal and with
+/// SIGHUP ignored (as under `nohup` or some wrappers): closing the terminal
+/// sends it no signal, only the end of its input.
+struct Detached {
+    master: Option<std::os::fd::OwnedFd>,
+    child: std::process::Child,
+    screen: vt100::Parser,
+}
+
+impl Detached {
+    fn start(project: &Path, data: &Path, config: &Path) -> Self {
+        use std::os::fd::FromRawFd as _;
+        use std::os::unix::process::CommandExt as _;
+        let (mut master, mut slave) = (0, 0);
+        let size = libc::winsize {
+            ws_row: 40,
+            ws_col: 120,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        // SAFETY: openpty fills two fds; null name and termios are allowed.
+        let opened = unsafe {
+            libc::openpty(
+                &mut master,
+                &mut slave,
+                std::ptr::null_mut(),
+                std::ptr::null(),
+                &size,
+            )
+        };
+        assert_eq!(opened, 0, "openpty");
+        // openpty's fds are inherited by default: cairn holding the master
+        // would keep its own terminal open.
+        // SAFETY: fcntl on the fd just opened.
+        assert_eq!(
+            unsafe { libc::fcntl(master, libc::F_SETFD, libc::FD_CLOEXEC) },
+            0
+        );
+        // SAFETY: both fds were just opened and are owned here alone.
+        let (master, slave) = unsafe {
+            (
+                std::os::fd::OwnedFd::from_raw_fd(master),
+                std::os::fd::OwnedFd::from_raw_fd(slave),
+            )
+        };
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_cairn"));
+        command
+            .current_dir(project)
+            .env("CAIRN_DATA_DIR", data)
+            .env("XDG_CONFIG_HOME", config)
+            .env("TERM", "xterm-256color")
+            .env_remove("CAIRN_CONFIG")
+            .stdin(slave.try_clone().expect("slave fd"))
+            .stdout(slave.try_clone().expect("slave fd"))
+            .stderr(slave);
+        // SAFETY: only async-signal-safe calls between fork and exec.
+        unsafe {
+            command.pre_exec(|| {
+                // A session of its own with no controlling terminal: the
+                // pty's hang-up signals nobody.
+                libc::setsid();
+                libc::signal(libc::SIGHUP, libc::SIG_IGN);
+                Ok(())
+            });
+        }
+        let child = command.spawn().expect("spawn cairn");
+        Self {
+            master: Some(master),
+            child,
+            screen: vt100::Parser::new(40, 120, 0),
+        }
+    }
+
+    /// Reads the terminal until its screen satisfies `test`.
+    fn wait_for(&mut self, what: &str, test: impl Fn(&str) -> bool) {
+        use std::os::fd::AsRawFd as _;
+        let fd = self.master.as_ref().expect("open master").as_raw_fd();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut buffer = [0u8; 8192];
+        while !test(&self.screen.screen().contents()) {
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {what}:\n{}",
+                self.screen.screen().contents()
+            );
+            let mut watched = libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd, then a read into a local buffer.
+            let read = unsafe {
+                if libc::poll(&mut watched, 1, 100) <= 0 {
+                    continue;
+                }
+                libc::read(fd, buffer.as_mut_ptr().cast(), buffer.len())
+            };
+            if read > 0 {
+                self.screen.process(&buffer[..read as usize]);
+            }
+        }
+    }
+
+    fn type_text(&mut self, text: &str) {
+        use std::os::fd::AsRawFd as _;
+        let fd = self.master.as_ref().expect("open master").as_raw_fd();
+        // SAFETY: writes from a live buffer to an open fd.
+        let written = unsafe { libc::write(fd, text.as_ptr().cast(), text.len()) };
+        assert_eq!(written, text.len() as isize);
+    }
+}
+
+/// With SIGHUP ignored and no controlling terminal, closing the terminal
+/// ends cairn's input: it exits promptly (it used to spin at 99% CPU on the
+/// ended input), and what was said is kept for `--continue`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_terminal_ends_cairn_even_with_sighup_ignored() {
+    let server = ScriptedServer::start([text("Noted.", 300)]).await;
+    let (project, data, config_home) = pty_dirs(&server, true);
+    let (p, d, c) = (
+        project.path().to_path_buf(),
+        data.path().to_path_buf(),
+        config_home.path().to_path_buf(),
+    );
+    tokio::task::spawn_blocking(move || {
+        let mut terminal = Detached::start(&p, &d, &c);
+        terminal.wait_for("the status line", |s| s.contains("compact at"));
+        terminal.type_text("remember the tea\r");
+        terminal.wait_for("the answer", |s| s.contains("Noted."));
+        drop(terminal.master.take());
+        let closed_at = Instant::now();
+        let status = loop {
+            if let Some(status) = terminal.child.try_wait().expect("wait") {
+                break status;
+            }
+            if closed_at.elapsed() > Duration::from_secs(5) {
+                let _ = terminal.child.kill();
+                panic!("cairn kept running after its terminal closed");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert!(status.success(), "cairn exited with {status:?}");
+
+        let mut reopened = Terminal::start(&p, &d, &c, &["--continue"]);
+        reopened.wait_for("the same transcript", |s| {
+            s.contains("remember the tea") && s.contains("Noted.")
+        });
+        for _ in 0..2 {
+            reopened.type_text("\x03");
+        }
+        reopened.wait_exit();
     })
     .await
     .expect("the terminal session");
