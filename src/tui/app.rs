@@ -194,6 +194,9 @@ pub struct App {
     pub last_key: Option<Millis>,
     /// Prompts typed while busy, sent when the agent is free again.
     pub queued: VecDeque<String>,
+    /// Esc interrupted the turn while prompts were queued: they wait for
+    /// the user's Enter (or Esc Esc to edit) instead of going out at once.
+    pub queue_held: bool,
     pub completion: Vec<Candidate>,
     pub completion_selected: usize,
     pub files: Arc<Vec<String>>,
@@ -256,6 +259,7 @@ impl App {
             permission_guard: PermissionGuard::default(),
             last_key: None,
             queued: VecDeque::new(),
+            queue_held: false,
             completion: Vec::new(),
             completion_selected: 0,
             files: Arc::new(Vec::new()),
@@ -281,7 +285,7 @@ impl App {
     /// the runner ticks once a second; otherwise it sleeps until input.
     pub fn needs_tick(&self) -> bool {
         self.is_busy()
-            || !self.queued.is_empty()
+            || (!self.queued.is_empty() && !self.queue_held)
             || self.timeline.has_running_tool()
             || self.last_ctrl_c.is_some()
     }
@@ -359,7 +363,8 @@ impl App {
             .as_deref()
             .is_some_and(|f| f.starts_with(super::update::INTERRUPTING))
         {
-            self.flash = None;
+            self.flash = (self.queue_held && !self.queued.is_empty())
+                .then(|| super::update::QUEUE_HELD.to_string());
         }
     }
 
@@ -436,8 +441,11 @@ impl App {
             .is_some_and(|t| self.now - t <= DOUBLE_PRESS_MS)
     }
 
-    /// Sends every queued prompt, oldest first.
+    /// Sends every queued prompt, oldest first, unless Esc held them.
     pub fn flush_queue(&mut self, effects: &mut Vec<Effect>) {
+        if self.queue_held {
+            return;
+        }
         while let Some(text) = self.queued.pop_front() {
             effects.push(Effect::Send(self.prompt(text)));
         }

@@ -14,6 +14,7 @@
 
 pub mod action;
 pub mod app;
+pub mod burst;
 pub mod completion;
 pub mod composer;
 pub mod event;

@@ -22,7 +22,7 @@ use super::export::osc52;
 use super::keymap::KeyMap;
 use super::terminal::Backend;
 use super::update::update;
-use super::{HISTORY_PAGE, History, HistoryRead, TuiExit, keys, view};
+use super::{HISTORY_PAGE, History, HistoryRead, TuiExit, burst, view};
 
 /// Redraws after a key are coalesced to at most 60 per second.
 const FRAME_INTERVAL: Duration = Duration::from_millis(16);
@@ -74,17 +74,8 @@ pub async fn run_loop(
                 STREAM_FRAME_INTERVAL
             };
         if app.dirty && Instant::now() >= next_frame {
-            app.now = now_millis();
-            let drawn = terminal.draw(|frame| {
-                view::prepare(app, frame.area());
-                view::draw(app, frame);
-            });
-            if let Err(error) = drawn {
-                // The terminal closed under a frame: leave as on SIGHUP.
-                if super::input_end::is_terminal_gone(&error) {
-                    return Ok(leave(app, &channels));
-                }
-                return Err(error).context("drawing the screen");
+            if !draw_frame(terminal, app)? {
+                return Ok(leave(app, &channels));
             }
             app.dirty = false;
             user_waiting = false;
@@ -103,10 +94,11 @@ pub async fn run_loop(
                 Some(Ok(event)) => {
                     user_waiting = true;
                     app.now = now_millis();
-                    match keys::action_for(&event, &channels.keymap) {
-                        Some(action) => update(app, action),
-                        None => Vec::new(),
-                    }
+                    let events = read_burst(event);
+                    burst::actions(&events, &channels.keymap)
+                        .into_iter()
+                        .flat_map(|action| update(app, action))
+                        .collect()
                 }
                 Some(Err(error)) => return Err(error).context("reading terminal input"),
                 None => return Ok(TuiExit::Quit),
@@ -151,6 +143,50 @@ pub async fn run_loop(
             perform(effect, app, &channels, &internal_tx);
         }
     }
+}
+
+/// Draws one frame; false when the terminal has closed under it (leave as
+/// on SIGHUP: there is nowhere left to report an error).
+fn draw_frame(terminal: &mut ratatui::Terminal<Backend>, app: &mut App) -> anyhow::Result<bool> {
+    app.now = now_millis();
+    let drawn = terminal.draw(|frame| {
+        view::prepare(app, frame.area());
+        view::draw(app, frame);
+    });
+    match drawn {
+        Ok(_) => Ok(true),
+        Err(error) if super::input_end::is_terminal_gone(&error) => Ok(false),
+        Err(error) => Err(error).context("drawing the screen"),
+    }
+}
+
+/// Events read together are one burst (see `burst`); at most this many.
+const MAX_BURST: usize = 65_536;
+/// Once a second event is waiting, a pause this short between the next ones
+/// still belongs to the same paste (a terminal writes a long one in chunks).
+const BURST_GAP: Duration = Duration::from_millis(5);
+
+/// `first` and the terminal events already waiting behind it. A single key
+/// costs one zero-timeout poll; a paste is read to its end. The stream's
+/// waker thread is idle here (it has just delivered `first`), so these
+/// reads do not wait on it.
+fn read_burst(first: crossterm::event::Event) -> Vec<crossterm::event::Event> {
+    let mut events = vec![first];
+    while events.len() < MAX_BURST {
+        let wait = if events.len() > 1 {
+            BURST_GAP
+        } else {
+            Duration::ZERO
+        };
+        match crossterm::event::poll(wait) {
+            Ok(true) => match crossterm::event::read() {
+                Ok(event) => events.push(event),
+                Err(_) => break,
+            },
+            _ => break,
+        }
+    }
+    events
 }
 
 /// SIGTERM, SIGHUP or a closed terminal: stop the turn and quit. Every part

@@ -51,6 +51,41 @@ async fn a_new_session_welcomes_until_something_is_sent_and_new_says_so() {
     .expect("the terminal session");
 }
 
+/// A terminal without bracketed paste sends a pasted block as keys in one
+/// read, its line breaks as Enter: it arrives as one message, not one per
+/// line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_multi_line_paste_without_bracketed_paste_is_one_message() {
+    let server = ScriptedServer::start([text("One message received.", 300)]).await;
+    let (project, data, config_home) = pty_dirs(&server, true);
+    let (p, d, c) = (
+        project.path().to_path_buf(),
+        data.path().to_path_buf(),
+        config_home.path().to_path_buf(),
+    );
+    tokio::task::spawn_blocking(move || {
+        let mut terminal = Terminal::start(&p, &d, &c, &[]);
+        terminal.wait_for("the status line", |s| s.contains("compact at"));
+        // No ESC[200~ markers: plain keys, as such a terminal sends them.
+        terminal.type_text("line one\rline two\rline three");
+        terminal.wait_for("the pasted lines in the composer", |s| {
+            s.contains("line three")
+        });
+        terminal.type_text("\r");
+        terminal.wait_for("the answer", |s| s.contains("One message received."));
+        for _ in 0..2 {
+            terminal.type_text("\x03");
+        }
+        terminal.wait_exit();
+    })
+    .await
+    .expect("the terminal session");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1, "one message, not one per line");
+    let said = requests[0].json()["messages"].to_string();
+    assert!(said.contains("line one\\nline two\\nline three"), "{said}");
+}
+
 /// cairn in a pseudo-terminal that is not its controlling terminal and with
 /// SIGHUP ignored (as under `nohup` or some wrappers): closing the terminal
 /// sends it no signal, only the end of its input.
