@@ -186,6 +186,12 @@ pub struct App {
     pub model: Option<ModelRef>,
     pub models: Vec<String>,
     pub sessions: Vec<Session>,
+    /// Stored message counts of `sessions` when the TUI opened; the open
+    /// session's own count is kept live from the timeline.
+    pub message_counts: std::collections::HashMap<String, u64>,
+    /// The newest message held when the TUI opened: messages after it are
+    /// new since the counts were read.
+    pub newest_at_open: Option<String>,
     pub overlay: Option<Overlay>,
     pub permissions: VecDeque<Arc<PermissionRequest>>,
     pub permission_dialog: PermissionDialog,
@@ -241,6 +247,7 @@ impl App {
     }
 
     pub fn new(init: AppInit) -> Self {
+        let newest_at_open = init.history.iter().map(|m| m.message.id.clone()).max();
         Self {
             session: init.session,
             timeline: Timeline::paged(init.history, init.has_older),
@@ -253,6 +260,8 @@ impl App {
             model: None,
             models: init.models,
             sessions: init.sessions,
+            message_counts: std::collections::HashMap::new(),
+            newest_at_open,
             overlay: init.first_run.map(Overlay::FirstRun),
             permissions: VecDeque::new(),
             permission_dialog: PermissionDialog::default(),
@@ -439,6 +448,23 @@ impl App {
     pub fn escape_is_recent(&self) -> bool {
         self.last_escape
             .is_some_and(|t| self.now - t <= DOUBLE_PRESS_MS)
+    }
+
+    /// How many messages the open session holds now: the count read at
+    /// open plus those that arrived since.
+    pub fn live_message_count(&self) -> u64 {
+        let stored = self
+            .message_counts
+            .get(&self.session.id)
+            .copied()
+            .unwrap_or(0);
+        let newer = self
+            .timeline
+            .messages()
+            .iter()
+            .filter(|m| self.newest_at_open.as_ref() < Some(&m.message.id))
+            .count();
+        stored + newer as u64
     }
 
     /// Sends every queued prompt, oldest first, unless Esc held them.

@@ -93,6 +93,8 @@ pub struct TuiInput {
     pub discovery: Option<tokio::sync::oneshot::Receiver<Discovered>>,
     /// Shown on the status line at start: what `/new` or `/sessions` did.
     pub notice: Option<String>,
+    /// Stored message count of each session in `sessions`, for `/sessions`.
+    pub message_counts: std::collections::HashMap<String, u64>,
 }
 
 /// How the TUI ended, for `main` to act on.
@@ -137,6 +139,7 @@ pub async fn run(input: TuiInput) -> anyhow::Result<TuiExit> {
         now: now_millis(),
     });
     app.flash = input.notice;
+    app.message_counts = input.message_counts;
     let mut guard = terminal::TerminalGuard::enter()?;
     let channels = runner::Channels {
         events: input.events,

@@ -51,6 +51,46 @@ async fn a_new_session_welcomes_until_something_is_sent_and_new_says_so() {
     .expect("the terminal session");
 }
 
+/// `/sessions` shows each session's message count (the open one's live);
+/// `cairn sessions` in a terminal prints a header row above the same
+/// counts (scripts, reading a pipe, get no header: see
+/// `cli_run::continue_resumes_the_last_session_with_its_history`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_show_message_counts_and_a_header_in_a_terminal() {
+    let server = ScriptedServer::start([text("Counted.", 300)]).await;
+    let (project, data, config_home) = pty_dirs(&server, true);
+    let (p, d, c) = (
+        project.path().to_path_buf(),
+        data.path().to_path_buf(),
+        config_home.path().to_path_buf(),
+    );
+    tokio::task::spawn_blocking(move || {
+        let mut terminal = Terminal::start(&p, &d, &c, &[]);
+        terminal.wait_for("the status line", |s| s.contains("compact at"));
+        terminal.type_text("count me\r");
+        terminal.wait_for("the answer", |s| s.contains("Counted."));
+        terminal.type_text("/sessions\r");
+        terminal.wait_for("the live count in the picker", |s| {
+            s.contains("2 messages") && s.contains("just now")
+        });
+        terminal.type_text("\x1b");
+        for _ in 0..2 {
+            terminal.type_text("\x03");
+        }
+        terminal.wait_exit();
+
+        let mut listing = Terminal::start(&p, &d, &c, &["sessions"]);
+        let screen = listing.wait_for("the listing", |s| s.contains("2 msg"));
+        let header = screen.lines().next().unwrap_or_default();
+        for column in ["SESSION", "UPDATED", "TOKENS", "COST", "MESSAGES", "TITLE"] {
+            assert!(header.contains(column), "{column} in the header:\n{screen}");
+        }
+        listing.wait_exit();
+    })
+    .await
+    .expect("the terminal session");
+}
+
 /// A terminal without bracketed paste sends a pasted block as keys in one
 /// read, its line breaks as Enter: it arrives as one message, not one per
 /// line.
