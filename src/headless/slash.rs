@@ -285,6 +285,17 @@ fn print_breakdown(
             thousands(tokens)
         )?;
     }
+    if breakdown.difference != 0 {
+        let tokens = breakdown.difference.unsigned_abs();
+        let sign = if breakdown.difference < 0 { "-" } else { "+" };
+        writeln!(
+            stdout,
+            "{:<20} {:>9} {:>5.1}%  (the provider's count minus cairn's)",
+            "provider difference",
+            format!("{sign}{}", thousands(tokens)),
+            tokens as f64 * 100.0 / usable
+        )?;
+    }
     let tilde = if gauge.estimated { "~" } else { "" };
     writeln!(
         stdout,

@@ -443,6 +443,7 @@ mod tests {
         };
         let breakdown = ContextBreakdown {
             categories: vec![("messages".into(), 62_000)],
+            difference: 0,
             prunable: 0,
             gauge: gauge(62_000),
             last_compaction: None,

@@ -37,3 +37,30 @@ fn the_welcome_gives_way_to_the_transcript_once_something_is_sent() {
     assert!(!screen.contains("directory"), "{screen}");
     assert!(screen.contains("question number 1"), "{screen}");
 }
+
+/// The provider counted 12k more than cairn: a row of its own, and the
+/// categories keep cairn's counts (tool definitions stay 9k, not 55k).
+#[test]
+fn context_shows_the_provider_difference_as_its_own_row() {
+    at_widths("context_difference", 24, || {
+        let mut app = app(exchange(1));
+        app.overlay = Some(super::app::Overlay::Context(Some(
+            crate::context::ContextBreakdown {
+                categories: vec![
+                    ("system prompt".into(), 3_000),
+                    ("instruction files".into(), 1_000),
+                    ("tool definitions".into(), 9_000),
+                    ("summary".into(), 0),
+                    ("messages".into(), 17_000),
+                    ("tool outputs".into(), 20_000),
+                ],
+                difference: 12_000,
+                prunable: 0,
+                gauge: gauge(62_000),
+                last_compaction: None,
+                last_cache: None,
+            },
+        )));
+        app
+    });
+}
