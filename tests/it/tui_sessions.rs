@@ -91,6 +91,57 @@ async fn sessions_show_message_counts_and_a_header_in_a_terminal() {
     .expect("the terminal session");
 }
 
+/// The provider rejects a request as too large: cairn compacts by itself,
+/// so the notice says that (not "compact the session (/compact)"), and the
+/// user's message is shown once, with no empty assistant header left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_overflow_says_cairn_compacts_and_shows_the_message_once() {
+    let server = ScriptedServer::start([
+        text("First answer.", 300),
+        crate::scenario::openai_overflow(),
+        text("## Goal\n- answer the question", 400),
+        text("Answered after compacting.", 500),
+    ])
+    .await;
+    let (project, data, config_home) = pty_dirs(&server, true);
+    let (p, d, c) = (
+        project.path().to_path_buf(),
+        data.path().to_path_buf(),
+        config_home.path().to_path_buf(),
+    );
+    let screen = tokio::task::spawn_blocking(move || {
+        let mut terminal = Terminal::start(&p, &d, &c, &[]);
+        terminal.wait_for("the status line", |s| s.contains("compact at"));
+        terminal.type_text("warm up\r");
+        terminal.wait_for("the first answer", |s| s.contains("First answer."));
+        terminal.type_text("the big question\r");
+        let screen = terminal.wait_for("the answer after compacting", |s| {
+            s.contains("Answered after compacting.")
+        });
+        for _ in 0..2 {
+            terminal.type_text("\x03");
+        }
+        terminal.wait_exit();
+        screen
+    })
+    .await
+    .expect("the terminal session");
+    assert!(
+        screen.contains("compacts the conversation and retries"),
+        "{screen}"
+    );
+    assert!(!screen.contains("(/compact)"), "{screen}");
+    assert_eq!(
+        screen.matches("the big question").count(),
+        1,
+        "the message shows once:\n{screen}"
+    );
+    assert!(
+        !screen.contains("✗ scripted says"),
+        "no empty rejected answer under a header:\n{screen}"
+    );
+}
+
 /// A terminal without bracketed paste sends a pasted block as keys in one
 /// read, its line breaks as Enter: it arrives as one message, not one per
 /// line.
