@@ -142,6 +142,56 @@ async fn an_overflow_says_cairn_compacts_and_shows_the_message_once() {
     );
 }
 
+/// A single Esc interrupts a turn with a message queued: the message waits
+/// (the notice says so) until the user's Enter sends it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_single_esc_keeps_the_queue_until_enter() {
+    let server = ScriptedServer::start([]).await;
+    let (project, data, config_home) = pty_dirs(&server, true);
+    server.push(crate::scenario::text_then_stall("Working on it"));
+    server.push(text("Queued one answered.", 300));
+    let (p, d, c) = (
+        project.path().to_path_buf(),
+        data.path().to_path_buf(),
+        config_home.path().to_path_buf(),
+    );
+    let mut terminal = tokio::task::spawn_blocking(move || {
+        let mut terminal = Terminal::start(&p, &d, &c, &[]);
+        terminal.wait_for("the status line", |s| s.contains("compact at"));
+        terminal.type_text("long job\r");
+        terminal.wait_for("the stalled stream", |s| s.contains("Working on it"));
+        terminal.type_text("queued words\r");
+        terminal.wait_for("the queue", |s| s.contains("queued words"));
+        terminal.type_text("\x1b");
+        // Idle after the interrupt, the queue held and said so.
+        terminal.wait_for("the held queue", |s| {
+            s.contains("interrupted")
+                && s.contains("queued message waits: Enter sends")
+                && !s.contains("interrupting")
+        });
+        terminal
+    })
+    .await
+    .expect("the terminal session");
+    // The one wait that is not for an event: an absence. Before, the queue
+    // went out once Esc's double-press window (1 s) had passed.
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    assert_eq!(server.requests().len(), 1, "nothing sent until Enter");
+    tokio::task::spawn_blocking(move || {
+        terminal.type_text("\r");
+        terminal.wait_for("the queued message answered", |s| {
+            s.contains("Queued one answered.")
+        });
+        for _ in 0..2 {
+            terminal.type_text("\x03");
+        }
+        terminal.wait_exit();
+    })
+    .await
+    .expect("the terminal session");
+    assert_eq!(server.requests().len(), 2);
+}
+
 /// A terminal without bracketed paste sends a pasted block as keys in one
 /// read, its line breaks as Enter: it arrives as one message, not one per
 /// line.
