@@ -188,7 +188,7 @@ impl Worker {
         // an edit never races a delegated task.
         let mut tasks = tokio::task::JoinSet::new();
         let slots = Arc::new(tokio::sync::Semaphore::new(
-            crate::session::subtask::MAX_CONCURRENCY,
+            self.ctx.settings.task.max_concurrency.max(1),
         ));
         while let Some(call) = calls.recv().await {
             if self.cancel.is_cancelled() {

@@ -176,6 +176,9 @@ async fn an_unknown_agent_or_a_grandchild_is_refused_with_the_choices() {
     let after_bad = all_text(&requests[1]);
     assert!(after_bad.contains("Unknown agent `nobody`"), "{after_bad}");
     assert!(after_bad.contains("explore"), "{after_bad}");
+    // At max depth (1 by default) the child is not offered `task`; a call
+    // made anyway is refused.
+    assert!(!tool_names(&requests[2]).contains(&"task".to_string()));
     let child_after_inner = all_text(&requests[3]);
     assert!(
         child_after_inner.contains("cannot start subagents"),
@@ -377,4 +380,138 @@ async fn parent_grows_by_the_answer_plus_under_300_tokens() {
         growth < answer_tokens + 300,
         "grew {growth} for {answer_tokens}"
     );
+}
+
+/// The `task` tool is offered only where a call could succeed: down to
+/// `[task] max_depth` levels (2 here: a child may start one more level),
+/// and not at all with `max_depth = 0`.
+#[tokio::test]
+async fn the_task_tool_is_offered_down_to_max_depth_only() {
+    let scenario = Scenario::with_config(vec![], |config| config.task.max_depth = 2).await;
+    let delegate = |id: &str, prompt: &str| {
+        tool_call(
+            id,
+            "task",
+            json!({ "description": "go deeper", "prompt": prompt, "subagent_type": "general" }),
+            1_000,
+        )
+    };
+    for response in [
+        delegate("call_child", "level one"),
+        delegate("call_grandchild", "level two"),
+        text("grandchild answer", 500),
+        text("child answer", 700),
+        text("parent answer", 1_200),
+    ] {
+        scenario.server.push(response);
+    }
+    let (_session, handle) = scenario.session(cairn::permission::Mode::Headless).await;
+    let (code, out, err) = scenario.run(&handle, "nest").await;
+    assert_eq!(code, 0, "stderr: {err}");
+    assert!(out.contains("parent answer"), "{out}");
+    let requests = scenario.requests();
+    assert_eq!(requests.len(), 5);
+    let offers_task = |r: &Value| tool_names(r).contains(&"task".to_string());
+    assert!(offers_task(&requests[0]), "the parent may delegate");
+    assert!(
+        offers_task(&requests[1]),
+        "the child may delegate at max_depth 2"
+    );
+    assert!(!offers_task(&requests[2]), "the grandchild is at max depth");
+    assert!(all_text(&requests[3]).contains("grandchild answer"));
+
+    let off = Scenario::with_config(vec![text("by myself", 500)], |config| {
+        config.task.max_depth = 0;
+    })
+    .await;
+    let (_session, handle) = off.session(cairn::permission::Mode::Headless).await;
+    let (code, _out, err) = off.run(&handle, "no subagents").await;
+    assert_eq!(code, 0, "stderr: {err}");
+    assert!(!offers_task(&off.requests()[0]));
+}
+
+/// With `max_concurrency = 1` the two `task` calls of one step take turns:
+/// the second child's session starts only after the first child answered.
+#[tokio::test]
+async fn max_concurrency_one_runs_task_calls_in_turn() {
+    let scenario = Scenario::with_config(vec![], |config| config.task.max_concurrency = 1).await;
+    scenario.server.push(two_task_calls());
+    scenario.server.push(text("first child answer", 300));
+    scenario.server.push(text("second child answer", 300));
+    scenario.server.push(text("both done", 1_500));
+    let (session, handle) = scenario.session(cairn::permission::Mode::Headless).await;
+    let (code, out, err) = scenario.run(&handle, "one at a time").await;
+    assert_eq!(code, 0, "stderr: {err}");
+    assert!(out.contains("both done"), "{out}");
+    let mut children: Vec<_> = scenario
+        .app
+        .store
+        .list_sessions(50)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|s| s.parent_id.as_deref() == Some(session.id.as_str()))
+        .collect();
+    assert_eq!(children.len(), 2);
+    children.sort_by_key(|s| s.time_created);
+    // The first child's `task` call in the parent ended when its answer came back.
+    let history = scenario.history(&session.id).await;
+    let answered_at = scenario::tool_parts(&history)
+        .iter()
+        .find_map(|t| match &t.state {
+            cairn::message::ToolState::Completed { metadata, time, .. }
+                if metadata["session_id"] == children[0].id.as_str() =>
+            {
+                time.end
+            }
+            _ => None,
+        })
+        .expect("the first child answered");
+    assert!(
+        children[1].time_created >= answered_at,
+        "the second child started at {} before the first answered at {answered_at}",
+        children[1].time_created
+    );
+}
+
+/// `explore` runs on `small_model` when one is configured; `general` (which
+/// does not prefer it) on the parent's model.
+#[tokio::test]
+async fn explore_runs_on_the_small_model() {
+    let scenario = Scenario::with_config(vec![], |config| {
+        config.small_model = Some(cairn::message::ModelRef::parse("scripted/small-model").unwrap());
+        let provider = config.provider.get_mut("scripted").unwrap();
+        provider.models.insert(
+            "small-model".into(),
+            cairn::config::ModelConfig {
+                context: Some(100_000),
+                output: Some(8_000),
+                ..Default::default()
+            },
+        );
+    })
+    .await;
+    scenario.server.push(two_task_calls());
+    scenario.server.push(text("one child answer", 300));
+    scenario.server.push(text("another child answer", 300));
+    scenario.server.push(text("both done", 1_500));
+    let (_session, handle) = scenario.session(cairn::permission::Mode::Headless).await;
+    let (code, _out, err) = scenario.run(&handle, "two at once").await;
+    assert_eq!(code, 0, "stderr: {err}");
+    let requests = scenario.requests();
+    assert_eq!(requests.len(), 4);
+    for request in &requests {
+        let system = message_text(&messages_of(request)[0]);
+        let expected = if system.contains("You are explore") {
+            "small-model"
+        } else {
+            "test-model"
+        };
+        assert_eq!(request["model"], expected, "{system:.80}");
+    }
+    let explore_requests = requests
+        .iter()
+        .filter(|r| r["model"] == "small-model")
+        .count();
+    assert_eq!(explore_requests, 1);
 }
