@@ -16,6 +16,7 @@ use crate::bus::SessionStatus;
 use crate::clock::now_millis;
 use crate::context::view;
 use crate::message::{CompactionPart, MessageWithParts, Part, UserMessage};
+use crate::session::agent::TASK_TOOL;
 use crate::session::ctx::{ResolvedModel, SessionCtx};
 use crate::session::doom::CallSignature;
 use crate::session::processor::{self, Step, StepOutcome};
@@ -232,13 +233,15 @@ async fn decide_and_act(
         return make_room(ctx, &user).await;
     }
     let assistant = new_assistant(ctx, &user_message.message.id, &user, &agent.name, false);
+    let offers_task = request.tools.iter().any(|t| t.name == TASK_TOOL);
     let mut runner = ToolRunner::new(
         ctx.clone(),
         agent.tools.clone(),
         recent_calls(history),
         cancel.clone(),
     )
-    .with_output_limits(gauge::tool_output_limits(ctx, &model));
+    .with_output_limits(gauge::tool_output_limits(ctx, &model))
+    .with_delegation(offers_task);
     let assistant_id = assistant.id.clone();
     let outcome = processor::process(
         Step {

@@ -515,3 +515,62 @@ async fn explore_runs_on_the_small_model() {
         .count();
     assert_eq!(explore_requests, 1);
 }
+
+const TASK_HINT: &str = "Use the Task tool to have explore agent process this file";
+const PLAIN_HINT: &str = "Use Grep to search the full content or Read with offset/limit";
+
+/// A truncated output tells an agent that has the `task` tool to delegate
+/// the full text to explore (seed 001), and one without it (the explore
+/// child, the plan agent) to page through it with Grep and Read.
+#[tokio::test]
+async fn the_truncation_hint_points_to_the_task_tool_only_for_agents_that_have_it() {
+    let scenario = Scenario::with_config(vec![], |config| config.tool_output.max_lines = 5).await;
+    for i in 0..12 {
+        std::fs::write(scenario.path(&format!("file{i:02}.txt")), "x\n").expect("write");
+    }
+    let glob = |id: &str| tool_call(id, "glob", json!({ "pattern": "*.txt" }), 800);
+    for response in [
+        glob("call_glob"),
+        tool_call(
+            "call_task",
+            "task",
+            json!({ "description": "list", "prompt": "list the txt files", "subagent_type": "explore" }),
+            900,
+        ),
+        glob("call_child_glob"),
+        text("twelve files", 600),
+        text("done", 1_000),
+    ] {
+        scenario.server.push(response);
+    }
+    let (_session, handle) = scenario.session(cairn::permission::Mode::Headless).await;
+    let (code, _out, err) = scenario.run(&handle, "count the files").await;
+    assert_eq!(code, 0, "stderr: {err}");
+    let requests = scenario.requests();
+    assert_eq!(requests.len(), 5);
+    let build_sees = all_text(&requests[1]);
+    assert!(build_sees.contains("output was truncated"), "{build_sees}");
+    assert!(build_sees.contains(TASK_HINT), "{build_sees}");
+    assert!(!build_sees.contains(PLAIN_HINT), "{build_sees}");
+    let explore_sees = all_text(&requests[3]);
+    assert!(explore_sees.contains(PLAIN_HINT), "{explore_sees}");
+    assert!(!explore_sees.contains(TASK_HINT), "{explore_sees}");
+
+    // plan (read-only, no task tool) gets the plain hint too.
+    let plan = Scenario::with_config(vec![glob("call_glob"), text("ok", 900)], |config| {
+        config.tool_output.max_lines = 5;
+        config.default_agent = cairn::config::NonEmpty::new("plan").unwrap();
+    })
+    .await;
+    for i in 0..12 {
+        std::fs::write(plan.path(&format!("file{i:02}.txt")), "x\n").expect("write");
+    }
+    let (_session, handle) = plan.session(cairn::permission::Mode::Headless).await;
+    let (code, _out, err) = plan.run(&handle, "count the files").await;
+    assert_eq!(code, 0, "stderr: {err}");
+    let requests = plan.requests();
+    assert!(!tool_names(&requests[0]).contains(&"task".to_string()));
+    let plan_sees = all_text(&requests[1]);
+    assert!(plan_sees.contains(PLAIN_HINT), "{plan_sees}");
+    assert!(!plan_sees.contains(TASK_HINT), "{plan_sees}");
+}
