@@ -80,6 +80,11 @@ pub async fn execute(
         return Err(ToolError::Failed(refusal.into()));
     }
     let child = child_session(ctx, &args).await?;
+    // Before the child's first message: a front end following the parent
+    // learns of the child (and counts its spending) from this.
+    ctx.writer.bus.publish(crate::bus::Event::SessionUpdated {
+        session: Arc::new(child.clone()),
+    });
     let child_ctx = Arc::new(child_ctx(ctx, &child.id));
     let user = crate::session::ctx::last_user_or_default(ctx)
         .await

@@ -574,3 +574,133 @@ async fn the_truncation_hint_points_to_the_task_tool_only_for_agents_that_have_i
     assert!(plan_sees.contains(PLAIN_HINT), "{plan_sees}");
     assert!(!plan_sees.contains(TASK_HINT), "{plan_sees}");
 }
+
+/// Runs `message` headless with `--format json`; returns its `result` line.
+async fn run_json(
+    scenario: &Scenario,
+    handle: &cairn::session::runtime::SessionHandle,
+    message: &str,
+) -> Value {
+    let mut out = Vec::new();
+    let mut err = Vec::new();
+    tokio::time::timeout(
+        Duration::from_secs(30),
+        cairn::headless::run(
+            handle,
+            &scenario.app.bus,
+            &scenario.app.store,
+            message.to_string(),
+            cairn::headless::Format::Json,
+            &mut out,
+            &mut err,
+        ),
+    )
+    .await
+    .expect("the run finishes within 30 s")
+    .expect("writes to memory");
+    let out = String::from_utf8_lossy(&out).to_string();
+    let last = out.lines().last().expect("a result line");
+    serde_json::from_str(last).unwrap_or_else(|e| panic!("{e}: {last}"))
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() < 1e-9
+}
+
+/// A child's tokens and cost count in its parent's totals: the stored
+/// session row (and the status line's live `session.updated` events) and
+/// the `cairn run --format json` result, priced at the configured rates.
+#[tokio::test]
+async fn a_childs_tokens_and_cost_roll_up_into_the_parents_totals() {
+    let scenario = Scenario::with_config(vec![], |config| {
+        let model = config
+            .provider
+            .get_mut("scripted")
+            .and_then(|p| p.models.get_mut("test-model"))
+            .unwrap();
+        model.price_input = Some(3.0);
+        model.price_output = Some(15.0);
+    })
+    .await;
+    std::fs::write(scenario.path("notes.txt"), "hello\n").expect("write");
+    let path = scenario.path("notes.txt").display().to_string();
+    for response in [
+        tool_call(
+            "call_task",
+            "task",
+            json!({ "description": "read", "prompt": "read notes.txt", "subagent_type": "explore" }),
+            1_000,
+        ),
+        tool_call("call_read", "read", json!({ "file_path": path }), 500),
+        text("it says hello", 800),
+        text("the file says hello", 1_200),
+    ] {
+        scenario.server.push(response);
+    }
+    let (session, handle) = scenario.session(cairn::permission::Mode::Headless).await;
+    let recorder = scenario.record();
+    let result = run_json(&scenario, &handle, "what does notes.txt say?").await;
+    // Input 1,000 + 500 + 800 + 1,200; output 30 + 30 + 20 + 20 (tool calls
+    // report 30, texts 20); $3 / $15 per million.
+    let all_cost = 3_500.0 * 3e-6 + 100.0 * 15e-6;
+    let own_cost = 2_200.0 * 3e-6 + 50.0 * 15e-6;
+    assert_eq!(result["outcome"], "success", "{result}");
+    assert_eq!(result["tokens"]["input"], 3_500, "{result}");
+    assert_eq!(result["tokens"]["output"], 100, "{result}");
+    let cost = result["cost"].as_f64().unwrap();
+    assert!(close(cost, all_cost), "{cost} != {all_cost}");
+
+    let parent = scenario
+        .app
+        .store
+        .get_session(&session.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(parent.tokens.input, 3_500);
+    assert_eq!(parent.tokens.output, 100);
+    assert!(
+        close(parent.cost, all_cost),
+        "{} != {all_cost}",
+        parent.cost
+    );
+    let children = scenario.app.store.list_sessions(10).await.unwrap();
+    let child = children
+        .iter()
+        .find(|s| s.parent_id.as_deref() == Some(session.id.as_str()))
+        .expect("child session");
+    assert!(close(child.cost, all_cost - own_cost), "{}", child.cost);
+    assert_eq!(child.tokens.input, 1_300);
+
+    // Live: the parent's total moved when the child's first step finished
+    // (parent's task step + child's read step), before the parent answered.
+    let parent_costs: Vec<f64> = recorder
+        .events()
+        .iter()
+        .filter_map(|event| match event {
+            cairn::bus::Event::SessionUpdated { session: s } if s.id == session.id => Some(s.cost),
+            _ => None,
+        })
+        .collect();
+    let after_child_step = (1_500.0 * 3e-6) + (60.0 * 15e-6);
+    assert!(
+        parent_costs.iter().any(|c| close(*c, after_child_step)),
+        "{parent_costs:?}"
+    );
+
+    // Deleting the child alone takes its spending out of the parent's totals.
+    assert!(scenario.app.store.delete_session(&child.id).await.unwrap());
+    let parent = scenario
+        .app
+        .store
+        .get_session(&session.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        close(parent.cost, own_cost),
+        "{} != {own_cost}",
+        parent.cost
+    );
+    assert_eq!(parent.tokens.input, 2_200);
+}
