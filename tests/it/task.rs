@@ -704,3 +704,89 @@ async fn a_childs_tokens_and_cost_roll_up_into_the_parents_totals() {
     );
     assert_eq!(parent.tokens.input, 2_200);
 }
+
+/// `@explore ...` in a `cairn run` message: the loop runs the subagent
+/// first (the parent's model is not asked until the child answered), the
+/// child's prompt is the message without the mention, and the parent's model
+/// then sees the child's answer as a `task` call's result.
+#[tokio::test]
+async fn an_agent_mention_runs_that_subagent_first() {
+    let scenario = Scenario::start(vec![]).await;
+    let marker = "the-mention-body-marker-7";
+    std::fs::write(scenario.path("notes.txt"), format!("{marker}\n")).expect("write");
+    let path = scenario.path("notes.txt").display().to_string();
+    for response in [
+        tool_call("call_read", "read", json!({ "file_path": path }), 500),
+        text("notes.txt:1 holds the marker.", 700),
+        text("The explorer found the marker in notes.txt.", 1_200),
+    ] {
+        scenario.server.push(response);
+    }
+    let (session, handle) = scenario.session(cairn::permission::Mode::Headless).await;
+    let (code, out, err) = scenario
+        .run(&handle, "@explore what does notes.txt say?")
+        .await;
+    assert_eq!(code, 0, "stderr: {err}");
+    assert!(out.contains("found the marker"), "{out}");
+    let requests = scenario.requests();
+    assert_eq!(requests.len(), 3, "{requests:#?}");
+    // The first request is the child's: explore's prompt, the message
+    // without the mention.
+    let child = messages_of(&requests[0]);
+    assert!(message_text(&child[0]).contains("You are explore"));
+    assert_eq!(message_text(&child[1]), "what does notes.txt say?");
+    assert!(all_text(&requests[1]).contains(marker));
+    // The parent's only request: the answer as the task result, none of
+    // the child's read output.
+    let parent = all_text(&requests[2]);
+    assert!(parent.contains("notes.txt:1 holds the marker."), "{parent}");
+    assert!(!parent.contains(marker), "{parent}");
+    let parent_messages = messages_of(&requests[2]);
+    let calls: Vec<&Value> = parent_messages
+        .iter()
+        .filter_map(|m| m["tool_calls"].as_array())
+        .flatten()
+        .collect();
+    assert_eq!(calls.len(), 1, "{parent}");
+    assert_eq!(calls[0]["function"]["name"], "task");
+
+    let history = scenario.history(&session.id).await;
+    let subtask = history[0]
+        .parts
+        .iter()
+        .find_map(|p| match &p.kind {
+            cairn::message::PartKind::Subtask(s) => Some(s.clone()),
+            _ => None,
+        })
+        .expect("the message holds a subtask part");
+    assert_eq!(subtask.agent, "explore");
+    let task = scenario::tool_parts(&history);
+    assert_eq!(task.len(), 1);
+    assert!(matches!(
+        task[0].state,
+        cairn::message::ToolState::Completed { .. }
+    ));
+    let answer = history[1].message.as_assistant().unwrap();
+    assert_eq!(answer.parent_id, history[0].message.id);
+    assert_eq!(answer.finish, Some(cairn::message::FinishReason::ToolCalls));
+}
+
+/// A message that mentions no subagent (`@build` is primary, `@notes.txt` a
+/// file) makes no subtask: the parent's model answers it directly.
+#[tokio::test]
+async fn a_mention_of_a_primary_agent_or_a_file_makes_no_subtask() {
+    let scenario = Scenario::start(vec![text("plain answer", 900)]).await;
+    std::fs::write(scenario.path("notes.txt"), "hello\n").expect("write");
+    let (session, handle) = scenario.session(cairn::permission::Mode::Headless).await;
+    let (code, out, err) = scenario.run(&handle, "@build read @notes.txt").await;
+    assert_eq!(code, 0, "stderr: {err}");
+    assert!(out.contains("plain answer"), "{out}");
+    assert_eq!(scenario.requests().len(), 1);
+    let history = scenario.history(&session.id).await;
+    assert!(
+        history
+            .iter()
+            .flat_map(|m| m.parts.iter())
+            .all(|p| !matches!(p.kind, cairn::message::PartKind::Subtask(_)))
+    );
+}
