@@ -4,6 +4,7 @@
 use crate::scenario;
 use crate::support;
 
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use cairn::session::command::Command;
@@ -788,5 +789,133 @@ async fn a_mention_of_a_primary_agent_or_a_file_makes_no_subtask() {
             .iter()
             .flat_map(|m| m.parts.iter())
             .all(|p| !matches!(p.kind, cairn::message::PartKind::Subtask(_)))
+    );
+}
+
+/// The small model's window in the overflow scenario.
+const CHILD_WINDOW: u64 = 12_000;
+
+/// The summary marker the scripted small model writes when asked to compact.
+const CHILD_SUMMARY: &str = "## Goal\n- child-summary-marker: read the big files";
+
+/// The scripted models of the overflow scenario: the parent (test-model)
+/// delegates once then answers; the child (small-model, `CHILD_WINDOW`)
+/// reads big files until it has a summary, then answers. Usage is honest
+/// (the gauge learns from it) and an over-window prompt is rejected like
+/// llama-server does. Every chat request is kept in `seen`.
+fn overflow_models(
+    seen: Arc<Mutex<Vec<Value>>>,
+) -> impl Fn(&support::RecordedRequest) -> support::ScriptedResponse {
+    move |request: &support::RecordedRequest| {
+        if !request.path.ends_with("/chat/completions") {
+            // Not llama-server: cairn counts the prompt itself.
+            return support::ScriptedResponse::json(404, "{}");
+        }
+        let body = request.json();
+        seen.lock().unwrap().push(body.clone());
+        // Honest usage: the gauge learns its calibration from it.
+        let prompt = cairn::token::count(&body.to_string()) as u64;
+        let messages = messages_of(&body);
+        let everything: String = messages.iter().map(message_text).collect();
+        let tool_results = messages.iter().filter(|m| m["role"] == "tool").count();
+        if body["model"] == "test-model" {
+            return if tool_results == 0 {
+                tool_call(
+                    "call_task",
+                    "task",
+                    json!({ "description": "read big files", "prompt": "read big0.txt to big2.txt and report", "subagent_type": "explore" }),
+                    prompt,
+                )
+            } else {
+                text("parent done", prompt)
+            };
+        }
+        if prompt > CHILD_WINDOW {
+            // llama-server's answer to a prompt longer than its window.
+            let error = json!({"error": {"code": 400, "message": format!("request ({prompt} tokens) exceeds the available context size ({CHILD_WINDOW} tokens), try increasing it"), "type": "exceed_context_size_error", "n_prompt_tokens": prompt, "n_ctx": CHILD_WINDOW}});
+            return support::ScriptedResponse::json(400, &error.to_string());
+        }
+        if body.get("tools").is_none() {
+            return text(CHILD_SUMMARY, prompt);
+        }
+        if everything.contains("child-summary-marker") || tool_results >= 12 {
+            return text("child answer: the big files hold hex", prompt);
+        }
+        let file = format!("big{}.txt", tool_results % 3);
+        tool_call(
+            &format!("r{tool_results}"),
+            "read",
+            json!({ "file_path": file }),
+            prompt,
+        )
+    }
+}
+
+/// A child whose window fills compacts on its own: explore runs on a small
+/// model (12k window) and keeps reading ~4k-token files; its loop sends its
+/// own compaction request to that model, answers after the summary, and the
+/// parent (on a 200k model, never compacted) gets that answer.
+#[tokio::test]
+async fn a_child_that_overflows_compacts_on_its_own() {
+    let seen: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let responder = overflow_models(seen.clone());
+    let scenario = Scenario::answering(responder, |config| {
+        config.small_model = Some(cairn::message::ModelRef::parse("scripted/small-model").unwrap());
+        config.provider.get_mut("scripted").unwrap().models.insert(
+            "small-model".into(),
+            cairn::config::ModelConfig {
+                context: Some(CHILD_WINDOW),
+                output: Some(2_000),
+                ..Default::default()
+            },
+        );
+    })
+    .await;
+    for i in 0..3 {
+        std::fs::write(
+            scenario.path(&format!("big{i}.txt")),
+            scenario::dense_text(i, 6_000),
+        )
+        .expect("write");
+    }
+    let (session, handle) = scenario.session(cairn::permission::Mode::Headless).await;
+    let (code, out, err) = scenario.run(&handle, "delegate the reading").await;
+    assert_eq!(code, 0, "stderr: {err}");
+    assert!(out.contains("parent done"), "{out}");
+    let requests = seen.lock().unwrap().clone();
+    let summaries: Vec<&Value> = requests
+        .iter()
+        .filter(|r| r.get("tools").is_none())
+        .collect();
+    assert!(!summaries.is_empty(), "the child never compacted");
+    assert!(summaries.iter().all(|r| r["model"] == "small-model"));
+    // The parent never compacted, and its last request holds the answer.
+    let parent: Vec<&Value> = requests
+        .iter()
+        .filter(|r| r["model"] == "test-model")
+        .collect();
+    assert_eq!(parent.len(), 2);
+    assert!(all_text(parent[1]).contains("child answer: the big files hold hex"));
+    let history = scenario.history(&session.id).await;
+    assert!(
+        history
+            .iter()
+            .all(|m| m.message.as_assistant().is_none_or(|a| !a.summary))
+    );
+    // The summary is the child's: a summary message in the child session.
+    let child = scenario
+        .app
+        .store
+        .list_sessions(10)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|s| s.parent_id.as_deref() == Some(session.id.as_str()))
+        .expect("child");
+    let child_history = scenario.app.store.read_all(&child.id).await.unwrap();
+    assert!(
+        child_history
+            .iter()
+            .any(|m| m.message.as_assistant().is_some_and(|a| a.summary))
     );
 }
