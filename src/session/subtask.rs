@@ -85,7 +85,7 @@ pub async fn execute(
     ctx.writer.bus.publish(crate::bus::Event::SessionUpdated {
         session: Arc::new(child.clone()),
     });
-    let child_ctx = Arc::new(child_ctx(ctx, &child.id));
+    let child_ctx = Arc::new(child_ctx(ctx, &child.id, &agent));
     let user = crate::session::ctx::last_user_or_default(ctx)
         .await
         .map_err(failed)?;
@@ -192,15 +192,20 @@ async fn child_session(ctx: &SessionCtx, args: &TaskArgs) -> Result<Session, Too
     Ok(session)
 }
 
-/// The child's context: the parent's tools, permissions, agents and models;
-/// fresh accounting, view and reports of its own.
-fn child_ctx(parent: &SessionCtx, child_id: &str) -> SessionCtx {
+/// The child's context: the parent's tools, permissions (with the agent's
+/// own rules on top), agents and models; fresh accounting, view and reports.
+fn child_ctx(parent: &SessionCtx, child_id: &str, agent: &Agent) -> SessionCtx {
+    let permissions = if agent.permission.is_empty() {
+        parent.permissions.clone()
+    } else {
+        Arc::new(parent.permissions.for_agent(&agent.permission))
+    };
     SessionCtx {
         session_id: child_id.to_string(),
         depth: parent.depth + 1,
         writer: parent.writer.clone(),
         tools: parent.tools.clone(),
-        permissions: parent.permissions.clone(),
+        permissions,
         agents: parent.agents.clone(),
         models: parent.models.clone(),
         settings: parent.settings.clone(),

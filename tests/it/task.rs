@@ -919,3 +919,51 @@ async fn a_child_that_overflows_compacts_on_its_own() {
             .any(|m| m.message.as_assistant().is_some_and(|a| a.summary))
     );
 }
+
+/// An agent file's `permission:` rules hold for that subagent's calls (here:
+/// no reading `*secret*`), on top of the session's, and only for it: the
+/// parent reads the same file.
+#[tokio::test]
+async fn an_agent_files_permission_rules_hold_for_its_calls_only() {
+    let scenario = Scenario::start(vec![]).await;
+    let agents = scenario.project.path().join(".cairn/agents");
+    std::fs::create_dir_all(&agents).expect("mkdir");
+    std::fs::write(
+        agents.join("auditor.md"),
+        "---\ndescription: Audits the project without reading secrets.\nmode: subagent\ntools:\n  bash: false\npermission:\n  read:\n    \"*secret*\": deny\n---\nYou are auditor.\n",
+    )
+    .expect("write");
+    let secret = "the-secret-body-marker-3";
+    std::fs::write(scenario.path("secret.txt"), format!("{secret}\n")).expect("write");
+    let path = scenario.path("secret.txt").display().to_string();
+    for response in [
+        tool_call(
+            "call_task",
+            "task",
+            json!({ "description": "audit", "prompt": "read secret.txt", "subagent_type": "auditor" }),
+            1_000,
+        ),
+        tool_call("call_child_read", "read", json!({ "file_path": path }), 500),
+        text("I may not read it.", 700),
+        tool_call("call_read", "read", json!({ "file_path": path }), 1_200),
+        text("done", 1_400),
+    ] {
+        scenario.server.push(response);
+    }
+    let (_session, handle) = scenario.session(cairn::permission::Mode::Headless).await;
+    let (code, _out, err) = scenario.run(&handle, "audit").await;
+    assert_eq!(code, 0, "stderr: {err}");
+    let requests = scenario.requests();
+    assert_eq!(requests.len(), 5);
+    assert!(message_text(&messages_of(&requests[1])[0]).contains("You are auditor"));
+    let child_after = all_text(&requests[2]);
+    assert!(!child_after.contains(secret), "{child_after}");
+    assert!(
+        child_after.to_lowercase().contains("denied"),
+        "{child_after}"
+    );
+    assert!(
+        all_text(&requests[4]).contains(secret),
+        "the parent may read it"
+    );
+}
