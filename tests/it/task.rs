@@ -967,3 +967,42 @@ async fn an_agent_files_permission_rules_hold_for_its_calls_only() {
         "the parent may read it"
     );
 }
+
+/// Esc while an `@explore` subtask runs: the child stops, the `task` call
+/// ends paired (an error result), the answer is marked aborted, and the
+/// session goes idle without asking the parent's model anything.
+#[tokio::test]
+async fn interrupting_an_agent_mention_stops_the_child_and_pairs_the_call() {
+    let scenario = Scenario::start(vec![scenario::text_then_stall("looking")]).await;
+    let (session, handle) = scenario.session(cairn::permission::Mode::Headless).await;
+    let recorder = scenario.record();
+    scenario::prompt(&handle, "@explore look around");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while scenario.requests().is_empty() {
+        assert!(Instant::now() < deadline, "the child never asked the model");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(handle.send(Command::Interrupt));
+    recorder
+        .wait_idle(&session.id, 1, Duration::from_secs(20))
+        .await;
+    assert_eq!(scenario.requests().len(), 1, "only the child's request");
+    let history = scenario.history(&session.id).await;
+    let tasks = scenario::tool_parts(&history);
+    assert_eq!(tasks.len(), 1);
+    assert!(
+        matches!(tasks[0].state, cairn::message::ToolState::Error { .. }),
+        "{:?}",
+        tasks[0].state
+    );
+    let answer = history[1].message.as_assistant().unwrap();
+    assert!(answer.error.is_some(), "{answer:?}");
+    // The interrupted subtask is not run again by the next turn.
+    scenario.server.push(text("fine, by myself", 900));
+    let (code, out, err) = scenario.run(&handle, "never mind").await;
+    assert_eq!(code, 0, "stderr: {err}");
+    assert!(out.contains("by myself"), "{out}");
+    let requests = scenario.requests();
+    assert_eq!(requests.len(), 2);
+    assert!(!message_text(&messages_of(&requests[1])[0]).contains("You are explore"));
+}
