@@ -293,6 +293,15 @@ async fn write_prompt(
     for kind in attached {
         ctx.writer.part(&Part::new(&message, kind)).await?;
     }
+    // `@explore ...`: the loop runs the subagent first (unless subagents
+    // are off here: then the mention stays plain text).
+    if ctx.depth < ctx.settings.task.max_depth
+        && let Some(subtask) = crate::session::pending_subtask::subtask_for(text, &ctx.agents)
+    {
+        ctx.writer
+            .part(&Part::new(&message, PartKind::Subtask(subtask)))
+            .await?;
+    }
     name_session(ctx, text).await
 }
 
