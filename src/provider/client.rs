@@ -53,6 +53,9 @@ pub struct Endpoint {
     pub base_url: String,
     /// The key itself, never its variable name; `None` for local servers.
     pub api_key: Option<String>,
+    /// Where `api_key` came from, named when the provider refuses it: the
+    /// variable (`ANTHROPIC_API_KEY`) or `api_key in the config`.
+    pub key_source: Option<String>,
     pub headers: Vec<(String, String)>,
     pub sends_prompt_cache_key: bool,
     pub uses_max_completion_tokens: bool,
@@ -73,6 +76,7 @@ impl fmt::Debug for Endpoint {
             .field("wire", &self.wire)
             .field("base_url", &self.base_url)
             .field("api_key", &self.api_key.as_ref().map(|_| "[redacted]"))
+            .field("key_source", &self.key_source)
             .field(
                 "headers",
                 &self
@@ -102,6 +106,7 @@ impl Endpoint {
             wire,
             base_url: base_url.into(),
             api_key: None,
+            key_source: None,
             headers: Vec::new(),
             sends_prompt_cache_key: false,
             uses_max_completion_tokens: false,
@@ -244,12 +249,9 @@ impl Provider {
                 _ = cancel.cancelled() => return Err(Error::cancelled()),
                 text = tokio::time::timeout(stall, read_error_body(response)) => text.unwrap_or_default(),
             };
-            return Err(redact(Error::from_http(
-                &self.config.name,
-                status.as_u16(),
-                &headers,
-                &text,
-            )));
+            let error = Error::from_http(&self.config.name, status.as_u16(), &headers, &text)
+                .naming_key_source(self.config.key_source.as_deref());
+            return Err(redact(error));
         }
         let decoder: Box<dyn WireDecoder> = match wire {
             Wire::Anthropic => Box::new(AnthropicDecoder::new()),
