@@ -120,6 +120,22 @@ impl Timeline {
         self.live_output.get(part_id).map(String::as_str)
     }
 
+    /// True for the answer recorded for a `!cmd`: an assistant message
+    /// whose request is a shell run's user message. It is the user's own
+    /// run, so the view shows it under the user's header.
+    pub fn is_shell_run(&self, m: usize) -> bool {
+        let Some(parent) = self.messages[m]
+            .message
+            .as_assistant()
+            .map(|a| a.parent_id.as_str())
+        else {
+            return false;
+        };
+        self.index
+            .get(parent)
+            .is_some_and(|&p| is_shell_request(&self.messages[p]))
+    }
+
     /// Blocks in display order; rebuilt only when the structure changed.
     pub fn blocks(&mut self) -> &[Block] {
         if self.blocks_stale {
@@ -320,11 +336,15 @@ impl Timeline {
             let is_compaction_request = message.message.is_user()
                 && !message.parts.is_empty()
                 && message.parts.iter().all(|p| p.as_compaction().is_some());
-            if !is_compaction_request {
+            // A `!cmd`'s request is shown by the run itself ([`Timeline::is_shell_run`]).
+            let is_shell_request = is_shell_request(message);
+            if !is_compaction_request && !is_shell_request {
                 self.blocks.push(Block::Header(m));
             }
-            for p in 0..message.parts.len() {
-                self.blocks.push(Block::Part(m, p));
+            if !is_shell_request {
+                for p in 0..message.parts.len() {
+                    self.blocks.push(Block::Part(m, p));
+                }
             }
             if let Some(notes) = notes_after.get(message.message.id.as_str()) {
                 self.blocks.extend(notes.iter().map(|&n| Block::Note(n)));
@@ -332,6 +352,17 @@ impl Timeline {
         }
         self.blocks_stale = false;
     }
+}
+
+/// The user message a `!cmd` records for the model: only the synthetic
+/// shell-run text.
+fn is_shell_request(message: &MessageWithParts) -> bool {
+    message.message.is_user()
+        && !message.parts.is_empty()
+        && message.parts.iter().all(|p| {
+            matches!(&p.kind, PartKind::Text(t)
+                if t.synthetic && t.text == crate::session::shell::SHELL_RUN_TEXT)
+        })
 }
 
 #[cfg(test)]

@@ -297,15 +297,30 @@ fn composer_key(app: &mut App, action: Action) -> Vec<Effect> {
         Action::ScrollBottom => app.scroll.follow(),
         Action::ToggleDetails => {
             app.expand_details = !app.expand_details;
+            app.flash = Some(toggle_notice(app.expand_details, TOGGLE_DETAILS));
             app.timeline.bump_all();
         }
         Action::ToggleReasoning => {
             app.show_reasoning = !app.show_reasoning;
+            app.flash = Some(toggle_notice(app.show_reasoning, TOGGLE_REASONING));
             app.timeline.bump_all();
         }
         Action::Resize | Action::Suspend | Action::Home | Action::End => {}
     }
     Vec::new()
+}
+
+/// What Ctrl+O and Ctrl+T toggle, for the notice saying which way it went.
+const TOGGLE_DETAILS: (&str, &str) = ("Ctrl+O", "tool output and summaries");
+const TOGGLE_REASONING: (&str, &str) = ("Ctrl+T", "reasoning");
+
+/// `Ctrl+O: tool output and summaries expanded (Ctrl+O folds)`.
+fn toggle_notice(on: bool, (key, what): (&str, &str)) -> String {
+    if on {
+        format!("{what} expanded ({key} folds)")
+    } else {
+        format!("{what} folded ({key} expands)")
+    }
 }
 
 fn page(app: &App) -> i64 {

@@ -139,3 +139,58 @@ async fn sigterm_restores_the_terminal_and_the_session_continues() {
     .await
     .expect("the terminal session");
 }
+
+/// `!cmd` is the user's own shell run on screen (`$ cmd` under their
+/// header, its output under it, no model header, no synthetic message),
+/// while the model still gets what it always got: the synthetic user text,
+/// then a `bash` call and its output.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shell_run_is_the_users_on_screen_and_unchanged_for_the_model() {
+    let server = ScriptedServer::start([]).await;
+    let (project, data, config_home) = pty_dirs(&server, true);
+    server.push(text("It printed a greeting.", 500));
+    let (p, d, c) = (
+        project.path().to_path_buf(),
+        data.path().to_path_buf(),
+        config_home.path().to_path_buf(),
+    );
+    tokio::task::spawn_blocking(move || {
+        let mut terminal = Terminal::start(&p, &d, &c, &[]);
+        terminal.wait_for("the status line", |s| s.contains("compact at"));
+        terminal.type_text("!echo shell-said-hi\r");
+        let screen = terminal.wait_for("the shell run", |s| {
+            s.contains("$ echo shell-said-hi") && s.contains("│ shell-said-hi")
+        });
+        assert!(screen.contains("▌ you · shell"), "{screen}");
+        assert!(!screen.contains("executed by the user"), "{screen}");
+        assert!(!screen.contains("◆ build"), "no model header:\n{screen}");
+        terminal.type_text("what did it print\r");
+        terminal.wait_for("the answer", |s| s.contains("It printed a greeting."));
+        for _ in 0..2 {
+            terminal.type_text("\x03");
+        }
+        terminal.wait_exit();
+    })
+    .await
+    .expect("the terminal session");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1, "the shell run alone calls no model");
+    let sent = requests[0].json().to_string();
+    for expected in [
+        "The following tool was executed by the user",
+        "echo shell-said-hi",
+        "shell-said-hi\\n",
+        "what did it print",
+    ] {
+        assert!(sent.contains(expected), "{expected} in {sent}");
+    }
+    let messages = requests[0].json()["messages"].clone();
+    let calls: Vec<&serde_json::Value> = messages
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter_map(|m| m.get("tool_calls"))
+        .collect();
+    assert_eq!(calls.len(), 1, "one bash call: {messages}");
+    assert_eq!(calls[0][0]["function"]["name"], "bash");
+}

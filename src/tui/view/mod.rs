@@ -5,6 +5,7 @@
 //! Reads state only: no I/O, no awaiting, no mutation (the measuring half of a
 //! frame is `Viewport::prepare`, run just before).
 
+pub mod card_body;
 pub mod composer;
 pub mod context;
 pub mod first_run;
@@ -39,11 +40,15 @@ pub fn areas(app: &App, area: Rect) -> Areas {
     let composer_rows = composer::height(app, area.width)
         .min(area.height / 2)
         .max(2);
+    let status_rows = status::rows(app, area.width as usize)
+        .height()
+        .min(area.height / 2)
+        .max(1);
     let [transcript, activity, composer, status] = Layout::vertical([
         Constraint::Min(1),
         Constraint::Length(activity_rows),
         Constraint::Length(composer_rows),
-        Constraint::Length(1),
+        Constraint::Length(status_rows),
     ])
     .areas(area);
     Areas {

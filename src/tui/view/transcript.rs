@@ -15,7 +15,7 @@ use crate::tui::markdown::{WrapMemo, render_markdown, render_markdown_reusing};
 use crate::tui::timeline::{Block, Timeline};
 use crate::tui::wrap::wrap_into;
 
-use super::tool_card::{CardInputs, tool_card};
+use super::tool_card::{CardInputs, shell_run_card, tool_card};
 
 /// Summary lines shown before Ctrl+O expands a compaction summary.
 const SUMMARY_PREVIEW_LINES: usize = 3;
@@ -52,7 +52,15 @@ pub fn block_lines(
 ) -> Vec<Line<'static>> {
     let messages = cx.timeline.messages();
     match block {
-        Block::Header(m) => header(&messages[m].message),
+        Block::Header(m) if cx.timeline.is_shell_run(m) => shell_run_header(&messages[m].message),
+        Block::Header(m) => header(&messages[m].message, width),
+        Block::Part(m, p) if cx.timeline.is_shell_run(m) => {
+            let part = &messages[m].parts[p];
+            match &part.kind {
+                PartKind::Tool(tool) => shell_run_card(tool, &card_inputs(cx, part, tool), width),
+                _ => Vec::new(),
+            }
+        }
         Block::Part(m, p) => {
             let message = &messages[m];
             part_lines(cx, &message.message, &message.parts[p], width, memo)
@@ -79,9 +87,51 @@ pub fn block_lines(
     }
 }
 
+/// A `!cmd` run is the user's: their header, with `interrupted` when they
+/// stopped it.
+fn shell_run_header(message: &Message) -> Vec<Line<'static>> {
+    let mut spans = vec![Span::styled(
+        "▌ you",
+        Style::default()
+            .fg(Color::Cyan)
+            .add_modifier(Modifier::BOLD),
+    )];
+    spans.push(Span::styled(
+        " · shell",
+        Style::default().fg(Color::DarkGray),
+    ));
+    let aborted = message
+        .as_assistant()
+        .and_then(|a| a.error.as_ref())
+        .is_some_and(|e| e.kind == MessageErrorKind::Aborted);
+    if aborted {
+        spans.push(Span::styled(
+            "  interrupted",
+            Style::default().fg(Color::Red),
+        ));
+    }
+    vec![Line::from(spans)]
+}
+
+fn card_inputs<'a>(
+    cx: &BlockInputs<'a>,
+    part: &Part,
+    tool: &crate::message::ToolPart,
+) -> CardInputs<'a> {
+    CardInputs {
+        live_output: cx.timeline.live_output(&part.id),
+        now: cx.now,
+        expanded: cx.expand_details,
+        awaiting_permission: cx.awaiting.contains(&tool.call_id),
+    }
+}
+
 /// Every block ends with its own blank line, so headers need none before them.
-fn header(message: &Message) -> Vec<Line<'static>> {
+/// A header wider than the pane wraps at words under its text, and an
+/// error is shown whole, every line of it, under the header.
+fn header(message: &Message, width: usize) -> Vec<Line<'static>> {
     let mut out = Vec::new();
+    let mut error_lines = Vec::new();
     let line = match &message.role {
         Role::User(_) => Line::styled(
             "▌ you",
@@ -131,17 +181,41 @@ fn header(message: &Message) -> Vec<Line<'static>> {
                     Style::default().fg(Color::DarkGray),
                 ),
             ];
-            if let Some(error) = &a.error {
-                let text = match error.kind {
-                    MessageErrorKind::Aborted => "  interrupted".to_string(),
-                    _ => format!("  ✗ {}", error.message.lines().next().unwrap_or("")),
-                };
-                spans.push(Span::styled(text, Style::default().fg(Color::Red)));
+            match &a.error {
+                Some(error) if error.kind == MessageErrorKind::Aborted => spans.push(Span::styled(
+                    "  interrupted",
+                    Style::default().fg(Color::Red),
+                )),
+                Some(error) => error_lines = error_rows(&error.message, width),
+                None => {}
             }
             Line::from(spans)
         }
     };
-    out.push(line);
+    // Under the text after `◆ ` / `━━ `.
+    let indent = if message.as_assistant().is_some_and(|a| a.summary) {
+        3
+    } else {
+        2
+    };
+    wrap_into(&line, width, indent, &mut out);
+    out.extend(error_lines);
+    out
+}
+
+/// An answer's error under its header: `✗ ` and every line of the message,
+/// wrapped at words with continuation rows under the text.
+fn error_rows(message: &str, width: usize) -> Vec<Line<'static>> {
+    let style = Style::default().fg(Color::Red);
+    let mut out = Vec::new();
+    for (i, text) in message.lines().enumerate() {
+        let lead = if i == 0 { "  ✗ " } else { "    " };
+        let line = Line::from(vec![
+            Span::styled(lead, style),
+            Span::styled(text.to_string(), style),
+        ]);
+        wrap_into(&line, width, 4, &mut out);
+    }
     out
 }
 
@@ -195,15 +269,7 @@ fn part_lines(
         PartKind::Reasoning(reasoning) => {
             reasoning_lines(&reasoning.text, cx.show_reasoning, width)
         }
-        PartKind::Tool(tool) => {
-            let card = CardInputs {
-                live_output: cx.timeline.live_output(&part.id),
-                now: cx.now,
-                expanded: cx.expand_details,
-                awaiting_permission: cx.awaiting.contains(&tool.call_id),
-            };
-            tool_card(tool, &card, width)
-        }
+        PartKind::Tool(tool) => tool_card(tool, &card_inputs(cx, part, tool), width),
         PartKind::Compaction(c) => {
             let mut label = format!(
                 "━━ compaction requested ({})",
