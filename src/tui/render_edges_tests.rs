@@ -247,7 +247,20 @@ fn an_error_is_shown_whole_under_its_answer() {
         with_parts(u.clone(), vec![part("prt_0", &u, text("hello"))]),
         with_parts(a, vec![]),
     ]);
+    // The session publishes the same error after recording it on the answer.
+    apply(
+        &mut app,
+        crate::bus::Event::Error {
+            session_id: SESSION.into(),
+            message: "anthropic refused the credentials (HTTP 401: invalid x-api-key); check ANTHROPIC_API_KEY\nthe request was not retried".into(),
+        },
+    );
     let screen = at_three_widths(&mut app, 10);
+    assert_eq!(
+        render(&mut app, 120, 10).matches("not retried").count(),
+        1,
+        "said once"
+    );
     for width in [120, 60, 40] {
         let screen = render(&mut app, width, 10);
         let joined = joined(&screen);

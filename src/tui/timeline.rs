@@ -262,6 +262,17 @@ impl Timeline {
     }
 
     pub fn push_note(&mut self, is_error: bool, text: String) {
+        // A failed answer's error is recorded on it first and shown whole
+        // under its header: the same text again below would be said twice.
+        let on_last_answer = self.messages.last().is_some_and(|m| {
+            m.message
+                .as_assistant()
+                .and_then(|a| a.error.as_ref())
+                .is_some_and(|e| e.message == text)
+        });
+        if is_error && on_last_answer {
+            return;
+        }
         let after = self.messages.last().map(|m| m.message.id.clone());
         self.notes.push(Note {
             is_error,

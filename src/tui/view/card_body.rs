@@ -27,8 +27,41 @@ pub fn completed(tool: &str, output: &str, metadata: &Value, limit: usize) -> Ve
             Some(todos) => checklist(todos, limit * 3),
             None => head(output, limit),
         },
-        _ => head(output, limit),
+        _ => match cut_head(output, metadata) {
+            Some((shown, path)) => {
+                let received = shown.lines().count();
+                let mut out = vec![cut_mark(&format!(
+                    "the model got only the first {received} lines · full output in {path}"
+                ))];
+                out.extend(head(shown, limit));
+                out
+            }
+            None => head(output, limit),
+        },
     }
+}
+
+/// An output the truncation layer cut for the model (`metadata.truncated`
+/// with its spill file): the head it kept, without the marker and hint the
+/// layer appended, and the spill file's path.
+fn cut_head<'a>(output: &'a str, metadata: &'a Value) -> Option<(&'a str, &'a str)> {
+    if metadata.get("truncated").and_then(Value::as_bool) != Some(true) {
+        return None;
+    }
+    let path = metadata.get("output_path").and_then(Value::as_str)?;
+    let at = output.rfind("\n\n...")?;
+    output[at..]
+        .contains(" truncated...")
+        .then(|| (&output[..at], path))
+}
+
+/// The `✂` line saying the model got less than the tool produced.
+fn cut_mark(text: &str) -> Line<'static> {
+    let style = Style::default().fg(Color::Yellow);
+    Line::from(vec![
+        Span::styled("✂ ", style),
+        Span::styled(text.to_string(), style),
+    ])
 }
 
 /// The first `limit` lines and how many more there are.
@@ -72,13 +105,9 @@ fn bash(output: &str, metadata: &Value, limit: usize) -> Vec<Line<'static>> {
             || saved.to_string(),
             |path| format!("full output in {path}"),
         );
-    let mut out = vec![Line::from(vec![
-        Span::styled("✂ ", Style::default().fg(Color::Yellow)),
-        Span::styled(
-            format!("the model got only the last {received} lines · {path}"),
-            Style::default().fg(Color::Yellow),
-        ),
-    ])];
+    let mut out = vec![cut_mark(&format!(
+        "the model got only the last {received} lines · {path}"
+    ))];
     out.extend(tail(shown, limit));
     out
 }
@@ -253,6 +282,23 @@ mod tests {
                 "(Showing lines 1-6 of 90. Use offset=7 to continue.)"
             ]
         );
+    }
+
+    #[test]
+    fn other_output_the_truncation_layer_cut_is_marked_without_its_hint() {
+        let metadata = serde_json::json!({ "truncated": true, "output_path": "/d/tool_2" });
+        let output = "a.rs:1\nb.rs:2\nc.rs:3\n\n...9 lines truncated...\n\nThe tool call succeeded but the output was truncated. Full output saved to: /d/tool_2\nUse Grep to search the full content or Read with offset/limit to view specific sections.";
+        assert_eq!(
+            texts(&completed("grep", output, &metadata, 2)),
+            [
+                "✂ the model got only the first 3 lines · full output in /d/tool_2",
+                "a.rs:1",
+                "b.rs:2",
+                "… 1 more line (Ctrl+O)"
+            ]
+        );
+        let whole = serde_json::json!({ "truncated": false });
+        assert_eq!(completed("grep", output, &whole, 2).len(), 3);
     }
 
     #[test]
