@@ -362,3 +362,28 @@ fn compaction_marker_and_model_name_wrap_at_40_columns() {
     assert!(narrow.contains("claude-sonnet-4-5-20250929"), "{narrow}");
     assert_snapshot!(screen);
 }
+
+#[test]
+fn a_retry_reason_is_read_whole() {
+    let mut app = app(exchange(1));
+    apply(
+        &mut app,
+        crate::bus::Event::Status {
+            session_id: SESSION.into(),
+            status: crate::bus::SessionStatus::Retrying {
+                attempt: 2,
+                message: "anthropic is overloaded (HTTP 529: Overloaded); cairn waits and retries, or try again in a few minutes".into(),
+                next_at: NOW + 4_000,
+            },
+        },
+    );
+    let screen = at_three_widths(&mut app, 12);
+    for width in [120, 60, 40] {
+        let screen = render(&mut app, width, 12);
+        assert!(
+            joined(&screen).contains("or try again in a few minutes"),
+            "{width}: {screen}"
+        );
+    }
+    assert_snapshot!(screen);
+}

@@ -36,7 +36,7 @@ pub struct Areas {
 }
 
 pub fn areas(app: &App, area: Rect) -> Areas {
-    let activity_rows = status::activity_lines(app).len() as u16;
+    let activity_rows = activity_rows(app, area.width).len() as u16;
     let composer_rows = composer::height(app, area.width)
         .min(area.height / 2)
         .max(2);
@@ -112,7 +112,10 @@ pub fn draw(app: &App, frame: &mut Frame<'_>) {
             at,
         );
     }
-    frame.render_widget(Paragraph::new(status::activity_lines(app)), areas.activity);
+    frame.render_widget(
+        Paragraph::new(activity_rows(app, areas.activity.width)),
+        areas.activity,
+    );
     composer::draw(app, frame, areas.composer);
     status::draw(app, frame, areas.status);
     if !app.completion.is_empty() && app.overlay.is_none() && app.permissions.is_empty() {
@@ -133,6 +136,16 @@ pub fn draw(app: &App, frame: &mut Frame<'_>) {
             areas.transcript,
         );
     }
+}
+
+/// The activity lines wrapped at words to `width`: a retry's reason (the
+/// provider's error) is read whole, not cut at the edge.
+fn activity_rows(app: &App, width: u16) -> Vec<Line<'static>> {
+    let mut rows = Vec::new();
+    for line in status::activity_lines(app) {
+        super::wrap::wrap_into(&line, usize::from(width).max(1), 2, &mut rows);
+    }
+    rows
 }
 
 /// A centred rectangle of at most `width` x `height`, cleared for a popup.
