@@ -1,5 +1,7 @@
 //! A tool call as a card: status icon, tool name, key argument, status with
-//! elapsed time or duration, and an output preview (diff for edits).
+//! elapsed time or duration, and an output preview (diff for edits; the
+//! per-tool bodies are in `card_body`). A `!cmd` run is drawn as the
+//! user's own: `$ command`, then the same preview.
 //!
 //! Pure: draws from the part, the live output and the clock it is given.
 
@@ -182,7 +184,10 @@ fn status_of(tool: &ToolPart, cx: &CardInputs<'_>) -> (&'static str, Style, Stri
         }
         ToolState::Completed { time, output, .. } => {
             let took = duration(time.end.unwrap_or(time.start) - time.start);
-            let status = match card_body::read_line_count(output).filter(|_| tool.tool == "read") {
+            let lines = (tool.tool == "read")
+                .then(|| card_body::read_line_count(output))
+                .flatten();
+            let status = match lines {
                 Some(1) => format!("1 line · {took}"),
                 Some(lines) => format!("{lines} lines · {took}"),
                 None => took,
