@@ -387,3 +387,36 @@ fn a_retry_reason_is_read_whole() {
     }
     assert_snapshot!(screen);
 }
+
+#[test]
+fn help_taller_than_the_terminal_scrolls_to_its_last_entry() {
+    use super::action::Action;
+    use super::update::update;
+    let mut app = app(Vec::new());
+    for c in "/help".chars() {
+        update(&mut app, Action::Insert(c));
+    }
+    update(&mut app, Action::Enter);
+    let top = render(&mut app, 80, 24);
+    assert!(top.contains("↑↓ scroll"), "{top}");
+    assert!(!top.contains("leave cairn"), "{top}");
+    for _ in 0..50 {
+        update(&mut app, Action::Down);
+    }
+    let bottom = render(&mut app, 80, 24);
+    assert!(bottom.contains("leave cairn"), "{bottom}");
+    update(&mut app, Action::Up);
+    let one_up = render(&mut app, 80, 24);
+    assert!(
+        one_up.contains("keys and commands") && !one_up.contains("leave cairn"),
+        "one row up from the end, not fifty: {one_up}"
+    );
+    update(&mut app, Action::PageUp);
+    update(&mut app, Action::PageUp);
+    update(&mut app, Action::PageUp);
+    assert!(
+        render(&mut app, 80, 24).contains("send (queued"),
+        "back at the top"
+    );
+    assert_snapshot!(bottom);
+}

@@ -171,6 +171,20 @@ fn overlay_key(app: &mut App, action: Action) -> Vec<Effect> {
     if action == Action::CtrlC {
         return composer_key(app, action);
     }
+    if app.overlay == Some(Overlay::Help) {
+        // Taller than a small terminal: it scrolls (`view::prepare` keeps it in range).
+        let by: i32 = match action {
+            Action::Up => -1,
+            Action::Down => 1,
+            Action::ScrollLines(n) => n,
+            Action::PageUp => -10,
+            Action::PageDown => 10,
+            _ => 0,
+        };
+        app.help_scroll = app
+            .help_scroll
+            .saturating_add_signed(by.clamp(-100, 100) as i16);
+    }
     let Some(Overlay::Picker(picker)) = &mut app.overlay else {
         // Read-only overlays close on Esc, Enter or q.
         if matches!(action, Action::Escape | Action::Enter | Action::Insert('q')) {

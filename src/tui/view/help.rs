@@ -30,7 +30,28 @@ const KEY_COLUMN: usize = 27;
 /// Below this many cells for descriptions, keys go on their own rows.
 const MIN_DESCRIPTION: usize = 24;
 
-pub fn draw(frame: &mut Frame<'_>, area: Rect) {
+/// Rows the help can scroll down in `area` before its last row shows.
+pub fn max_scroll(area: Rect) -> u16 {
+    let rows = help_lines(area).len() as u16;
+    rows.saturating_sub(area.height.saturating_sub(2))
+}
+
+/// The help, scrolled down `scroll` rows when taller than `area`; the title
+/// says so.
+pub fn draw(frame: &mut Frame<'_>, area: Rect, scroll: u16) {
+    let lines = help_lines(area);
+    let title = if lines.len() as u16 + 2 > area.height {
+        " help · ↑↓ scroll · Esc closes "
+    } else {
+        " help · Esc closes "
+    };
+    let rect = popup_area(frame, area, 86, lines.len() as u16 + 2);
+    let block = Block::default().borders(Borders::ALL).title(title);
+    frame.render_widget(Paragraph::new(lines).block(block).scroll((scroll, 0)), rect);
+}
+
+/// Keys, then slash commands, wrapped to the popup's width in `area`.
+fn help_lines(area: Rect) -> Vec<Line<'static>> {
     let inner = (area.width.min(86) as usize).saturating_sub(2);
     let mut entries: Vec<(String, &str)> = KEYS
         .iter()
@@ -49,11 +70,7 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect) {
         }
         entry_lines(key, what, inner, &mut lines);
     }
-    let rect = popup_area(frame, area, 86, lines.len() as u16 + 2);
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .title(" help · Esc closes ");
-    frame.render_widget(Paragraph::new(lines).block(block), rect);
+    lines
 }
 
 /// One key or command and what it does, wrapped at words to `width`: the

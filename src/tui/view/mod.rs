@@ -61,6 +61,7 @@ pub fn areas(app: &App, area: Rect) -> Areas {
 
 /// Measures and caches what the next frame shows; call before [`draw`].
 pub fn prepare(app: &mut App, area: Rect) {
+    app.help_scroll = app.help_scroll.min(help::max_scroll(area));
     let transcript = areas(app, area).transcript;
     let awaiting: HashSet<String> = app
         .permissions
@@ -123,7 +124,7 @@ pub fn draw(app: &App, frame: &mut Frame<'_>) {
     }
     match &app.overlay {
         Some(Overlay::Context(breakdown)) => context::draw(breakdown.as_ref(), frame, area),
-        Some(Overlay::Help) => help::draw(frame, area),
+        Some(Overlay::Help) => help::draw(frame, area, app.help_scroll),
         Some(Overlay::Picker(picker)) => picker::draw(picker, frame, area),
         Some(Overlay::FirstRun(_)) | None => {}
     }
