@@ -98,15 +98,15 @@ fn bash(output: &str, metadata: &Value, limit: usize) -> Vec<Line<'static>> {
     let rest = rest.trim_start_matches('\n');
     let (saved, shown) = rest.split_once("\n\n").unwrap_or((rest, ""));
     let received = shown.lines().count();
-    let path = metadata
-        .get("output_path")
-        .and_then(Value::as_str)
-        .map_or_else(
-            || saved.to_string(),
-            |path| format!("full output in {path}"),
-        );
+    // "The first 1.0 GiB of the output (…) saved to: …" is kept as it is:
+    // the file does not hold the full output then.
+    let whole_file = saved.starts_with("Full output saved to:");
+    let saved = match metadata.get("output_path").and_then(Value::as_str) {
+        Some(path) if whole_file => format!("full output in {path}"),
+        _ => saved.to_string(),
+    };
     let mut out = vec![cut_mark(&format!(
-        "the model got only the last {received} lines · {path}"
+        "the model got only the last {received} lines · {saved}"
     ))];
     out.extend(tail(shown, limit));
     out
@@ -313,6 +313,11 @@ mod tests {
                 "99",
                 "100"
             ]
+        );
+        let partial = "...output truncated...\n\nThe first 1.0 GiB of the output (2.5 GiB in all) saved to: /d/tool_1\n\n99\n100";
+        assert_eq!(
+            texts(&bash(partial, &metadata, 2))[0],
+            "✂ the model got only the last 2 lines · The first 1.0 GiB of the output (2.5 GiB in all) saved to: /d/tool_1"
         );
         // The same text from a command that printed it is not a truncation.
         assert_eq!(
