@@ -420,3 +420,40 @@ fn help_taller_than_the_terminal_scrolls_to_its_last_entry() {
     );
     assert_snapshot!(bottom);
 }
+
+#[test]
+fn a_mentioned_file_is_named_not_dumped_and_ctrl_o_shows_its_lines() {
+    let u = user("msg_00001a");
+    let attached = PartKind::Text(TextPart {
+        text: format!(
+            "{}{{\"path\":\"/work/demo/notes.md\"}}\n<path>/work/demo/notes.md</path>\n<type>file</type>\n<content>\n1: first note\n2: second note\n\n(End of file - total 2 lines)\n</content>",
+            crate::session::mention::MENTION_READ_LEAD
+        ),
+        synthetic: true,
+        ..Default::default()
+    });
+    let file = PartKind::File(FilePart {
+        mime: "text/plain".into(),
+        filename: Some("notes.md".into()),
+        url: "file:///work/demo/notes.md".into(),
+    });
+    let mut app = app(vec![with_parts(
+        u.clone(),
+        vec![
+            part("prt_0", &u, text("look at @notes.md")),
+            part("prt_1", &u, attached),
+            part("prt_2", &u, file),
+        ],
+    )]);
+    let folded = render(&mut app, 80, 10);
+    for hidden in ["Called the Read tool", "<content>", "first note"] {
+        assert!(!folded.contains(hidden), "{hidden}: {folded}");
+    }
+    assert!(folded.contains("📎 notes.md"), "{folded}");
+    app.expand_details = true;
+    app.timeline.bump_all();
+    let screen = at_three_widths(&mut app, 10);
+    assert!(screen.contains("┃ 1 first note"), "{screen}");
+    assert!(!screen.contains("<content>"), "{screen}");
+    assert_snapshot!(screen);
+}

@@ -191,6 +191,12 @@ fn read_lines(page: &ReadPage<'_>, limit: usize) -> Vec<Line<'static>> {
     out
 }
 
+/// A read output's content as a read card shows it, `None` when it is not
+/// in the read tool's wrapper (a mentioned file's attachment uses it too).
+pub fn read_body(output: &str, limit: usize) -> Option<Vec<Line<'static>>> {
+    unwrap_read(output).map(|page| read_lines(&page, limit))
+}
+
 /// The lines of a read's content, for the card's head.
 pub fn read_line_count(output: &str) -> Option<usize> {
     unwrap_read(output).map(|page| page.lines.len())

@@ -11,6 +11,7 @@ use ratatui::text::{Line, Span};
 
 use crate::clock::Millis;
 use crate::message::{Message, MessageErrorKind, Part, PartKind, Role, ToolState};
+use crate::session::mention::MENTION_READ_LEAD;
 use crate::tui::markdown::{WrapMemo, render_markdown, render_markdown_reusing};
 use crate::tui::timeline::{Block, Timeline};
 use crate::tui::wrap::wrap_into;
@@ -228,6 +229,11 @@ fn part_lines(
 ) -> Vec<Line<'static>> {
     let is_summary = message.as_assistant().is_some_and(|a| a.summary);
     match &part.kind {
+        PartKind::Text(text)
+            if message.is_user() && text.synthetic && text.text.starts_with(MENTION_READ_LEAD) =>
+        {
+            mention_lines(&text.text, cx.expand_details, width)
+        }
         PartKind::Text(text) if message.is_user() => {
             let style = if text.synthetic {
                 Style::default().fg(Color::DarkGray)
@@ -312,6 +318,33 @@ fn part_lines(
         PartKind::StepStart(_) | PartKind::StepFinish(_) => Vec::new(),
     }
 }
+
+/// A mentioned file's attached content: the `📎` line after it names the
+/// file, so it shows only on Ctrl+O, as a read card shows a file (numbered
+/// lines, not the wrapper the model gets).
+fn mention_lines(text: &str, expanded: bool, width: usize) -> Vec<Line<'static>> {
+    if !expanded {
+        return Vec::new();
+    }
+    let output = text.split_once('\n').map_or("", |(_, output)| output);
+    let Some(body) = super::card_body::read_body(output, MENTION_EXPANDED_LINES) else {
+        return Vec::new();
+    };
+    let gutter = Span::styled("┃ ", Style::default().fg(Color::Cyan));
+    let mut out = Vec::new();
+    for line in body {
+        let mut rows = Vec::new();
+        wrap_into(&line, width.saturating_sub(2).max(8), 0, &mut rows);
+        for mut row in rows {
+            row.spans.insert(0, gutter.clone());
+            out.push(row);
+        }
+    }
+    out
+}
+
+/// Lines of a mentioned file Ctrl+O shows, as for a tool card.
+const MENTION_EXPANDED_LINES: usize = 200;
 
 /// Files a patch card names before "and N more": the card is one line.
 const PATCH_FILES_SHOWN: usize = 3;
