@@ -1,5 +1,5 @@
-//! The body of a finished tool card, per tool: what the user needs to see of
-//! an output that was written for the model. A bash tail with a line for
+//! The body of a tool card, per tool: what the user needs to see of an
+//! output that was written for the model. A bash tail (live or finished) with a line for
 //! what is hidden and a mark when the model itself got only a truncated
 //! tail; a read's file text without its model-facing wrapper; a todowrite
 //! list as a checklist. Other tools show the head of their output.
