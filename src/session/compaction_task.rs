@@ -27,11 +27,12 @@ use crate::session::processor::{self, Step, StepOutcome};
 use crate::session::tool_runner::ToolRunner;
 use crate::session::{Error, gauge, request};
 
-/// `cut`: the read left older messages out (a session never compacted);
-/// the summary request says so.
+/// `history` is the loop's read, consumed: the summary's head is moved out
+/// of it. `cut`: the read left older messages out (a session never
+/// compacted); the summary request says so.
 pub async fn run(
     ctx: &Arc<SessionCtx>,
-    history: &[MessageWithParts],
+    history: Vec<MessageWithParts>,
     cut: bool,
     request: &MessageWithParts,
     cancel: &CancellationToken,
@@ -57,10 +58,11 @@ pub async fn run(
         }
     };
     // A rejected request reported no usage: the gauge measured what was sent.
-    let before_count = match tokens_before(history) {
+    let before_count = match tokens_before(&history) {
         0 => gauge::last_used(ctx),
         reported => reported,
     };
+    let mid_task = was_mid_task(&history, &request.message.id);
     let tail = TailSettings {
         tail_turns: ctx.settings.compaction.tail_turns as usize,
         preserve_recent_tokens: ctx.settings.compaction.preserve_recent_tokens,
@@ -86,8 +88,9 @@ pub async fn run(
         user: &user,
         id: &summary_id,
         before_count,
+        mid_task,
     };
-    apply_summary(ctx, history, &model, &plan, summary).await
+    apply_summary(ctx, &model, &plan, summary).await
 }
 
 /// How the summary requests ended: a summary written (its message id), or
@@ -222,6 +225,8 @@ struct Summary<'a> {
     /// The summary message's id.
     id: &'a str,
     before_count: u64,
+    /// The model stopped with work left (`was_mid_task`).
+    mid_task: bool,
 }
 
 /// Makes a written summary the compaction point: records the tail, puts the
@@ -229,7 +234,6 @@ struct Summary<'a> {
 /// the task the overflow interrupted.
 async fn apply_summary(
     ctx: &SessionCtx,
-    history: &[MessageWithParts],
     model: &ResolvedModel,
     plan: &SummaryPlan,
     summary: Summary<'_>,
@@ -274,11 +278,7 @@ async fn apply_summary(
         ctx.writer.error(&ctx.session_id, advice);
         return Ok(StepOutcome::Stop);
     }
-    if summary.auto
-        && replayed.is_none()
-        && queued.is_empty()
-        && was_mid_task(history, &request.message.id)
-    {
+    if summary.auto && replayed.is_none() && queued.is_empty() && summary.mid_task {
         continue_message(ctx, summary.user).await?;
     }
     Ok(StepOutcome::Continue)
