@@ -130,6 +130,9 @@ async fn summarize(
             plan,
             gauge::summary_output_tokens(ctx, model),
         );
+        if gauge::clearly_exceeds(ctx, model, &chat) {
+            continue; // far over the window: shrink without counting it exactly
+        }
         let counted = gauge::count_request(&chat);
         if gauge::request_exceeds(ctx, model, counted) {
             continue; // certain to overflow: shrink before paying for a round trip
