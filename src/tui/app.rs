@@ -46,6 +46,8 @@ pub enum Effect {
     LoadOlder(String),
     /// Ctrl+Z: give the terminal back to the shell until resumed.
     Suspend,
+    /// Read a child session's newest page to show it (its subtask card was opened).
+    LoadChild(String),
 }
 
 /// A layer drawn over the transcript that takes the keys while open.
@@ -64,6 +66,8 @@ pub enum PickerKind {
     Session,
     /// `/skills`: a list to read; choosing closes it.
     Skill,
+    /// The subtasks (child sessions) to open.
+    Subtask,
 }
 
 /// A list to choose one entry from (`/model`, `/sessions`).
@@ -209,6 +213,12 @@ pub struct App {
     pub exit: Option<TuiExit>,
     /// Something changed since the last frame.
     pub dirty: bool,
+    /// What the TUI follows of each child session (subtask cards).
+    pub children: super::children::Children,
+    /// `Some` while a child session is shown instead of this one.
+    pub child_view: Option<super::child_view::ChildView>,
+    /// The key that opens a subtask, as the cards' hint names it.
+    pub open_key: String,
 }
 
 /// Inputs to build an [`App`]; see `TuiInput` for what each means.
@@ -236,6 +246,7 @@ impl App {
     }
 
     pub fn new(init: AppInit) -> Self {
+        let children = super::children::Children::noting(&init.history);
         Self {
             session: init.session,
             timeline: Timeline::paged(init.history, init.has_older),
@@ -268,6 +279,9 @@ impl App {
             viewport: Viewport::default(),
             exit: None,
             dirty: true,
+            children,
+            child_view: None,
+            open_key: "ctrl+g".into(),
         }
     }
 
@@ -287,16 +301,26 @@ impl App {
     /// Applies one bus event; returns effects (a reload after a lag).
     pub fn apply_event(&mut self, event: &Event) -> Vec<Effect> {
         if event.session_id() != self.session.id {
-            return Vec::new();
+            // Another session's event: a child's (subtask card, child view);
+            // its permission asks are answered here like the parent's.
+            let changed = self.follow_child(event);
+            self.dirty |= changed;
+            if !matches!(
+                event,
+                Event::PermissionAsked { .. } | Event::PermissionReplied { .. }
+            ) {
+                return Vec::new();
+            }
         }
         self.dirty = true;
         let mut effects = Vec::new();
         match event {
             Event::SessionUpdated { session } => self.session = (**session).clone(),
-            Event::MessageUpdated { message } => self.timeline.upsert_message(message),
+            Event::MessageUpdated { message } => self.own_timeline().upsert_message(message),
             Event::PartUpdated { part } => {
                 let is_step_end = matches!(part.kind, PartKind::StepFinish(_));
-                self.timeline.upsert_part(part);
+                self.children.note_task(part);
+                self.own_timeline().upsert_part(part);
                 if is_step_end {
                     // The loop rereads the store at the next step: a queued
                     // prompt sent now is picked up without waiting for idle.
@@ -310,7 +334,7 @@ impl App {
                 delta,
                 ..
             } => self
-                .timeline
+                .own_timeline()
                 .apply_delta(message_id, part_id, *field, delta),
             Event::Status { status, .. } => {
                 if matches!(status, SessionStatus::Idle) {
@@ -325,10 +349,12 @@ impl App {
                 }
             }
             Event::Error { message, .. } => {
-                self.timeline.push_note(true, message.clone());
-                self.scroll.follow();
+                self.own_timeline().push_note(true, message.clone());
+                if self.child_view.is_none() {
+                    self.scroll.follow();
+                }
             }
-            Event::Notice { message, .. } => self.timeline.push_note(false, message.clone()),
+            Event::Notice { message, .. } => self.own_timeline().push_note(false, message.clone()),
             Event::PermissionAsked { request, .. } => {
                 if self.permissions.is_empty() {
                     self.open_permission_dialog();
@@ -373,6 +399,7 @@ impl App {
     /// The receiver lagged: deltas were lost, so ask for the stored history.
     pub fn lagged(&mut self) -> Vec<Effect> {
         self.flash = Some("display fell behind; reloading the session".into());
+        self.mark_parent_stale();
         self.dirty = true;
         vec![Effect::Reload]
     }

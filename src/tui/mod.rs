@@ -14,6 +14,8 @@
 
 pub mod action;
 pub mod app;
+pub mod child_view;
+pub mod children;
 pub mod completion;
 pub mod composer;
 pub mod event;
@@ -56,6 +58,12 @@ pub enum HistoryRead {
     Page { before: Option<String> },
     /// Every message, oldest first (`/export`).
     All,
+    /// Up to [`HISTORY_PAGE`] messages of a child session (a subagent's,
+    /// opened from its subtask card) older than `before`, newest when `None`.
+    Child {
+        session_id: String,
+        before: Option<String>,
+    },
 }
 
 /// Reads the session's history from the store; the TUI never opens the
@@ -147,5 +155,7 @@ pub async fn run(input: TuiInput) -> anyhow::Result<TuiExit> {
 mod fixtures;
 #[cfg(test)]
 mod render_tests;
+#[cfg(test)]
+mod subtask_tests;
 #[cfg(test)]
 mod update_tests;

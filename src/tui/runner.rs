@@ -45,6 +45,7 @@ pub async fn run_loop(
     app: &mut App,
     mut channels: Channels,
 ) -> anyhow::Result<TuiExit> {
+    app.open_key = channels.keymap.open_subtask.label();
     let (internal_tx, mut internal_rx) = mpsc::unbounded_channel::<Internal>();
     spawn_file_index(app.session.directory.clone(), internal_tx.clone());
     if let Some(discovery) = channels.discovery.take() {
@@ -228,6 +229,16 @@ fn apply_internal(app: &mut App, message: Internal) {
         // `loading_older` stays set: the store is not asked again each frame.
         Internal::Older(Err(error)) => app.flash = Some(error),
         Internal::Flash(text) => app.flash = Some(text),
+        Internal::ChildLoaded {
+            session_id,
+            history,
+        } => match history {
+            Ok(history) => app.child_loaded(&session_id, history),
+            Err(error) => {
+                app.leave_child();
+                app.flash = Some(error);
+            }
+        },
         Internal::Discovered(found) => {
             app.models = found.models;
             if matches!(app.overlay, Some(super::app::Overlay::FirstRun(_))) {
@@ -265,9 +276,10 @@ fn perform(
             });
         }
         Effect::Suspend => {}
+        Effect::LoadChild(session_id) => load_child(channels, internal, session_id),
         Effect::Reload => match &channels.read_history {
             Some(read) => {
-                let future = read(HistoryRead::Page { before: None });
+                let future = read(page_of(app, None));
                 let internal = internal.clone();
                 tokio::spawn(async move {
                     let message = match future.await {
@@ -288,9 +300,7 @@ fn perform(
             let Some(read) = &channels.read_history else {
                 return;
             };
-            let future = read(HistoryRead::Page {
-                before: Some(before),
-            });
+            let future = read(page_of(app, Some(before)));
             let internal = internal.clone();
             tokio::spawn(async move {
                 let page = future
@@ -300,6 +310,42 @@ fn perform(
             });
         }
     }
+}
+
+/// A page of the transcript shown: the child's while one is open.
+fn page_of(app: &App, before: Option<String>) -> HistoryRead {
+    match app.shown_child() {
+        Some(session_id) => HistoryRead::Child {
+            session_id: session_id.to_string(),
+            before,
+        },
+        None => HistoryRead::Page { before },
+    }
+}
+
+/// Reads the newest page of the child session being opened.
+fn load_child(channels: &Channels, internal: &mpsc::UnboundedSender<Internal>, session_id: String) {
+    let internal = internal.clone();
+    let Some(read) = &channels.read_history else {
+        let _ = internal.send(Internal::ChildLoaded {
+            session_id,
+            history: Err("this session's store cannot be read here".into()),
+        });
+        return;
+    };
+    let future = read(HistoryRead::Child {
+        session_id: session_id.clone(),
+        before: None,
+    });
+    tokio::spawn(async move {
+        let history = future
+            .await
+            .map_err(|error| format!("cannot read the subtask's session: {error:#}"));
+        let _ = internal.send(Internal::ChildLoaded {
+            session_id,
+            history,
+        });
+    });
 }
 
 /// `/export`: the whole session from the store (the timeline may hold only

@@ -45,6 +45,11 @@ pub fn run_slash(app: &mut App, input: &str) -> Vec<Effect> {
         "/model" | "/models" => pick_model(app, args),
         "/sessions" | "/resume" => open_session_picker(app),
         "/skills" => open_skill_list(app),
+        "/subtasks" | "/subtask" => {
+            let mut effects = app.leave_child();
+            effects.extend(app.pick_child());
+            return effects;
+        }
         "/export" => {
             let path = export_path(&app.session);
             return vec![Effect::Export { path }];

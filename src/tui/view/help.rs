@@ -19,6 +19,7 @@ const KEYS: &[(&str, &str)] = &[
     ("PgUp/PgDn, wheel, Home/End", "scroll the transcript"),
     ("Ctrl+O", "expand tool output and summaries"),
     ("Ctrl+T", "show reasoning"),
+    ("Ctrl+G", "open a subtask's child session; Esc goes back"),
     ("Up/Down", "history"),
     ("Ctrl+A/E/K/U/W, Alt+B/F", "line editing"),
     ("@path", "mention a file · !cmd runs a shell command"),

@@ -12,6 +12,7 @@ pub mod help;
 pub mod permission;
 pub mod picker;
 pub mod status;
+pub mod subtask_card;
 pub mod tool_card;
 pub mod transcript;
 
@@ -28,6 +29,8 @@ use transcript::BlockInputs;
 
 /// Where each pane goes for a given screen size.
 pub struct Areas {
+    /// One row naming the child session shown (empty otherwise).
+    pub breadcrumb: Rect,
     pub transcript: Rect,
     pub activity: Rect,
     pub composer: Rect,
@@ -39,7 +42,9 @@ pub fn areas(app: &App, area: Rect) -> Areas {
     let composer_rows = composer::height(app, area.width)
         .min(area.height / 2)
         .max(2);
-    let [transcript, activity, composer, status] = Layout::vertical([
+    let breadcrumb_rows = u16::from(app.child_view.is_some());
+    let [breadcrumb, transcript, activity, composer, status] = Layout::vertical([
+        Constraint::Length(breadcrumb_rows),
         Constraint::Min(1),
         Constraint::Length(activity_rows),
         Constraint::Length(composer_rows),
@@ -47,6 +52,7 @@ pub fn areas(app: &App, area: Rect) -> Areas {
     ])
     .areas(area);
     Areas {
+        breadcrumb,
         transcript,
         activity,
         composer,
@@ -70,6 +76,8 @@ pub fn prepare(app: &mut App, area: Rect) {
         now,
         expand_details,
         show_reasoning,
+        children,
+        open_key,
         ..
     } = app;
     let cx = BlockInputs {
@@ -78,6 +86,8 @@ pub fn prepare(app: &mut App, area: Rect) {
         expand_details: *expand_details,
         show_reasoning: *show_reasoning,
         awaiting: &awaiting,
+        children,
+        open_key,
     };
     viewport.prepare(&cx, scroll, transcript.width, transcript.height);
 }
@@ -89,6 +99,17 @@ pub fn draw(app: &App, frame: &mut Frame<'_>) {
         return;
     }
     let areas = areas(app, area);
+    if let Some(view) = &app.child_view {
+        frame.render_widget(
+            Paragraph::new(subtask_card::breadcrumb(
+                &view.label,
+                &app.session.title,
+                &app.open_key,
+                areas.breadcrumb.width,
+            )),
+            areas.breadcrumb,
+        );
+    }
     frame.render_widget(Paragraph::new(app.viewport.rows.clone()), areas.transcript);
     if !app.viewport.at_bottom && areas.transcript.height > 0 {
         let hint = " ↓ newer below · End ";
@@ -120,8 +141,12 @@ pub fn draw(app: &App, frame: &mut Frame<'_>) {
         Some(Overlay::FirstRun(_)) | None => {}
     }
     if let Some(request) = app.permissions.front() {
+        // An ask from a subagent names it: the user must know who asks.
+        let from =
+            (request.session_id != app.session.id).then(|| app.child_label(&request.session_id));
         permission::draw(
             request,
+            from.as_deref(),
             &app.permission_dialog,
             app.permissions.len(),
             frame,

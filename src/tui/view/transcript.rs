@@ -15,6 +15,7 @@ use crate::tui::markdown::{WrapMemo, render_markdown, render_markdown_reusing};
 use crate::tui::timeline::{Block, Timeline};
 use crate::tui::wrap::wrap_into;
 
+use super::subtask_card;
 use super::tool_card::{CardInputs, tool_card};
 
 /// Summary lines shown before Ctrl+O expands a compaction summary.
@@ -27,6 +28,10 @@ pub struct BlockInputs<'a> {
     pub show_reasoning: bool,
     /// Tool calls waiting for a permission answer.
     pub awaiting: &'a HashSet<String>,
+    /// What is known of child sessions, for subtask cards.
+    pub children: &'a crate::tui::children::Children,
+    /// The key that opens a subtask's child session.
+    pub open_key: &'a str,
 }
 
 impl BlockInputs<'_> {
@@ -195,6 +200,9 @@ fn part_lines(
         PartKind::Reasoning(reasoning) => {
             reasoning_lines(&reasoning.text, cx.show_reasoning, width)
         }
+        PartKind::Tool(tool) if tool.tool == crate::session::agent::TASK_TOOL => {
+            task_lines(cx, tool, width)
+        }
         PartKind::Tool(tool) => {
             let card = CardInputs {
                 live_output: cx.timeline.live_output(&part.id),
@@ -245,6 +253,22 @@ fn part_lines(
         )],
         PartKind::StepStart(_) | PartKind::StepFinish(_) => Vec::new(),
     }
+}
+
+/// A `task` call: the subtask card, with what is known of its child.
+fn task_lines(
+    cx: &BlockInputs<'_>,
+    tool: &crate::message::ToolPart,
+    width: usize,
+) -> Vec<Line<'static>> {
+    let session_id = cx.children.child_of(tool);
+    let inputs = subtask_card::SubtaskInputs {
+        session_id,
+        child: session_id.and_then(|id| cx.children.get(id)),
+        now: cx.now,
+        open_key: cx.open_key,
+    };
+    subtask_card::subtask_card(tool, &inputs, width)
 }
 
 /// Files a patch card names before "and N more": the card is one line.
