@@ -67,4 +67,5 @@ mod tools_truncate;
 mod tui_edges;
 mod tui_paging;
 mod tui_pty;
+mod tui_subtask;
 mod undo_run;
