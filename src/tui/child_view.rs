@@ -187,6 +187,24 @@ impl App {
         Vec::new()
     }
 
+    /// Whether a page read from the store (`Reload`, `LoadOlder`) is of the
+    /// session shown now: the user may have opened or left a child while it
+    /// was read. A page of the parent that arrives while a child is shown
+    /// marks the parent for a reread on return instead.
+    pub fn page_is_shown(&mut self, page: &[MessageWithParts]) -> bool {
+        let Some(first) = page.first() else {
+            return true;
+        };
+        let shown = self.shown_child().unwrap_or(&self.session.id);
+        if first.message.session_id == shown {
+            return true;
+        }
+        if first.message.session_id == self.session.id {
+            self.mark_parent_stale();
+        }
+        false
+    }
+
     /// The id of the child shown, if any.
     pub fn shown_child(&self) -> Option<&str> {
         self.child_view.as_ref().map(|v| v.session_id.as_str())

@@ -218,6 +218,9 @@ fn apply_internal(app: &mut App, message: Internal) {
             app.overlay = None;
             app.flash = Some("the session did not answer /context; is it still running?".into());
         }
+        // A page of the view left since it was asked for is not shown.
+        Internal::Reloaded(history) if !app.page_is_shown(&history) => {}
+        Internal::Older(Ok(page)) if !app.page_is_shown(&page) => {}
         Internal::Reloaded(history) => {
             let has_older = history.len() >= HISTORY_PAGE;
             app.reloaded(history, has_older);
