@@ -384,8 +384,14 @@ fn a_parent_page_read_while_a_child_is_shown_is_reread_on_return() {
     let (mut app, _) = parent_with_task();
     let parent_page = app.timeline.messages().to_vec();
     update(&mut app, Action::OpenSubtask);
-    assert!(!app.page_is_shown(&parent_page), "not into the child's view");
+    assert!(
+        !app.page_is_shown(&parent_page),
+        "not into the child's view"
+    );
     let effects = update(&mut app, Action::Escape);
-    assert!(matches!(effects.as_slice(), [Effect::Reload]), "{effects:?}");
+    assert!(
+        matches!(effects.as_slice(), [Effect::Reload]),
+        "{effects:?}"
+    );
     assert!(app.page_is_shown(&parent_page));
 }
