@@ -164,6 +164,8 @@ impl App {
             return;
         }
         let has_older = history.len() >= super::HISTORY_PAGE;
+        // Its card gets the figures of a child that ran before this TUI.
+        self.children.fold_history(&history);
         self.timeline.reset(history, has_older);
         self.loading_older = false;
         self.dirty = true;

@@ -117,6 +117,22 @@ impl Children {
         &mut self.children[at]
     }
 
+    /// Folds a child's stored history into its summary (opening a child
+    /// that ran before this TUI started, or whose events were missed).
+    pub fn fold_history(&mut self, history: &[crate::message::MessageWithParts]) {
+        for message in history {
+            let event = Event::MessageUpdated {
+                message: std::sync::Arc::new(message.message.clone()),
+            };
+            self.apply(&event);
+            for part in &message.parts {
+                self.apply(&Event::PartUpdated {
+                    part: std::sync::Arc::new(part.clone()),
+                });
+            }
+        }
+    }
+
     /// Folds one event of another session into its summary. Returns whether
     /// anything shown changed.
     pub fn apply(&mut self, event: &Event) -> bool {

@@ -395,3 +395,35 @@ fn a_parent_page_read_while_a_child_is_shown_is_reread_on_return() {
     );
     assert!(app.page_is_shown(&parent_page));
 }
+
+#[test]
+fn opening_a_child_that_ran_before_fills_in_its_cards_figures() {
+    let u = user("msg_00001a");
+    let a = assistant("msg_00001b", &u.id);
+    let ended = ToolState::Completed {
+        input: task_input("find the marker", "explore"),
+        output: "task_id: ses_child\n\n<task_result>\nfound it\n</task_result>".into(),
+        title: "find the marker".into(),
+        metadata: json!({ "session_id": CHILD, "agent": "explore" }),
+        time: span(9_000, Some(5_000)),
+        attachments: vec![],
+    };
+    let mut app = app(vec![with_parts(
+        a.clone(),
+        vec![task_part("prt_1", &a, "call_t1", ended)],
+    )]);
+    let before = render(&mut app, 80, 10);
+    assert!(!before.contains("tool"), "{before}");
+    update(&mut app, Action::OpenSubtask);
+    let m = child_message("msg_c1", 7_000);
+    let mut read = part(
+        "prt_c1",
+        &m,
+        tool("read", done(json!({ "file_path": "a" }))),
+    );
+    read.session_id = CHILD.into();
+    app.child_loaded(CHILD, vec![with_parts(m, vec![read])]);
+    update(&mut app, Action::Escape);
+    let after = render(&mut app, 80, 10);
+    assert!(after.contains("1 tool · 7.0k tokens"), "{after}");
+}
