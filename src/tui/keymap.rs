@@ -188,6 +188,15 @@ mod tests {
     }
 
     #[test]
+    fn labels_name_keys_as_config_spells_them() {
+        for spec in ["ctrl+g", "f2", "alt+enter", "esc", "ctrl+shift+o"] {
+            let binding = KeyBinding::parse(spec).expect("valid spec");
+            assert_eq!(binding.label(), spec);
+        }
+        assert_eq!(KeyMap::default().open_subtask.label(), "ctrl+g");
+    }
+
+    #[test]
     fn overrides_replace_defaults_and_reject_unknown_names() {
         let overrides = BTreeMap::from([("toggle_details".to_string(), "ctrl+g".to_string())]);
         let map = KeyMap::with_overrides(&overrides).expect("valid override");
