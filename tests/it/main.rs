@@ -67,5 +67,6 @@ mod tools_truncate;
 mod tui_edges;
 mod tui_paging;
 mod tui_pty;
+mod tui_sessions;
 mod tui_subtask;
 mod undo_run;

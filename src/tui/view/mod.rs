@@ -15,6 +15,7 @@ pub mod status;
 pub mod subtask_card;
 pub mod tool_card;
 pub mod transcript;
+pub mod welcome;
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -31,6 +32,8 @@ use transcript::BlockInputs;
 pub struct Areas {
     /// One row naming the child session shown (empty otherwise).
     pub breadcrumb: Rect,
+    /// The welcome above an empty transcript (zero rows once a message is sent).
+    pub welcome: Rect,
     pub transcript: Rect,
     pub activity: Rect,
     pub composer: Rect,
@@ -51,8 +54,25 @@ pub fn areas(app: &App, area: Rect) -> Areas {
         Constraint::Length(1),
     ])
     .areas(area);
+    // The welcome takes the top of the transcript's room when it fits whole;
+    // notes shown before the first message (warnings, errors) keep at
+    // least half of that room.
+    // Never over a child session being opened (empty until its history arrives).
+    let welcome_rows = if welcome::is_shown(app) && app.child_view.is_none() {
+        let room = match app.timeline.notes().is_empty() {
+            true => transcript.height,
+            false => transcript.height / 2,
+        };
+        Some(welcome::lines(app, area.width).len() as u16).filter(|rows| *rows <= room)
+    } else {
+        None
+    }
+    .unwrap_or(0);
+    let [welcome, transcript] =
+        Layout::vertical([Constraint::Length(welcome_rows), Constraint::Min(0)]).areas(transcript);
     Areas {
         breadcrumb,
+        welcome,
         transcript,
         activity,
         composer,
@@ -109,6 +129,10 @@ pub fn draw(app: &App, frame: &mut Frame<'_>) {
             )),
             areas.breadcrumb,
         );
+    }
+    if areas.welcome.height > 0 {
+        let lines = welcome::lines(app, areas.welcome.width);
+        frame.render_widget(Paragraph::new(lines), areas.welcome);
     }
     frame.render_widget(Paragraph::new(app.viewport.rows.clone()), areas.transcript);
     if !app.viewport.at_bottom && areas.transcript.height > 0 {
