@@ -26,4 +26,16 @@ pub enum Internal {
         session_id: String,
         history: Result<Vec<MessageWithParts>, String>,
     },
+    /// The session's answer to `/diff`.
+    Diff(Result<String, crate::session::undo::Error>),
+    /// The diff of a patch card's step.
+    PatchDiff {
+        part_id: String,
+        result: Result<String, crate::session::undo::Error>,
+    },
+    /// The session's answer to `/undo` (`redo == false`) or `/redo`.
+    Undone {
+        redo: bool,
+        result: Result<crate::session::undo::Outcome, crate::session::undo::Error>,
+    },
 }

@@ -69,4 +69,5 @@ mod tui_paging;
 mod tui_pty;
 mod tui_sessions;
 mod tui_subtask;
+mod tui_undo;
 mod undo_run;

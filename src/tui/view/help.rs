@@ -17,7 +17,7 @@ const KEYS: &[(&str, &str)] = &[
     ("Ctrl+C", "clear input; twice quits"),
     ("Tab", "switch agent build ↔ plan"),
     ("PgUp/PgDn, wheel, Home/End", "scroll the transcript"),
-    ("Ctrl+O", "expand tool output and summaries"),
+    ("Ctrl+O", "expand tool output, summaries and change diffs"),
     ("Ctrl+T", "show reasoning"),
     ("Ctrl+G", "open a subtask's child session; Esc goes back"),
     ("Up/Down", "history"),

@@ -212,30 +212,7 @@ fn part_lines(
             };
             tool_card(tool, &card, width)
         }
-        PartKind::Compaction(c) => {
-            let mut label = format!(
-                "━━ compaction requested ({})",
-                if c.overflow {
-                    "overflow"
-                } else if c.auto {
-                    "auto"
-                } else {
-                    "manual"
-                }
-            );
-            if let Some(focus) = &c.instructions {
-                label.push_str(&format!(" · focus: {focus}"));
-            }
-            let mut out = Vec::new();
-            wrap_into(
-                &Line::styled(label, Style::default().fg(Color::Magenta)),
-                width,
-                3,
-                &mut out,
-            );
-            out.push(Line::default());
-            out
-        }
+        PartKind::Compaction(c) => compaction_lines(c, width),
         PartKind::File(file) => vec![Line::styled(
             format!(
                 "📎 {}",
@@ -247,12 +224,44 @@ fn part_lines(
             format!("↳ subtask ({}): {}", task.agent, task.description),
             Style::default().fg(Color::DarkGray),
         )],
-        PartKind::Patch(patch) => vec![Line::styled(
-            patch_summary(patch),
-            Style::default().fg(Color::DarkGray),
-        )],
+        PartKind::Patch(patch) => {
+            let mut out = vec![Line::styled(
+                patch_summary(patch),
+                Style::default().fg(Color::DarkGray),
+            )];
+            if cx.expand_details {
+                out.extend(super::diff::card_lines(cx.timeline.patch_diff(&part.id)));
+            }
+            out
+        }
         PartKind::StepStart(_) | PartKind::StepFinish(_) => Vec::new(),
     }
+}
+
+/// The marker of a compaction request: why it was asked and its focus.
+fn compaction_lines(c: &crate::message::CompactionPart, width: usize) -> Vec<Line<'static>> {
+    let mut label = format!(
+        "━━ compaction requested ({})",
+        if c.overflow {
+            "overflow"
+        } else if c.auto {
+            "auto"
+        } else {
+            "manual"
+        }
+    );
+    if let Some(focus) = &c.instructions {
+        label.push_str(&format!(" · focus: {focus}"));
+    }
+    let mut out = Vec::new();
+    wrap_into(
+        &Line::styled(label, Style::default().fg(Color::Magenta)),
+        width,
+        3,
+        &mut out,
+    );
+    out.push(Line::default());
+    out
 }
 
 /// A `task` call: the subtask card, with what is known of its child.
