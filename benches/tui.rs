@@ -186,5 +186,98 @@ fn scroll(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, bench, scroll);
+/// Issue 15: the 5,000-message session whose newest step is a running
+/// `task` call. `subtask_card_live`: one child event (a tool of the child
+/// starting) folded into the card's summary, then a frame. `open_and_leave`:
+/// opening the child (its 200 stored messages handed over as the runner
+/// does, the store read not counted), a frame of it, going back, a frame of
+/// the parent at the same place. Per frame: target under 4 ms.
+fn subtask(c: &mut Criterion) {
+    const CHILD: &str = "ses_child";
+    let mut history = long_session();
+    let user = history::user(SES, "delegate the search");
+    let mut parent = history::assistant(SES, &user.message.id, FinishReason::ToolCalls);
+    let task =
+        json!({ "description": "find the parser", "prompt": "look", "subagent_type": "explore" });
+    let mut part = Part::new(
+        &parent.message,
+        PartKind::Tool(ToolPart {
+            call_id: "call_task".into(),
+            tool: "task".into(),
+            state: ToolState::Running {
+                input: task,
+                title: Some("find the parser".into()),
+                metadata: Some(json!({ "session_id": CHILD, "agent": "explore" })),
+                time: ToolTime {
+                    start: NOW,
+                    end: None,
+                    compacted: None,
+                },
+            },
+        }),
+    );
+    part.session_id = SES.into();
+    parent.parts.push(part);
+    history.push(user);
+    history.push(parent);
+    let child_history: Vec<MessageWithParts> = long_session()[..HISTORY_PAGE]
+        .iter()
+        .cloned()
+        .map(|mut m| {
+            m.message.session_id = CHILD.into();
+            m
+        })
+        .collect();
+    let child_message = child_history[1].message.clone();
+    let mut terminal = Terminal::new(TestBackend::new(120, 40)).expect("test backend");
+
+    let mut live = app(history.clone());
+    frame(&mut terminal, &mut live);
+    let mut n = 0u64;
+    c.bench_function("frame_5000_messages_subtask_card_live", |b| {
+        b.iter(|| {
+            n += 1;
+            let mut event = Part::new(
+                &child_message,
+                PartKind::Tool(ToolPart {
+                    call_id: format!("call_{n}"),
+                    tool: "grep".into(),
+                    state: ToolState::Running {
+                        input: json!({ "pattern": format!("fn parse_{n}") }),
+                        title: None,
+                        metadata: None,
+                        time: ToolTime {
+                            start: NOW,
+                            end: None,
+                            compacted: None,
+                        },
+                    },
+                }),
+            );
+            event.session_id = CHILD.into();
+            live.apply_event(&cairn::bus::Event::PartUpdated {
+                part: std::sync::Arc::new(event),
+            });
+            frame(&mut terminal, black_box(&mut live))
+        })
+    });
+
+    let mut switching = app(history);
+    frame(&mut terminal, &mut switching);
+    c.bench_function("open_child_of_200_messages_and_leave_two_frames", |b| {
+        b.iter_batched(
+            || child_history.clone(),
+            |page| {
+                switching.open_child(CHILD);
+                switching.child_loaded(CHILD, page);
+                frame(&mut terminal, &mut switching);
+                switching.leave_child();
+                frame(&mut terminal, &mut switching);
+            },
+            BatchSize::LargeInput,
+        )
+    });
+}
+
+criterion_group!(benches, bench, scroll, subtask);
 criterion_main!(benches);

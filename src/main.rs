@@ -330,6 +330,11 @@ async fn tui_input(app: &App, choice: SessionChoice) -> anyhow::Result<TuiInput>
                         .await?
                 }
                 HistoryRead::All => store.read_all(&session_id).await?,
+                HistoryRead::Child { session_id, before } => {
+                    store
+                        .messages_before(&session_id, before.as_deref(), HISTORY_PAGE)
+                        .await?
+                }
             })
         })
     });

@@ -46,4 +46,6 @@ pub enum Action {
     Resize,
     /// Ctrl+Z: suspend to the shell.
     Suspend,
+    /// Ctrl+G: open a subtask's child session, or go back from one.
+    OpenSubtask,
 }

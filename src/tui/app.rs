@@ -48,6 +48,8 @@ pub enum Effect {
     LoadOlder(String),
     /// Ctrl+Z: give the terminal back to the shell until resumed.
     Suspend,
+    /// Read a child session's newest page to show it (its subtask card was opened).
+    LoadChild(String),
     /// `/undo [--force]`: the session takes the last turn back.
     Undo {
         force: bool,
@@ -81,6 +83,8 @@ pub enum PickerKind {
     Session,
     /// `/skills`: a list to read; choosing closes it.
     Skill,
+    /// The subtasks (child sessions) to open.
+    Subtask,
 }
 
 /// A list to choose one entry from (`/model`, `/sessions`).
@@ -240,6 +244,12 @@ pub struct App {
     pub exit: Option<TuiExit>,
     /// Something changed since the last frame.
     pub dirty: bool,
+    /// What the TUI follows of each child session (subtask cards).
+    pub children: super::children::Children,
+    /// `Some` while a child session is shown instead of this one.
+    pub child_view: Option<super::child_view::ChildView>,
+    /// The key that opens a subtask, as the cards' hint names it.
+    pub open_key: String,
 }
 
 /// Inputs to build an [`App`]; see `TuiInput` for what each means.
@@ -267,6 +277,7 @@ impl App {
     }
 
     pub fn new(init: AppInit) -> Self {
+        let children = super::children::Children::noting(&init.history);
         let newest_at_open = init.history.iter().map(|m| m.message.id.clone()).max();
         Self {
             session: init.session,
@@ -304,6 +315,9 @@ impl App {
             viewport: Viewport::default(),
             exit: None,
             dirty: true,
+            children,
+            child_view: None,
+            open_key: "ctrl+g".into(),
         }
     }
 
@@ -323,16 +337,26 @@ impl App {
     /// Applies one bus event; returns effects (a reload after a lag).
     pub fn apply_event(&mut self, event: &Event) -> Vec<Effect> {
         if event.session_id() != self.session.id {
-            return Vec::new();
+            // Another session's event: a child's (subtask card, child view);
+            // its permission asks are answered here like the parent's.
+            let changed = self.follow_child(event);
+            self.dirty |= changed;
+            if !matches!(
+                event,
+                Event::PermissionAsked { .. } | Event::PermissionReplied { .. }
+            ) {
+                return Vec::new();
+            }
         }
         self.dirty = true;
         let mut effects = Vec::new();
         match event {
             Event::SessionUpdated { session } => self.session = (**session).clone(),
-            Event::MessageUpdated { message } => self.timeline.upsert_message(message),
+            Event::MessageUpdated { message } => self.own_timeline().upsert_message(message),
             Event::PartUpdated { part } => {
                 let is_step_end = matches!(part.kind, PartKind::StepFinish(_));
-                self.timeline.upsert_part(part);
+                self.children.note_task(part);
+                self.own_timeline().upsert_part(part);
                 if matches!(part.kind, PartKind::Patch(_)) {
                     effects.extend(super::undo::wanted_patch_diffs(self));
                 }
@@ -349,7 +373,7 @@ impl App {
                 delta,
                 ..
             } => self
-                .timeline
+                .own_timeline()
                 .apply_delta(message_id, part_id, *field, delta),
             Event::Status { status, .. } => {
                 if matches!(status, SessionStatus::Idle) {
@@ -364,10 +388,12 @@ impl App {
                 }
             }
             Event::Error { message, .. } => {
-                self.timeline.push_note(true, message.clone());
-                self.scroll.follow();
+                self.own_timeline().push_note(true, message.clone());
+                if self.child_view.is_none() {
+                    self.scroll.follow();
+                }
             }
-            Event::Notice { message, .. } => self.timeline.push_note(false, message.clone()),
+            Event::Notice { message, .. } => self.own_timeline().push_note(false, message.clone()),
             Event::PermissionAsked { request, .. } => {
                 if self.permissions.is_empty() {
                     self.open_permission_dialog();
@@ -413,6 +439,7 @@ impl App {
     /// The receiver lagged: deltas were lost, so ask for the stored history.
     pub fn lagged(&mut self) -> Vec<Effect> {
         self.flash = Some(LAGGED.into());
+        self.mark_parent_stale();
         self.dirty = true;
         vec![Effect::Reload]
     }

@@ -41,6 +41,11 @@ pub const SLASH_COMMANDS: &[(&str, &str, &str)] = &[
     ("/sessions", "", "switch to another session"),
     ("/model", "", "choose the model for the next messages"),
     ("/skills", "", "list the skills the model can load"),
+    (
+        "/subtasks",
+        "",
+        "open a subagent's session (Ctrl+G; Esc goes back)",
+    ),
     ("/agent", "[build|plan]", "switch agent (Tab also switches)"),
     (
         "/export",

@@ -21,6 +21,11 @@ pub enum Internal {
     Flash(String),
     /// The local model servers found at start-up (first-run screen only).
     Discovered(super::Discovered),
+    /// A child session's newest page, to show it (or why it could not be read).
+    ChildLoaded {
+        session_id: String,
+        history: Result<Vec<MessageWithParts>, String>,
+    },
     /// The session's answer to `/diff`.
     Diff(Result<String, crate::session::undo::Error>),
     /// The diff of a patch card's step.

@@ -56,6 +56,30 @@ impl KeyBinding {
         Some(Self { code, modifiers })
     }
 
+    /// How hints name the key: `ctrl+g`, `f2`, `esc`.
+    pub fn label(&self) -> String {
+        let mut label = String::new();
+        for (modifier, name) in [
+            (KeyModifiers::CONTROL, "ctrl+"),
+            (KeyModifiers::ALT, "alt+"),
+            (KeyModifiers::SHIFT, "shift+"),
+        ] {
+            if self.modifiers.contains(modifier) {
+                label.push_str(name);
+            }
+        }
+        match self.code {
+            KeyCode::Char(' ') => label.push_str("space"),
+            KeyCode::Char(c) => label.push(c),
+            KeyCode::F(n) => label.push_str(&format!("f{n}")),
+            KeyCode::Esc => label.push_str("esc"),
+            KeyCode::Tab => label.push_str("tab"),
+            KeyCode::Enter => label.push_str("enter"),
+            other => label.push_str(&format!("{other:?}").to_lowercase()),
+        }
+        label
+    }
+
     pub fn matches(&self, key: &KeyEvent) -> bool {
         let code = match key.code {
             KeyCode::Char(c) => KeyCode::Char(c.to_ascii_lowercase()),
@@ -75,6 +99,8 @@ pub struct KeyMap {
     pub toggle_details: KeyBinding,
     pub toggle_reasoning: KeyBinding,
     pub suspend: KeyBinding,
+    /// Open a subtask's child session from its card, or go back.
+    pub open_subtask: KeyBinding,
 }
 
 impl Default for KeyMap {
@@ -86,11 +112,13 @@ impl Default for KeyMap {
             toggle_details: KeyBinding::new(KeyCode::Char('o'), KeyModifiers::CONTROL),
             toggle_reasoning: KeyBinding::new(KeyCode::Char('t'), KeyModifiers::CONTROL),
             suspend: KeyBinding::new(KeyCode::Char('z'), KeyModifiers::CONTROL),
+            open_subtask: KeyBinding::new(KeyCode::Char('g'), KeyModifiers::CONTROL),
         }
     }
 }
 
-const NAMES: &str = "interrupt, quit, switch_agent, toggle_details, toggle_reasoning, suspend";
+const NAMES: &str =
+    "interrupt, quit, switch_agent, toggle_details, toggle_reasoning, suspend, open_subtask";
 
 impl KeyMap {
     /// The defaults with `overrides` (binding name -> key spec) applied.
@@ -108,6 +136,7 @@ impl KeyMap {
                 "toggle_details" => &mut map.toggle_details,
                 "toggle_reasoning" => &mut map.toggle_reasoning,
                 "suspend" => &mut map.suspend,
+                "open_subtask" => &mut map.open_subtask,
                 _ => {
                     return Err(KeyMapError::UnknownName {
                         name: name.clone(),
@@ -129,6 +158,7 @@ impl KeyMap {
             (&self.toggle_details, Action::ToggleDetails),
             (&self.toggle_reasoning, Action::ToggleReasoning),
             (&self.suspend, Action::Suspend),
+            (&self.open_subtask, Action::OpenSubtask),
         ];
         table
             .into_iter()
@@ -155,6 +185,15 @@ mod tests {
             Some(KeyBinding::new(KeyCode::F(2), KeyModifiers::NONE))
         );
         assert_eq!(KeyBinding::parse("hyper+x"), None);
+    }
+
+    #[test]
+    fn labels_name_keys_as_config_spells_them() {
+        for spec in ["ctrl+g", "f2", "alt+enter", "esc", "ctrl+shift+o"] {
+            let binding = KeyBinding::parse(spec).expect("valid spec");
+            assert_eq!(binding.label(), spec);
+        }
+        assert_eq!(KeyMap::default().open_subtask.label(), "ctrl+g");
     }
 
     #[test]

@@ -15,6 +15,8 @@
 pub mod action;
 pub mod app;
 pub mod burst;
+pub mod child_view;
+pub mod children;
 pub mod completion;
 pub mod composer;
 pub mod event;
@@ -59,6 +61,12 @@ pub enum HistoryRead {
     Page { before: Option<String> },
     /// Every message, oldest first (`/export`).
     All,
+    /// Up to [`HISTORY_PAGE`] messages of a child session (a subagent's,
+    /// opened from its subtask card) older than `before`, newest when `None`.
+    Child {
+        session_id: String,
+        before: Option<String>,
+    },
 }
 
 /// Reads the session's history from the store; the TUI never opens the
@@ -160,5 +168,7 @@ mod render_edges_tests;
 mod render_tests;
 #[cfg(test)]
 mod session_render_tests;
+#[cfg(test)]
+mod subtask_tests;
 #[cfg(test)]
 mod update_tests;

@@ -45,6 +45,7 @@ pub async fn run_loop(
     app: &mut App,
     mut channels: Channels,
 ) -> anyhow::Result<TuiExit> {
+    app.open_key = channels.keymap.open_subtask.label();
     let (internal_tx, mut internal_rx) = mpsc::unbounded_channel::<Internal>();
     spawn_file_index(app.session.directory.clone(), internal_tx.clone());
     if let Some(discovery) = channels.discovery.take() {
@@ -270,6 +271,9 @@ fn apply_internal(app: &mut App, message: Internal) -> Vec<Effect> {
             app.overlay = None;
             app.flash = Some("the session did not answer /context; is it still running?".into());
         }
+        // A page of the view left since it was asked for is not shown.
+        Internal::Reloaded(history) if !app.page_is_shown(&history) => {}
+        Internal::Older(Ok(page)) if !app.page_is_shown(&page) => {}
         Internal::Reloaded(history) => {
             let has_older = history.len() >= HISTORY_PAGE;
             app.reloaded(history, has_older);
@@ -283,6 +287,16 @@ fn apply_internal(app: &mut App, message: Internal) -> Vec<Effect> {
         // `loading_older` stays set: the store is not asked again each frame.
         Internal::Older(Err(error)) => app.flash = Some(error),
         Internal::Flash(text) => app.flash = Some(text),
+        Internal::ChildLoaded {
+            session_id,
+            history,
+        } => match history {
+            Ok(history) => app.child_loaded(&session_id, history),
+            Err(error) => {
+                app.leave_child();
+                app.flash = Some(error);
+            }
+        },
         Internal::Discovered(found) => {
             app.models = found.models;
             if matches!(app.overlay, Some(super::app::Overlay::FirstRun(_))) {
@@ -329,9 +343,10 @@ fn perform(
             });
         }
         Effect::Suspend => {}
+        Effect::LoadChild(session_id) => load_child(channels, internal, session_id),
         Effect::Reload => match &channels.read_history {
             Some(read) => {
-                let future = read(HistoryRead::Page { before: None });
+                let future = read(page_of(app, None));
                 let internal = internal.clone();
                 tokio::spawn(async move {
                     let message = match future.await {
@@ -352,9 +367,7 @@ fn perform(
             let Some(read) = &channels.read_history else {
                 return;
             };
-            let future = read(HistoryRead::Page {
-                before: Some(before),
-            });
+            let future = read(page_of(app, Some(before)));
             let internal = internal.clone();
             tokio::spawn(async move {
                 let page = future
@@ -364,6 +377,42 @@ fn perform(
             });
         }
     }
+}
+
+/// A page of the transcript shown: the child's while one is open.
+fn page_of(app: &App, before: Option<String>) -> HistoryRead {
+    match app.shown_child() {
+        Some(session_id) => HistoryRead::Child {
+            session_id: session_id.to_string(),
+            before,
+        },
+        None => HistoryRead::Page { before },
+    }
+}
+
+/// Reads the newest page of the child session being opened.
+fn load_child(channels: &Channels, internal: &mpsc::UnboundedSender<Internal>, session_id: String) {
+    let internal = internal.clone();
+    let Some(read) = &channels.read_history else {
+        let _ = internal.send(Internal::ChildLoaded {
+            session_id,
+            history: Err("this session's store cannot be read here".into()),
+        });
+        return;
+    };
+    let future = read(HistoryRead::Child {
+        session_id: session_id.clone(),
+        before: None,
+    });
+    tokio::spawn(async move {
+        let history = future
+            .await
+            .map_err(|error| format!("cannot read the subtask's session: {error:#}"));
+        let _ = internal.send(Internal::ChildLoaded {
+            session_id,
+            history,
+        });
+    });
 }
 
 /// `/export [path]`: the whole session from the store (the timeline may

@@ -47,6 +47,11 @@ pub fn run_slash(app: &mut App, input: &str) -> Vec<Effect> {
         "/model" | "/models" => pick_model(app, args),
         "/sessions" | "/resume" => open_session_picker(app),
         "/skills" => open_skill_list(app),
+        "/subtasks" | "/subtask" => {
+            let mut effects = app.leave_child();
+            effects.extend(app.pick_child());
+            return effects;
+        }
         "/export" => {
             let to = (!args.is_empty()).then(|| args.to_string());
             return vec![Effect::Export { to }];

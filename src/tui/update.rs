@@ -235,6 +235,7 @@ fn overlay_key(app: &mut App, action: Action) -> Vec<Effect> {
                     }
                 }
                 PickerKind::Skill => {}
+                PickerKind::Subtask => return app.open_child(&value),
             }
         }
         _ => {}
@@ -328,6 +329,7 @@ fn composer_key(app: &mut App, action: Action) -> Vec<Effect> {
             app.flash = Some(toggle_notice(app.show_reasoning, TOGGLE_REASONING));
             app.timeline.bump_all();
         }
+        Action::OpenSubtask => return app.open_subtask_key(),
         Action::Resize | Action::Suspend | Action::Home | Action::End => {}
     }
     Vec::new()
@@ -362,6 +364,15 @@ fn move_vertically(composer: &mut super::composer::Composer, up: bool) {
 }
 
 fn submit(app: &mut App) -> Vec<Effect> {
+    let draft = app.composer.text().trim();
+    if app.child_view.is_some() && !draft.is_empty() && !draft.starts_with('/') {
+        // The child is shown read-only; the draft stays for the parent.
+        app.flash = Some(format!(
+            "this is a subagent's session, read-only · Esc or {} goes back to send it",
+            app.open_key
+        ));
+        return Vec::new();
+    }
     let text = app.composer.take();
     let trimmed = text.trim();
     if trimmed.is_empty() {
@@ -401,6 +412,10 @@ fn send_held_queue(app: &mut App) -> Vec<Effect> {
 }
 
 fn escape(app: &mut App) -> Vec<Effect> {
+    if app.child_view.is_some() {
+        // Esc leaves the child first; the next one interrupts as usual.
+        return app.leave_child();
+    }
     let now = app.now;
     if app.escape_is_recent() && !app.queued.is_empty() {
         restore_queued(app);

@@ -68,5 +68,6 @@ mod tui_edges;
 mod tui_paging;
 mod tui_pty;
 mod tui_sessions;
+mod tui_subtask;
 mod tui_undo;
 mod undo_run;

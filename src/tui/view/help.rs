@@ -18,8 +18,12 @@ const KEYS: &[(&str, &str)] = &[
     ("Ctrl+C", "interrupt, else clear input; twice quits"),
     ("Tab", "switch agent build ↔ plan"),
     ("PgUp/PgDn, wheel, Home/End", "scroll the transcript"),
-    ("Ctrl+O", "expand or fold tool output, summaries and change diffs"),
+    (
+        "Ctrl+O",
+        "expand or fold tool output, summaries and change diffs",
+    ),
     ("Ctrl+T", "show or fold reasoning"),
+    ("Ctrl+G", "open a subtask's child session; Esc goes back"),
     ("Up/Down", "history"),
     ("Ctrl+A/E/K/U/W, Alt+B/F", "line editing"),
     ("@path", "mention a file · !cmd runs a shell command"),

@@ -14,6 +14,7 @@ pub mod help;
 pub mod permission;
 pub mod picker;
 pub mod status;
+pub mod subtask_card;
 pub mod tool_card;
 pub mod transcript;
 pub mod undo;
@@ -32,6 +33,8 @@ use transcript::BlockInputs;
 
 /// Where each pane goes for a given screen size.
 pub struct Areas {
+    /// One row naming the child session shown (empty otherwise).
+    pub breadcrumb: Rect,
     /// The welcome above an empty transcript (zero rows once a message is sent).
     pub welcome: Rect,
     pub transcript: Rect,
@@ -49,7 +52,9 @@ pub fn areas(app: &App, area: Rect) -> Areas {
         .height()
         .min(area.height / 2)
         .max(1);
-    let [transcript, activity, composer, status] = Layout::vertical([
+    let breadcrumb_rows = u16::from(app.child_view.is_some());
+    let [breadcrumb, transcript, activity, composer, status] = Layout::vertical([
+        Constraint::Length(breadcrumb_rows),
         Constraint::Min(1),
         Constraint::Length(activity_rows),
         Constraint::Length(composer_rows),
@@ -59,7 +64,8 @@ pub fn areas(app: &App, area: Rect) -> Areas {
     // The welcome takes the top of the transcript's room when it fits whole;
     // notes shown before the first message (warnings, errors) keep at
     // least half of that room.
-    let welcome_rows = if welcome::is_shown(app) {
+    // Never over a child session being opened (empty until its history arrives).
+    let welcome_rows = if welcome::is_shown(app) && app.child_view.is_none() {
         let room = match app.timeline.notes().is_empty() {
             true => transcript.height,
             false => transcript.height / 2,
@@ -72,6 +78,7 @@ pub fn areas(app: &App, area: Rect) -> Areas {
     let [welcome, transcript] =
         Layout::vertical([Constraint::Length(welcome_rows), Constraint::Min(0)]).areas(transcript);
     Areas {
+        breadcrumb,
         welcome,
         transcript,
         activity,
@@ -97,6 +104,8 @@ pub fn prepare(app: &mut App, area: Rect) {
         now,
         expand_details,
         show_reasoning,
+        children,
+        open_key,
         ..
     } = app;
     let cx = BlockInputs {
@@ -105,6 +114,8 @@ pub fn prepare(app: &mut App, area: Rect) {
         expand_details: *expand_details,
         show_reasoning: *show_reasoning,
         awaiting: &awaiting,
+        children,
+        open_key,
     };
     viewport.prepare(&cx, scroll, transcript.width, transcript.height);
 }
@@ -116,6 +127,17 @@ pub fn draw(app: &App, frame: &mut Frame<'_>) {
         return;
     }
     let areas = areas(app, area);
+    if let Some(view) = &app.child_view {
+        frame.render_widget(
+            Paragraph::new(subtask_card::breadcrumb(
+                &view.label,
+                &app.session.title,
+                &app.open_key,
+                areas.breadcrumb.width,
+            )),
+            areas.breadcrumb,
+        );
+    }
     if areas.welcome.height > 0 {
         let lines = welcome::lines(app, areas.welcome.width);
         frame.render_widget(Paragraph::new(lines), areas.welcome);
@@ -156,8 +178,12 @@ pub fn draw(app: &App, frame: &mut Frame<'_>) {
         Some(Overlay::FirstRun(_)) | None => {}
     }
     if let Some(request) = app.permissions.front() {
+        // An ask from a subagent names it: the user must know who asks.
+        let from =
+            (request.session_id != app.session.id).then(|| app.child_label(&request.session_id));
         permission::draw(
             request,
+            from.as_deref(),
             &app.permission_dialog,
             app.permissions.len(),
             frame,

@@ -24,14 +24,28 @@ fn max_height(area: Rect) -> u16 {
     area.height * 2 / 3
 }
 
+/// `from` names the subagent asking (`explore (subtask): find the marker`)
+/// when the ask comes from a child session.
 pub fn draw(
     request: &PermissionRequest,
+    from: Option<&str>,
     dialog: &PermissionDialog,
     waiting: usize,
     frame: &mut Frame<'_>,
     area: Rect,
 ) {
-    let header = header_lines(request);
+    let mut header = header_lines(request);
+    if let Some(from) = from {
+        header.insert(
+            0,
+            Line::styled(
+                format!("{from} · wants to:"),
+                Style::default()
+                    .fg(Color::Magenta)
+                    .add_modifier(Modifier::BOLD),
+            ),
+        );
+    }
     let footer = footer_lines(request, dialog);
     let preview = preview_lines(request.preview.as_ref());
     let fixed = header.len() as u16 + footer.len() as u16 + 2;

@@ -16,6 +16,7 @@ use crate::tui::markdown::{WrapMemo, render_markdown, render_markdown_reusing};
 use crate::tui::timeline::{Block, Timeline};
 use crate::tui::wrap::wrap_into;
 
+use super::subtask_card;
 use super::tool_card::{CardInputs, shell_run_card, tool_card};
 
 /// Summary lines shown before Ctrl+O expands a compaction summary.
@@ -28,6 +29,10 @@ pub struct BlockInputs<'a> {
     pub show_reasoning: bool,
     /// Tool calls waiting for a permission answer.
     pub awaiting: &'a HashSet<String>,
+    /// What is known of child sessions, for subtask cards.
+    pub children: &'a crate::tui::children::Children,
+    /// The key that opens a subtask's child session.
+    pub open_key: &'a str,
 }
 
 impl BlockInputs<'_> {
@@ -275,31 +280,11 @@ fn part_lines(
         PartKind::Reasoning(reasoning) => {
             reasoning_lines(&reasoning.text, cx.show_reasoning, width)
         }
-        PartKind::Tool(tool) => tool_card(tool, &card_inputs(cx, part, tool), width),
-        PartKind::Compaction(c) => {
-            let mut label = format!(
-                "━━ compaction requested ({})",
-                if c.overflow {
-                    "overflow"
-                } else if c.auto {
-                    "auto"
-                } else {
-                    "manual"
-                }
-            );
-            if let Some(focus) = &c.instructions {
-                label.push_str(&format!(" · focus: {focus}"));
-            }
-            let mut out = Vec::new();
-            wrap_into(
-                &Line::styled(label, Style::default().fg(Color::Magenta)),
-                width,
-                3,
-                &mut out,
-            );
-            out.push(Line::default());
-            out
+        PartKind::Tool(tool) if tool.tool == crate::session::agent::TASK_TOOL => {
+            task_lines(cx, tool, width)
         }
+        PartKind::Tool(tool) => tool_card(tool, &card_inputs(cx, part, tool), width),
+        PartKind::Compaction(c) => compaction_lines(c, width),
         PartKind::File(file) => vec![Line::styled(
             format!(
                 "📎 {}",
@@ -351,6 +336,48 @@ fn mention_lines(text: &str, expanded: bool, width: usize) -> Vec<Line<'static>>
 
 /// Lines of a mentioned file Ctrl+O shows, as for a tool card.
 const MENTION_EXPANDED_LINES: usize = 200;
+
+/// The marker of a compaction request: why it was asked and its focus.
+fn compaction_lines(c: &crate::message::CompactionPart, width: usize) -> Vec<Line<'static>> {
+    let mut label = format!(
+        "━━ compaction requested ({})",
+        if c.overflow {
+            "overflow"
+        } else if c.auto {
+            "auto"
+        } else {
+            "manual"
+        }
+    );
+    if let Some(focus) = &c.instructions {
+        label.push_str(&format!(" · focus: {focus}"));
+    }
+    let mut out = Vec::new();
+    wrap_into(
+        &Line::styled(label, Style::default().fg(Color::Magenta)),
+        width,
+        3,
+        &mut out,
+    );
+    out.push(Line::default());
+    out
+}
+
+/// A `task` call: the subtask card, with what is known of its child.
+fn task_lines(
+    cx: &BlockInputs<'_>,
+    tool: &crate::message::ToolPart,
+    width: usize,
+) -> Vec<Line<'static>> {
+    let session_id = cx.children.child_of(tool);
+    let inputs = subtask_card::SubtaskInputs {
+        session_id,
+        child: session_id.and_then(|id| cx.children.get(id)),
+        now: cx.now,
+        open_key: cx.open_key,
+    };
+    subtask_card::subtask_card(tool, &inputs, width)
+}
 
 /// Files a patch card names before "and N more": the card is one line.
 const PATCH_FILES_SHOWN: usize = 3;
