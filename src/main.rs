@@ -160,8 +160,18 @@ fn run_headless(args: RunArgs, mut loaded: Loaded) -> anyhow::Result<u8> {
             return Ok(outcome.exit_code());
         }
         // Scripts see the configured servers' tools in the first request.
+        let mut message = message;
         if let Some(hub) = app.tools.mcp() {
             hub.wait_ready(MCP_RUN_WAIT).await;
+            // `/server:prompt args`: the prompt's messages are the message.
+            match hub.expand_prompt(&message).await {
+                Some(Ok(text)) => message = text,
+                Some(Err(error)) => {
+                    writeln!(stderr, "cairn: {error}")?;
+                    return Ok(EXIT_FAILURE);
+                }
+                None => {}
+            }
         }
         let outcome = headless::run(
             &handle,
@@ -342,6 +352,7 @@ async fn tui_input(app: &App, choice: SessionChoice) -> anyhow::Result<TuiInput>
         read_history: Some(read_history),
         keymap: KeyMap::default(),
         discovery: None,
+        mcp: app.tools.mcp().cloned(),
     })
 }
 
@@ -374,6 +385,7 @@ async fn first_run_input(app: &App, found: &Found) -> anyhow::Result<TuiInput> {
         sessions: Vec::new(),
         read_history: None,
         keymap: KeyMap::default(),
+        mcp: None,
     })
 }
 

@@ -46,6 +46,10 @@ pub enum Effect {
     LoadOlder(String),
     /// Ctrl+Z: give the terminal back to the shell until resumed.
     Suspend,
+    /// `/mcp restart NAME`, or `r` in the `/mcp` overlay.
+    McpRestart(String),
+    /// `/server:prompt args…`: get the prompt, then send its text.
+    McpPrompt(String),
 }
 
 /// A layer drawn over the transcript that takes the keys while open.
@@ -56,6 +60,9 @@ pub enum Overlay {
     Help,
     Picker(Picker),
     FirstRun(String),
+    /// `/mcp`: the servers (live from [`App::mcp`]); the index is the
+    /// selected row, which `r` restarts.
+    Mcp(usize),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -209,6 +216,10 @@ pub struct App {
     pub exit: Option<TuiExit>,
     /// Something changed since the last frame.
     pub dirty: bool,
+    /// The MCP servers as last reported by the hub (empty: none configured).
+    pub mcp: Vec<crate::mcp::Status>,
+    /// The ready servers' prompts, offered as `/server:prompt` commands.
+    pub mcp_prompts: Vec<crate::mcp::PromptCommand>,
 }
 
 /// Inputs to build an [`App`]; see `TuiInput` for what each means.
@@ -268,6 +279,8 @@ impl App {
             viewport: Viewport::default(),
             exit: None,
             dirty: true,
+            mcp: Vec::new(),
+            mcp_prompts: Vec::new(),
         }
     }
 

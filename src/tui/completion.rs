@@ -34,6 +34,11 @@ pub const SLASH_COMMANDS: &[(&str, &str, &str)] = &[
     ("/sessions", "", "switch to another session"),
     ("/model", "", "choose the model for the next messages"),
     ("/skills", "", "list the skills the model can load"),
+    (
+        "/mcp",
+        "[restart NAME]",
+        "MCP servers: state, tools, last error; r restarts",
+    ),
     ("/agent", "[build|plan]", "switch agent (Tab also switches)"),
     (
         "/export",
@@ -69,6 +74,20 @@ pub fn slash_candidates(typed: &str) -> Vec<Candidate> {
             } else {
                 format!("{args}  {help}")
             },
+        })
+        .collect()
+}
+
+/// MCP prompts (`/server:prompt`) starting with `typed`.
+pub fn prompt_candidates(prompts: &[crate::mcp::PromptCommand], typed: &str) -> Vec<Candidate> {
+    prompts
+        .iter()
+        .filter(|prompt| prompt.command.starts_with(typed))
+        .map(|prompt| Candidate {
+            insert: prompt.command.clone(),
+            detail: format!("{}  {} (MCP prompt)", prompt.usage, prompt.description)
+                .trim()
+                .to_string(),
         })
         .collect()
 }

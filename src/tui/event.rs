@@ -21,4 +21,8 @@ pub enum Internal {
     Flash(String),
     /// The local model servers found at start-up (first-run screen only).
     Discovered(super::Discovered),
+    /// The MCP servers' states and prompts changed.
+    Mcp(Vec<crate::mcp::Status>, Vec<crate::mcp::PromptCommand>),
+    /// An MCP prompt's text, to send as the user's message.
+    Submit(String),
 }

@@ -89,6 +89,8 @@ pub struct TuiInput {
     pub keymap: keymap::KeyMap,
     /// The local-server search still under way on the first-run screen.
     pub discovery: Option<tokio::sync::oneshot::Receiver<Discovered>>,
+    /// The MCP servers (already starting in the background), if any.
+    pub mcp: Option<Arc<crate::mcp::Hub>>,
 }
 
 /// How the TUI ended, for `main` to act on.
@@ -139,6 +141,7 @@ pub async fn run(input: TuiInput) -> anyhow::Result<TuiExit> {
         read_history: input.read_history,
         keymap: input.keymap,
         discovery: input.discovery,
+        mcp: input.mcp,
     };
     runner::run_loop(guard.terminal(), &mut app, channels).await
 }

@@ -38,6 +38,8 @@ pub struct Channels {
     pub read_history: Option<Arc<History>>,
     pub keymap: KeyMap,
     pub discovery: Option<oneshot::Receiver<super::Discovered>>,
+    /// The MCP servers, for `/mcp`, the status line and prompt commands.
+    pub mcp: Option<Arc<crate::mcp::Hub>>,
 }
 
 pub async fn run_loop(
@@ -46,15 +48,7 @@ pub async fn run_loop(
     mut channels: Channels,
 ) -> anyhow::Result<TuiExit> {
     let (internal_tx, mut internal_rx) = mpsc::unbounded_channel::<Internal>();
-    spawn_file_index(app.session.directory.clone(), internal_tx.clone());
-    if let Some(discovery) = channels.discovery.take() {
-        let internal_tx = internal_tx.clone();
-        tokio::spawn(async move {
-            if let Ok(found) = discovery.await {
-                let _ = internal_tx.send(Internal::Discovered(found));
-            }
-        });
-    }
+    spawn_background(app, &mut channels, &internal_tx);
     let mut input = crossterm::event::EventStream::new();
     let mut tick = tokio::time::interval(TICK_INTERVAL);
     tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -126,8 +120,7 @@ pub async fn run_loop(
             },
             Some(message) = internal_rx.recv() => {
                 user_waiting = true;
-                apply_internal(app, message);
-                Vec::new()
+                apply_internal(app, message)
             }
             // SIGTERM / SIGHUP: stop the turn and leave; the guard restores
             // the terminal on the way out, as for /quit.
@@ -147,6 +140,27 @@ pub async fn run_loop(
             }
             perform(effect, app, &channels, &internal_tx);
         }
+    }
+}
+
+/// The work whose results come back as [`Internal`] messages: the file
+/// index, the local-server search, the MCP servers' reports.
+fn spawn_background(
+    app: &App,
+    channels: &mut Channels,
+    internal_tx: &mpsc::UnboundedSender<Internal>,
+) {
+    spawn_file_index(app.session.directory.clone(), internal_tx.clone());
+    if let Some(discovery) = channels.discovery.take() {
+        let internal_tx = internal_tx.clone();
+        tokio::spawn(async move {
+            if let Ok(found) = discovery.await {
+                let _ = internal_tx.send(Internal::Discovered(found));
+            }
+        });
+    }
+    if let Some(hub) = &channels.mcp {
+        spawn_mcp_watch(hub.clone(), internal_tx.clone());
     }
 }
 
@@ -204,7 +218,7 @@ fn suspend(_terminal: &mut ratatui::Terminal<Backend>, app: &mut App) -> anyhow:
     Ok(())
 }
 
-fn apply_internal(app: &mut App, message: Internal) {
+fn apply_internal(app: &mut App, message: Internal) -> Vec<Effect> {
     app.dirty = true;
     match message {
         Internal::Files(files) => app.files = Arc::new(files),
@@ -234,7 +248,33 @@ fn apply_internal(app: &mut App, message: Internal) {
                 app.overlay = Some(super::app::Overlay::FirstRun(found.text));
             }
         }
+        Internal::Mcp(statuses, prompts) => {
+            if let Some(super::app::Overlay::Mcp(selected)) = &mut app.overlay {
+                *selected = (*selected).min(statuses.len().saturating_sub(1));
+            }
+            app.mcp = statuses;
+            app.mcp_prompts = prompts;
+        }
+        Internal::Submit(text) if app.is_busy() => app.queued.push_back(text),
+        Internal::Submit(text) => return vec![Effect::Send(app.prompt(text))],
     }
+    Vec::new()
+}
+
+/// Reports the hub's state to the loop at start and on every change.
+fn spawn_mcp_watch(hub: Arc<crate::mcp::Hub>, internal: mpsc::UnboundedSender<Internal>) {
+    let mut changes = hub.subscribe();
+    tokio::spawn(async move {
+        loop {
+            let report = Internal::Mcp(hub.statuses(), hub.prompt_commands());
+            if internal.send(report).is_err() {
+                return;
+            }
+            if changes.changed().await.is_err() {
+                return;
+            }
+        }
+    });
 }
 
 fn perform(
@@ -254,6 +294,25 @@ fn perform(
             });
         }
         Effect::Export { path } => export(app, channels, internal, path),
+        Effect::McpRestart(name) => {
+            if let Some(hub) = &channels.mcp {
+                hub.restart(&name);
+            }
+        }
+        Effect::McpPrompt(line) => {
+            let Some(hub) = channels.mcp.clone() else {
+                return;
+            };
+            let internal = internal.clone();
+            tokio::spawn(async move {
+                let message = match hub.expand_prompt(&line).await {
+                    Some(Ok(text)) => Internal::Submit(text),
+                    Some(Err(error)) => Internal::Flash(error),
+                    None => Internal::Flash(format!("{line}: the MCP prompt is gone")),
+                };
+                let _ = internal.send(message);
+            });
+        }
         Effect::Copy(text) => {
             let mut out = std::io::stdout();
             let written = out
@@ -369,6 +428,7 @@ mod tests {
                 read_history: None,
                 keymap: KeyMap::default(),
                 discovery: None,
+                mcp: None,
             },
             received,
         )
@@ -393,7 +453,7 @@ mod tests {
         };
         reply.send(breakdown.clone()).expect("the TUI is waiting");
         let message = internal_rx.recv().await.expect("the reply comes back");
-        apply_internal(&mut app, message);
+        let _ = apply_internal(&mut app, message);
         assert_eq!(app.overlay, Some(Overlay::Context(Some(breakdown))));
     }
 
@@ -406,7 +466,7 @@ mod tests {
         let (internal_tx, mut internal_rx) = mpsc::unbounded_channel();
         let export = Effect::Export { path: path.clone() };
         perform(export, &mut app, &channels, &internal_tx);
-        apply_internal(&mut app, internal_rx.recv().await.expect("a flash"));
+        let _ = apply_internal(&mut app, internal_rx.recv().await.expect("a flash"));
         assert_eq!(app.flash, Some(format!("exported to {path}")));
         let written = std::fs::read_to_string(&path).expect("exported file");
         let expected =

@@ -61,7 +61,35 @@ pub fn run_slash(app: &mut App, input: &str) -> Vec<Effect> {
                 app.session.id
             ))
         }
+        "/mcp" => return mcp_slash(app, args),
+        prompt if app.mcp_prompts.iter().any(|p| p.command == prompt) => {
+            return vec![Effect::McpPrompt(input.to_string())];
+        }
         other => app.flash = Some(format!("unknown command {other}; /help lists them")),
+    }
+    Vec::new()
+}
+
+/// `/mcp` opens the servers overlay; `/mcp restart NAME` restarts one.
+fn mcp_slash(app: &mut App, args: &str) -> Vec<Effect> {
+    if app.mcp.is_empty() {
+        app.flash =
+            Some("no MCP servers configured ([mcp.NAME] in cairn.toml, or .mcp.json)".into());
+        return Vec::new();
+    }
+    match args.split_once(char::is_whitespace).unwrap_or((args, "")) {
+        ("", _) => app.overlay = Some(Overlay::Mcp(0)),
+        ("restart", name) if app.mcp.iter().any(|s| s.name == name.trim()) => {
+            app.flash = Some(format!("restarting MCP server {}", name.trim()));
+            return vec![Effect::McpRestart(name.trim().to_string())];
+        }
+        ("restart", name) => {
+            app.flash = Some(format!(
+                "no MCP server named {:?}; /mcp lists them",
+                name.trim()
+            ))
+        }
+        _ => app.flash = Some("usage: /mcp, or /mcp restart NAME".into()),
     }
     Vec::new()
 }

@@ -65,6 +65,7 @@ mod tools_kill;
 mod tools_search;
 mod tools_truncate;
 mod tui_edges;
+mod tui_mcp;
 mod tui_paging;
 mod tui_pty;
 mod undo_run;

@@ -9,6 +9,7 @@ pub mod composer;
 pub mod context;
 pub mod first_run;
 pub mod help;
+pub mod mcp;
 pub mod permission;
 pub mod picker;
 pub mod status;
@@ -117,6 +118,7 @@ pub fn draw(app: &App, frame: &mut Frame<'_>) {
         Some(Overlay::Context(breakdown)) => context::draw(breakdown.as_ref(), frame, area),
         Some(Overlay::Help) => help::draw(frame, area),
         Some(Overlay::Picker(picker)) => picker::draw(picker, frame, area),
+        Some(Overlay::Mcp(selected)) => mcp::draw(&app.mcp, *selected, frame, area),
         Some(Overlay::FirstRun(_)) | None => {}
     }
     if let Some(request) = app.permissions.front() {

@@ -90,6 +90,7 @@ pub fn draw(app: &App, frame: &mut Frame<'_>, area: Rect) {
             Style::default().fg(Color::Gray),
         ),
     ];
+    left.extend(super::mcp::indicator(&app.mcp));
     if let Some(flash) = &app.flash {
         left.push(Span::styled(
             format!("  {flash}"),
