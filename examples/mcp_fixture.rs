@@ -7,7 +7,13 @@
 //!
 //! `mcp_fixture [--start-delay-ms N] [--starts-file PATH]`: N delays the
 //! handshake (slow servers); PATH gets a line per start (restarts counted).
+//! `--http [--require-header NAME=VALUE]`: streamable HTTP instead of stdio,
+//! on 127.0.0.1 at a free port, whose URL is the first line printed; with a
+//! required header, requests without it get 401.
 
+use std::convert::Infallible;
+use std::io::Write;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use rmcp::model::{
@@ -19,10 +25,11 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct Fixture {
-    /// Set by `grow`: the `extra` tool is listed from then on.
-    grown: AtomicBool,
+    /// Set by `grow`: the `extra` tool is listed from then on. Shared, as
+    /// the HTTP server makes a handler per session.
+    grown: Arc<AtomicBool>,
 }
 
 fn tool(name: &str, description: &str, properties: Value) -> Tool {
@@ -187,7 +194,6 @@ async fn main() -> anyhow::Result<()> {
         .position(|arg| arg == "--starts-file")
         .and_then(|i| args.get(i + 1))
     {
-        use std::io::Write;
         let mut file = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -202,7 +208,67 @@ async fn main() -> anyhow::Result<()> {
     {
         tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
     }
+    if args.iter().any(|arg| arg == "--http") {
+        let required = args
+            .iter()
+            .position(|arg| arg == "--require-header")
+            .and_then(|i| args.get(i + 1))
+            .and_then(|pair| pair.split_once('='))
+            .map(|(name, value)| (name.to_string(), value.to_string()));
+        return serve_http(required).await;
+    }
     let service = Fixture::default().serve(rmcp::transport::stdio()).await?;
     service.waiting().await?;
     Ok(())
+}
+
+/// Streamable HTTP on 127.0.0.1:0 (rmcp's server side), one connection per
+/// task, until the process is killed.
+async fn serve_http(required: Option<(String, String)>) -> anyhow::Result<()> {
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    use rmcp::transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService,
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    println!("http://{}/mcp", listener.local_addr()?);
+    std::io::stdout().flush()?;
+    let fixture = Fixture::default();
+    let service = StreamableHttpService::new(
+        move || Ok(fixture.clone()),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default(),
+    );
+    loop {
+        let (stream, _) = listener.accept().await?;
+        let service = service.clone();
+        let required = required.clone();
+        tokio::spawn(async move {
+            let handler = hyper::service::service_fn(move |request: hyper::Request<_>| {
+                let service = service.clone();
+                let allowed = required.as_ref().is_none_or(|(name, value)| {
+                    request.headers().get(name).and_then(|v| v.to_str().ok()) == Some(value)
+                });
+                async move {
+                    if !allowed {
+                        return Ok::<_, Infallible>(unauthorized());
+                    }
+                    Ok(service.handle(request).await)
+                }
+            });
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), handler)
+                .await;
+        });
+    }
+}
+
+fn unauthorized() -> hyper::Response<http_body_util::combinators::BoxBody<bytes::Bytes, Infallible>>
+{
+    use http_body_util::BodyExt;
+    let mut response = hyper::Response::new(
+        http_body_util::Full::new(bytes::Bytes::from_static(b"missing the required header"))
+            .boxed(),
+    );
+    *response.status_mut() = hyper::StatusCode::UNAUTHORIZED;
+    response
 }

@@ -8,6 +8,7 @@
 
 pub mod config;
 mod content;
+mod http;
 pub mod prompt;
 
 use std::collections::BTreeMap;
@@ -522,28 +523,15 @@ type Connected = (Client, Vec<McpTool>, Vec<McpPrompt>);
 
 async fn connect(server: &Arc<Server>) -> Result<Connected, String> {
     let config = &server.config;
-    let Some(program) = &config.command else {
-        return Err(match &config.url {
-            Some(url) => format!("remote servers ({url}) are not supported yet"),
-            None => "neither `command` nor `url` is set".to_string(),
-        });
-    };
-    let mut command = tokio::process::Command::new(program);
-    command.args(&config.args).envs(&config.env);
-    if let Some(cwd) = &config.cwd {
-        command.current_dir(cwd);
-    }
-    let (transport, _stderr) = TokioChildProcess::builder(command)
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .map_err(|error| format!("cannot run `{program}`: {error}"))?;
     let handler = Handler {
         server: Arc::downgrade(server),
     };
-    let client = handler
-        .serve(transport)
-        .await
-        .map_err(|error| format!("handshake failed: {error}"))?;
+    let client = match (&config.command, &config.url) {
+        (Some(program), _) => handler.serve(child(config, program)?).await,
+        (None, Some(url)) => handler.serve(http::transport(url, &config.headers)?).await,
+        (None, None) => return Err("neither `command` nor `url` is set".to_string()),
+    }
+    .map_err(|error| format!("handshake failed: {error}"))?;
     let tools = client
         .list_all_tools()
         .await
@@ -559,6 +547,20 @@ async fn connect(server: &Arc<Server>) -> Result<Connected, String> {
         Vec::new()
     };
     Ok((client, convert_tools(tools), prompt::convert(prompts)))
+}
+
+/// The stdio transport: `program` as a child process.
+fn child(config: &ServerConfig, program: &str) -> Result<TokioChildProcess, String> {
+    let mut command = tokio::process::Command::new(program);
+    command.args(&config.args).envs(&config.env);
+    if let Some(cwd) = &config.cwd {
+        command.current_dir(cwd);
+    }
+    let (transport, _stderr) = TokioChildProcess::builder(command)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .map_err(|error| format!("cannot run `{program}`: {error}"))?;
+    Ok(transport)
 }
 
 #[cfg(test)]
