@@ -251,6 +251,54 @@ mod tests {
     }
 
     #[test]
+    fn mcp_commands_open_restart_and_send_prompts() {
+        let mut app = app(Vec::new());
+        assert!(run_slash(&mut app, "/mcp").is_empty());
+        assert!(
+            app.flash
+                .as_deref()
+                .unwrap_or("")
+                .contains("no MCP servers")
+        );
+        app.mcp = vec![crate::mcp::Status {
+            name: "fx".into(),
+            state: crate::mcp::State::Ready,
+            tools: 7,
+            prompts: 1,
+            last_error: None,
+        }];
+        app.mcp_prompts = vec![crate::mcp::PromptCommand {
+            command: "/fx:review".into(),
+            usage: "<file>".into(),
+            description: String::new(),
+        }];
+        run_slash(&mut app, "/mcp");
+        assert_eq!(app.overlay, Some(Overlay::Mcp(0)));
+        assert!(matches!(
+            run_slash(&mut app, "/mcp restart fx").as_slice(),
+            [Effect::McpRestart(name)] if name == "fx"
+        ));
+        assert!(run_slash(&mut app, "/mcp restart nope").is_empty());
+        assert!(
+            app.flash
+                .as_deref()
+                .unwrap_or("")
+                .contains("no MCP server named")
+        );
+        assert!(matches!(
+            run_slash(&mut app, "/fx:review src/a.rs").as_slice(),
+            [Effect::McpPrompt(line)] if line == "/fx:review src/a.rs"
+        ));
+        assert!(run_slash(&mut app, "/fx:other").is_empty());
+        assert!(
+            app.flash
+                .as_deref()
+                .unwrap_or("")
+                .contains("unknown command")
+        );
+    }
+
+    #[test]
     fn ages_round_down_to_the_unit_shown() {
         assert_eq!(age(30_000), "just now");
         assert_eq!(age(59 * 60_000), "59m ago");
