@@ -5,7 +5,8 @@
 //! would build a second reqwest (and its TLS stack) beside ours. The protocol
 //! (session ids, SSE resumption, retries, version headers) stays rmcp's: this
 //! module only sends the requests it asks for and classifies the responses.
-//! Bodies are bounded by the limits rmcp passes in.
+//! Bodies and single SSE events are bounded by the limits rmcp passes in, so
+//! a server cannot fill memory.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
@@ -125,8 +126,53 @@ async fn read_limited(mut response: reqwest::Response, limit: usize) -> Result<V
     Ok(body)
 }
 
-fn sse(response: reqwest::Response) -> BoxStream<'static, Result<Sse, SseError>> {
-    SseStream::from_bytes_stream(response.bytes_stream()).boxed()
+fn sse(response: reqwest::Response, max_event: usize) -> BoxStream<'static, Result<Sse, SseError>> {
+    let mut event = EventSize::new(max_event);
+    let bytes = response.bytes_stream().map(move |chunk| {
+        let chunk = chunk.map_err(std::io::Error::other)?;
+        event.feed(&chunk)?;
+        Ok::<_, std::io::Error>(chunk)
+    });
+    SseStream::from_bytes_stream(bytes).boxed()
+}
+
+/// Counts the bytes of the SSE event being received (a blank line ends
+/// one) and refuses one larger than the limit.
+struct EventSize {
+    limit: usize,
+    size: usize,
+    after_newline: bool,
+}
+
+impl EventSize {
+    fn new(limit: usize) -> Self {
+        Self {
+            limit,
+            size: 0,
+            after_newline: false,
+        }
+    }
+
+    fn feed(&mut self, chunk: &[u8]) -> std::io::Result<()> {
+        for &byte in chunk {
+            match byte {
+                b'\n' if self.after_newline => self.size = 0,
+                b'\n' => self.after_newline = true,
+                b'\r' => {}
+                _ => {
+                    self.after_newline = false;
+                    self.size += 1;
+                }
+            }
+            if self.size > self.limit {
+                return Err(std::io::Error::other(format!(
+                    "an SSE event over {} bytes",
+                    self.limit
+                )));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// A failed POST: a JSON-RPC error in the body is the answer; otherwise the
@@ -193,7 +239,8 @@ impl Http {
         }
         let kind = content_type(&response);
         if is(kind.as_deref(), EVENT_STREAM) {
-            return Ok(StreamableHttpPostResponse::Sse(sse(response), session));
+            let stream = sse(response, limits.max_sse_event_size);
+            return Ok(StreamableHttpPostResponse::Sse(stream, session));
         }
         let expects_answer = matches!(message, ClientJsonRpcMessage::Request(_));
         let body = read_limited(response, limits.max_json_response_size).await?;
@@ -265,6 +312,27 @@ impl StreamableHttpClient for Http {
         auth_token: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<BoxStream<'static, Result<Sse, SseError>>, Error> {
+        let max_event = StreamableHttpResponseLimits::default().max_sse_event_size;
+        self.get_stream_with_max_sse_event_size(
+            uri,
+            session_id,
+            last_event_id,
+            auth_token,
+            custom_headers,
+            max_event,
+        )
+        .await
+    }
+
+    async fn get_stream_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_token: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_event: usize,
+    ) -> Result<BoxStream<'static, Result<Sse, SseError>>, Error> {
         let mut request = self
             .0
             .get(uri.as_ref())
@@ -287,6 +355,31 @@ impl StreamableHttpClient for Http {
         if !is(kind.as_deref(), EVENT_STREAM) {
             return Err(StreamableHttpError::UnexpectedContentType(kind));
         }
-        Ok(sse(response))
+        Ok(sse(response, max_event))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_sse_event_over_the_limit_is_refused_across_chunks() {
+        // (chunks, limit, accepted)
+        let cases: &[(&[&[u8]], usize, bool)] = &[
+            (&[b"data: abc\n\n"], 9, true),
+            (&[b"data: abcd\n\n"], 9, false),
+            (&[b"data: abc\n\ndata: abc\n\n"], 9, true),
+            (&[b"data: abc\r\n\r\n", b"data: abc\r\n\r\n"], 9, true),
+            (&[b"data: ab", b"cd\n\n"], 9, false),
+            (&[b"data: a\n", b"data: b\n\n"], 14, true),
+            (&[b"data: a\n", b"data: bc\n\n"], 14, false),
+            (&[b"data: abc\n", b"\n", b"data: abc\n\n"], 9, true),
+        ];
+        for (chunks, limit, accepted) in cases {
+            let mut size = EventSize::new(*limit);
+            let result = chunks.iter().try_for_each(|chunk| size.feed(chunk));
+            assert_eq!(result.is_ok(), *accepted, "{chunks:?} limit {limit}");
+        }
     }
 }
