@@ -531,7 +531,12 @@ async fn connect(server: &Arc<Server>) -> Result<Connected, String> {
         (None, Some(url)) => handler.serve(http::transport(url, &config.headers)?).await,
         (None, None) => return Err("neither `command` nor `url` is set".to_string()),
     }
-    .map_err(|error| format!("handshake failed: {error}"))?;
+    .map_err(|error| {
+        format!(
+            "handshake failed: {}",
+            without_type_names(&error.to_string())
+        )
+    })?;
     let tools = client
         .list_all_tools()
         .await
@@ -547,6 +552,28 @@ async fn connect(server: &Arc<Server>) -> Result<Connected, String> {
         Vec::new()
     };
     Ok((client, convert_tools(tools), prompt::convert(prompts)))
+}
+
+/// rmcp's transport errors name the transport's Rust type in brackets
+/// (`Transport [rmcp::…<cairn::mcp::http::Http>] error: Auth required`):
+/// noise in `/mcp`, so it is dropped.
+fn without_type_names(message: &str) -> String {
+    let Some(start) = message.find(" [rmcp::") else {
+        return message.to_string();
+    };
+    let mut depth = 0usize;
+    for (offset, c) in message[start + 1..].char_indices() {
+        match c {
+            '[' => depth += 1,
+            ']' if depth == 1 => {
+                let end = start + 1 + offset + 1;
+                return format!("{}{}", &message[..start], &message[end..]);
+            }
+            ']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    message.to_string()
 }
 
 /// The stdio transport: `program` as a child process.
@@ -566,6 +593,24 @@ fn child(config: &ServerConfig, program: &str) -> Result<TokioChildProcess, Stri
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn transport_type_names_are_dropped_from_errors() {
+        let cases = [
+            (
+                "Send message error Transport [rmcp::transport::worker::WorkerTransport<rmcp::X<cairn::mcp::http::Http>>] error: Auth required, when send initialize request",
+                "Send message error Transport error: Auth required, when send initialize request",
+            ),
+            (
+                "connection closed: initialize response",
+                "connection closed: initialize response",
+            ),
+            ("odd [rmcp::unclosed", "odd [rmcp::unclosed"),
+        ];
+        for (message, want) in cases {
+            assert_eq!(without_type_names(message), want);
+        }
+    }
 
     #[test]
     fn exposed_names_are_provider_safe() {

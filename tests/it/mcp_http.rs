@@ -97,7 +97,11 @@ async fn http_tools_are_listed_called_and_fail_with_headers_expanded() {
     assert_eq!(by_name["guarded"].state, State::Ready, "{by_name:?}");
     assert_eq!(by_name["refused"].state, State::Failed);
     let refused = by_name["refused"].last_error.clone().unwrap_or_default();
-    assert!(refused.contains("handshake failed"), "{refused}");
+    assert!(
+        refused.contains("handshake failed") && refused.contains("Auth required"),
+        "{refused}"
+    );
+    assert!(!refused.contains("rmcp::"), "no Rust type names: {refused}");
 
     let specs = registry.specs(|_| true);
     let echo = specs.iter().find(|s| s.name == "fx_echo").expect("fx_echo");
