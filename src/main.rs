@@ -28,7 +28,8 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => ExitCode::from(code),
         Err(error) => {
-            eprintln!("error: {error:#}");
+            // Not eprintln!: with the terminal gone it would panic (101).
+            let _ = writeln!(std::io::stderr(), "error: {error:#}");
             ExitCode::from(exit_code_of(&error))
         }
     }
@@ -201,24 +202,35 @@ fn run_tui(mut choice: SessionChoice, loaded: Loaded) -> anyhow::Result<u8> {
     let mut app = open_app(loaded)?;
     // Filled by the first-run screen's search for local servers.
     let found: Found = Arc::default();
+    // What the last `/new` or `/sessions` did, said on the next screen.
+    let mut notice = None;
     runtime()?.block_on(async {
         loop {
-            let input = match app.default_model() {
+            let mut input = match app.default_model() {
                 Some(_) => tui_input(&app, choice).await?,
                 None => first_run_input(&app, &found).await?,
             };
+            input.notice = notice.take();
             let session_id = input.session.id.clone();
             match cairn::tui::run(input).await? {
                 TuiExit::Quit => {
                     // Printed after the terminal is restored, so it stays on
                     // screen; the first-run screen has no session to resume.
+                    // Ignored when the terminal has gone (closed window):
+                    // nobody can read it, and println! would panic.
                     if !session_id.is_empty() {
-                        println!("{}", resume_hint(&session_id));
+                        let _ = writeln!(std::io::stdout(), "{}", resume_hint(&session_id));
                     }
                     return Ok(EXIT_OK);
                 }
-                TuiExit::SwitchSession(id) => choice = SessionChoice::Id(id),
-                TuiExit::NewSession => choice = SessionChoice::New,
+                TuiExit::SwitchSession(id) => {
+                    notice = Some("session resumed".to_string());
+                    choice = SessionChoice::Id(id);
+                }
+                TuiExit::NewSession => {
+                    notice = Some("new session started".to_string());
+                    choice = SessionChoice::New;
+                }
                 TuiExit::UseModel(name) => {
                     let config = with_model(&app.config, &name, &found)?;
                     drop(app);
@@ -336,6 +348,10 @@ async fn tui_input(app: &App, choice: SessionChoice) -> anyhow::Result<TuiInput>
         .map(|m| m.to_string())
         .unwrap_or_default();
     let sessions = app.store.list_sessions(50).await?;
+    let message_counts = app
+        .store
+        .message_counts(sessions.iter().map(|s| s.id.clone()).collect())
+        .await?;
     // The exact tokenizer is built in the background once the UI is up.
     cairn::token::warm_up();
     Ok(TuiInput {
@@ -353,6 +369,8 @@ async fn tui_input(app: &App, choice: SessionChoice) -> anyhow::Result<TuiInput>
         keymap: KeyMap::default(),
         discovery: None,
         mcp: app.tools.mcp().cloned(),
+        notice: None,
+        message_counts,
     })
 }
 
@@ -386,20 +404,38 @@ async fn first_run_input(app: &App, found: &Found) -> anyhow::Result<TuiInput> {
         read_history: None,
         keymap: KeyMap::default(),
         mcp: None,
+        notice: None,
+        message_counts: Default::default(),
     })
 }
 
 const FIRST_RUN: &str = "cairn needs a model provider. Either:\n\n  export ANTHROPIC_API_KEY=...      (Claude)\n  export OPENAI_API_KEY=...         (OpenAI)\n\nor a local server (llama.cpp's llama-server, Ollama, vLLM, LM Studio):\n\n  cairn --model llamacpp/local      (llama-server on http://localhost:8080/v1)\n  cairn --model ollama/qwen3-coder  (Ollama on http://localhost:11434/v1)\n\nor set `model = \"provider/model\"` in ~/.config/cairn/config.toml (see config.example.toml).";
 
-/// `cairn sessions`: newest first, one line each.
+/// `cairn sessions`: newest first, one line each; a header row above them
+/// when a person reads it (stdout is a terminal), none for scripts, which
+/// count and cut the lines.
 fn list_sessions(loaded: Loaded) -> anyhow::Result<u8> {
+    use std::io::IsTerminal;
     let app = open_app(loaded)?;
-    let sessions = runtime()?.block_on(app.store.list_sessions(100))?;
+    let runtime = runtime()?;
+    let sessions = runtime.block_on(app.store.list_sessions(100))?;
+    let ids = sessions.iter().map(|s| s.id.clone()).collect();
+    let counts = runtime.block_on(app.store.message_counts(ids))?;
     let mut stdout = std::io::stdout().lock();
     if sessions.is_empty() {
         writeln!(
             stdout,
             "no sessions yet: run `cairn` or `cairn run \"...\"` in a project"
+        )?;
+        return Ok(EXIT_OK);
+    }
+    let id_width = sessions.iter().map(|s| s.id.len()).max().unwrap_or(0);
+    let time_width = cairn::clock::format_time(0).len();
+    if std::io::stdout().is_terminal() {
+        writeln!(
+            stdout,
+            "{:<id_width$}  {:<time_width$}  {:>12}  {:>9}  {:>9}  TITLE  DIRECTORY",
+            "SESSION", "UPDATED", "TOKENS", "COST", "MESSAGES"
         )?;
     }
     for session in sessions {
@@ -412,13 +448,15 @@ fn list_sessions(loaded: Loaded) -> anyhow::Result<u8> {
         } else {
             session.title.as_str()
         };
+        let messages = counts.get(&session.id).copied().unwrap_or(0);
         writeln!(
             stdout,
-            "{}  {}  {:>8} tok  ${:.4}  {}  {}",
+            "{:<id_width$}  {:<time_width$}  {:>8} tok  {:>9}  {:>5} msg  {}  {}",
             session.id,
             cairn::clock::format_time(session.time_updated),
             tokens,
-            session.cost,
+            format!("${:.4}", session.cost),
+            messages,
             title,
             session.directory
         )?;

@@ -14,11 +14,13 @@
 
 pub mod action;
 pub mod app;
+pub mod burst;
 pub mod completion;
 pub mod composer;
 pub mod event;
 pub mod export;
 pub mod highlight;
+pub mod input_end;
 pub mod keymap;
 pub mod keys;
 pub mod markdown;
@@ -91,6 +93,10 @@ pub struct TuiInput {
     pub discovery: Option<tokio::sync::oneshot::Receiver<Discovered>>,
     /// The MCP servers (already starting in the background), if any.
     pub mcp: Option<Arc<crate::mcp::Hub>>,
+    /// Shown on the status line at start: what `/new` or `/sessions` did.
+    pub notice: Option<String>,
+    /// Stored message count of each session in `sessions`, for `/sessions`.
+    pub message_counts: std::collections::HashMap<String, u64>,
 }
 
 /// How the TUI ended, for `main` to act on.
@@ -134,6 +140,8 @@ pub async fn run(input: TuiInput) -> anyhow::Result<TuiExit> {
         sessions: input.sessions,
         now: now_millis(),
     });
+    app.flash = input.notice;
+    app.message_counts = input.message_counts;
     let mut guard = terminal::TerminalGuard::enter()?;
     let channels = runner::Channels {
         events: input.events,
@@ -150,5 +158,7 @@ pub async fn run(input: TuiInput) -> anyhow::Result<TuiExit> {
 mod fixtures;
 #[cfg(test)]
 mod render_tests;
+#[cfg(test)]
+mod session_render_tests;
 #[cfg(test)]
 mod update_tests;
