@@ -25,4 +25,16 @@ pub enum Internal {
     Mcp(Vec<crate::mcp::Status>, Vec<crate::mcp::PromptCommand>),
     /// An MCP prompt's text, to send as the user's message.
     Submit(String),
+    /// The session's answer to `/diff`.
+    Diff(Result<String, crate::session::undo::Error>),
+    /// The diff of a patch card's step.
+    PatchDiff {
+        part_id: String,
+        result: Result<String, crate::session::undo::Error>,
+    },
+    /// The session's answer to `/undo` (`redo == false`) or `/redo`.
+    Undone {
+        redo: bool,
+        result: Result<crate::session::undo::Outcome, crate::session::undo::Error>,
+    },
 }
