@@ -161,8 +161,18 @@ fn run_headless(args: RunArgs, mut loaded: Loaded) -> anyhow::Result<u8> {
             return Ok(outcome.exit_code());
         }
         // Scripts see the configured servers' tools in the first request.
+        let mut message = message;
         if let Some(hub) = app.tools.mcp() {
             hub.wait_ready(MCP_RUN_WAIT).await;
+            // `/server:prompt args`: the prompt's messages are the message.
+            match hub.expand_prompt(&message).await {
+                Some(Ok(text)) => message = text,
+                Some(Err(error)) => {
+                    writeln!(stderr, "cairn: {error}")?;
+                    return Ok(EXIT_FAILURE);
+                }
+                None => {}
+            }
         }
         let outcome = headless::run(
             &handle,
@@ -363,6 +373,7 @@ async fn tui_input(app: &App, choice: SessionChoice) -> anyhow::Result<TuiInput>
         read_history: Some(read_history),
         keymap: KeyMap::default(),
         discovery: None,
+        mcp: app.tools.mcp().cloned(),
         notice: None,
         message_counts,
     })
@@ -397,6 +408,7 @@ async fn first_run_input(app: &App, found: &Found) -> anyhow::Result<TuiInput> {
         sessions: Vec::new(),
         read_history: None,
         keymap: KeyMap::default(),
+        mcp: None,
         notice: None,
         message_counts: Default::default(),
     })

@@ -8,12 +8,14 @@
 
 pub mod config;
 mod content;
+mod http;
+pub mod prompt;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use rmcp::model::CallToolRequestParams;
+use rmcp::model::{CallToolRequestParams, GetPromptRequestParams};
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
@@ -21,6 +23,7 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 
 pub use config::ServerConfig;
+pub use prompt::{McpPrompt, PromptCommand};
 
 use crate::provider::ToolSpec;
 use crate::tool::{ToolError, ToolOutput, ToolScope};
@@ -48,7 +51,19 @@ pub struct Status {
     pub name: String,
     pub state: State,
     pub tools: usize,
+    pub prompts: usize,
     pub last_error: Option<String>,
+}
+
+impl State {
+    pub fn label(&self) -> &'static str {
+        match self {
+            State::Starting => "starting",
+            State::Ready => "ready",
+            State::Failed => "failed",
+            State::Disabled => "disabled",
+        }
+    }
 }
 
 type Client = RunningService<RoleClient, Handler>;
@@ -57,6 +72,7 @@ type Client = RunningService<RoleClient, Handler>;
 struct Inner {
     state: Option<State>,
     tools: Vec<McpTool>,
+    prompts: Vec<McpPrompt>,
     last_error: Option<String>,
     client: Option<Arc<Client>>,
 }
@@ -67,6 +83,8 @@ struct Server {
     inner: Mutex<Inner>,
     /// Bumped on every state change, so waiters wake on events.
     changed: watch::Sender<u64>,
+    /// The hub's, bumped with `changed`: the TUI redraws `/mcp` on it.
+    hub_changed: Arc<watch::Sender<u64>>,
 }
 
 impl Server {
@@ -75,6 +93,7 @@ impl Server {
             apply(&mut inner);
         }
         self.changed.send_modify(|n| *n += 1);
+        self.hub_changed.send_modify(|n| *n += 1);
     }
 
     fn state(&self) -> State {
@@ -91,6 +110,7 @@ impl Server {
             inner.state = Some(State::Failed);
             inner.client = None;
             inner.tools.clear();
+            inner.prompts.clear();
             inner.last_error = Some(error);
         });
     }
@@ -117,6 +137,21 @@ impl ClientHandler for Handler {
             }
         });
     }
+
+    async fn on_prompt_list_changed(&self, context: NotificationContext<RoleClient>) {
+        let Some(server) = self.server.upgrade() else {
+            return;
+        };
+        let peer = context.peer.clone();
+        tokio::spawn(async move {
+            match peer.list_all_prompts().await {
+                Ok(prompts) => server.update(|inner| inner.prompts = prompt::convert(prompts)),
+                Err(error) => server.update(|inner| {
+                    inner.last_error = Some(format!("listing prompts: {error}"));
+                }),
+            }
+        });
+    }
 }
 
 fn convert_tools(tools: Vec<rmcp::model::Tool>) -> Vec<McpTool> {
@@ -135,6 +170,7 @@ fn convert_tools(tools: Vec<rmcp::model::Tool>) -> Vec<McpTool> {
 pub struct Hub {
     servers: Vec<Arc<Server>>,
     started: std::sync::atomic::AtomicBool,
+    changed: Arc<watch::Sender<u64>>,
 }
 
 impl std::fmt::Debug for Hub {
@@ -149,6 +185,7 @@ impl Hub {
     /// The servers, not started yet (see [`Hub::start`]).
     pub fn new(servers: BTreeMap<String, ServerConfig>) -> Arc<Self> {
         let lookup = |name: &str| std::env::var(name).ok();
+        let changed = Arc::new(watch::channel(0).0);
         Arc::new(Self {
             servers: servers
                 .into_iter()
@@ -158,10 +195,12 @@ impl Hub {
                         config: config.expanded(&lookup),
                         inner: Mutex::new(Inner::default()),
                         changed: watch::channel(0).0,
+                        hub_changed: changed.clone(),
                     })
                 })
                 .collect(),
             started: std::sync::atomic::AtomicBool::new(false),
+            changed,
         })
     }
 
@@ -178,6 +217,11 @@ impl Hub {
 
     pub fn is_empty(&self) -> bool {
         self.servers.is_empty()
+    }
+
+    /// Changes with every server's state, tools or prompts.
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.changed.subscribe()
     }
 
     /// Waits until no server is still starting, or `limit` passes.
@@ -200,13 +244,17 @@ impl Hub {
             .iter()
             .map(|server| {
                 let inner = server.inner.lock();
-                let (tools, last_error) = inner
-                    .map(|inner| (inner.tools.len(), inner.last_error.clone()))
-                    .unwrap_or((0, None));
+                let (tools, prompts, last_error) = inner
+                    .map(|inner| {
+                        let error = inner.last_error.clone();
+                        (inner.tools.len(), inner.prompts.len(), error)
+                    })
+                    .unwrap_or((0, 0, None));
                 Status {
                     name: server.name.clone(),
                     state: server.state(),
                     tools,
+                    prompts,
                     last_error,
                 }
             })
@@ -247,6 +295,79 @@ impl Hub {
         self.resolve(exposed).is_some()
     }
 
+    /// The ready servers' prompts as slash commands, sorted.
+    pub fn prompt_commands(&self) -> Vec<PromptCommand> {
+        let mut commands: Vec<PromptCommand> = self
+            .servers
+            .iter()
+            .filter_map(|server| server.inner.lock().ok().map(|inner| (server, inner)))
+            .flat_map(|(server, inner)| {
+                inner
+                    .prompts
+                    .iter()
+                    .map(|found| PromptCommand {
+                        command: prompt::command_name(&server.name, &found.name),
+                        usage: prompt::usage(found),
+                        description: found.description.clone(),
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        commands.sort_by(|a, b| a.command.cmp(&b.command));
+        commands
+    }
+
+    /// The server and prompt behind `/server:prompt`.
+    fn resolve_prompt(&self, command: &str) -> Option<(Arc<Server>, McpPrompt)> {
+        self.servers.iter().find_map(|server| {
+            let inner = server.inner.lock().ok()?;
+            inner
+                .prompts
+                .iter()
+                .find(|found| prompt::command_name(&server.name, &found.name) == command)
+                .map(|found| (server.clone(), found.clone()))
+        })
+    }
+
+    /// `/server:prompt args…` as the text of a user message; `None` when the
+    /// line names no prompt of a ready server (it is then no MCP command).
+    pub async fn expand_prompt(&self, line: &str) -> Option<Result<String, String>> {
+        let line = line.trim();
+        let (command, args) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+        let (server, found) = self.resolve_prompt(command)?;
+        Some(self.get_prompt(&server, command, &found, args).await)
+    }
+
+    async fn get_prompt(
+        &self,
+        server: &Server,
+        command: &str,
+        found: &McpPrompt,
+        args: &str,
+    ) -> Result<String, String> {
+        let arguments = prompt::bind_arguments(command, found, args)?;
+        let client = server
+            .inner
+            .lock()
+            .ok()
+            .and_then(|inner| inner.client.clone())
+            .ok_or_else(|| format!("{command}: the server `{}` is not running", server.name))?;
+        let mut params = GetPromptRequestParams::new(found.name.clone());
+        params.arguments = Some(arguments);
+        let timeout = server.config.timeout();
+        match tokio::time::timeout(timeout, client.get_prompt(params)).await {
+            Err(_) => Err(format!(
+                "{command}: no answer within {} s",
+                timeout.as_secs()
+            )),
+            Ok(Err(error)) => Err(format!("{command}: {error}")),
+            Ok(Ok(result)) => match prompt::messages_text(&result) {
+                text if text.trim().is_empty() => Err(format!("{command}: the prompt is empty")),
+                text => Ok(text),
+            },
+        }
+    }
+
     /// Stops and starts `name` again.
     pub fn restart(&self, name: &str) -> bool {
         let Some(server) = self.servers.iter().find(|server| server.name == name) else {
@@ -255,6 +376,7 @@ impl Hub {
         server.update(|inner| {
             inner.client = None;
             inner.tools.clear();
+            inner.prompts.clear();
             inner.state = None;
         });
         spawn_connect(server.clone());
@@ -343,13 +465,11 @@ pub fn render(statuses: &[Status]) -> String {
     }
     let mut out = String::new();
     for status in statuses {
-        let state = match status.state {
-            State::Starting => "starting",
-            State::Ready => "ready",
-            State::Failed => "failed",
-            State::Disabled => "disabled",
-        };
+        let state = status.state.label();
         out.push_str(&format!("{}: {state}, {} tools", status.name, status.tools));
+        if status.prompts > 0 {
+            out.push_str(&format!(", {} prompts", status.prompts));
+        }
         if let Some(error) = &status.last_error {
             out.push_str(&format!(" (last error: {error})"));
         }
@@ -386,8 +506,9 @@ fn spawn_connect(server: Arc<Server>) {
     tokio::spawn(async move {
         let timeout = server.config.timeout();
         match tokio::time::timeout(timeout, connect(&server)).await {
-            Ok(Ok((client, tools))) => server.update(|inner| {
+            Ok(Ok((client, tools, prompts))) => server.update(|inner| {
                 inner.tools = tools;
+                inner.prompts = prompts;
                 inner.client = Some(Arc::new(client));
                 inner.state = Some(State::Ready);
                 inner.last_error = None;
@@ -398,14 +519,65 @@ fn spawn_connect(server: Arc<Server>) {
     });
 }
 
-async fn connect(server: &Arc<Server>) -> Result<(Client, Vec<McpTool>), String> {
+type Connected = (Client, Vec<McpTool>, Vec<McpPrompt>);
+
+async fn connect(server: &Arc<Server>) -> Result<Connected, String> {
     let config = &server.config;
-    let Some(program) = &config.command else {
-        return Err(match &config.url {
-            Some(url) => format!("remote servers ({url}) are not supported yet"),
-            None => "neither `command` nor `url` is set".to_string(),
-        });
+    let handler = Handler {
+        server: Arc::downgrade(server),
     };
+    let client = match (&config.command, &config.url) {
+        (Some(program), _) => handler.serve(child(config, program)?).await,
+        (None, Some(url)) => handler.serve(http::transport(url, &config.headers)?).await,
+        (None, None) => return Err("neither `command` nor `url` is set".to_string()),
+    }
+    .map_err(|error| {
+        format!(
+            "handshake failed: {}",
+            without_type_names(&error.to_string())
+        )
+    })?;
+    let tools = client
+        .list_all_tools()
+        .await
+        .map_err(|error| format!("listing tools failed: {error}"))?;
+    // Prompts are optional: only asked of servers that offer them, and a
+    // failed listing costs the prompts, not the server.
+    let offers_prompts = client
+        .peer_info()
+        .is_some_and(|info| info.capabilities.prompts.is_some());
+    let prompts = if offers_prompts {
+        client.list_all_prompts().await.unwrap_or_default()
+    } else {
+        Vec::new()
+    };
+    Ok((client, convert_tools(tools), prompt::convert(prompts)))
+}
+
+/// rmcp's transport errors name the transport's Rust type in brackets
+/// (`Transport [rmcp::…<cairn::mcp::http::Http>] error: Auth required`):
+/// noise in `/mcp`, so it is dropped.
+fn without_type_names(message: &str) -> String {
+    let Some(start) = message.find(" [rmcp::") else {
+        return message.to_string();
+    };
+    let mut depth = 0usize;
+    for (offset, c) in message[start + 1..].char_indices() {
+        match c {
+            '[' => depth += 1,
+            ']' if depth == 1 => {
+                let end = start + 1 + offset + 1;
+                return format!("{}{}", &message[..start], &message[end..]);
+            }
+            ']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    message.to_string()
+}
+
+/// The stdio transport: `program` as a child process.
+fn child(config: &ServerConfig, program: &str) -> Result<TokioChildProcess, String> {
     let mut command = tokio::process::Command::new(program);
     command.args(&config.args).envs(&config.env);
     if let Some(cwd) = &config.cwd {
@@ -415,23 +587,30 @@ async fn connect(server: &Arc<Server>) -> Result<(Client, Vec<McpTool>), String>
         .stderr(std::process::Stdio::null())
         .spawn()
         .map_err(|error| format!("cannot run `{program}`: {error}"))?;
-    let handler = Handler {
-        server: Arc::downgrade(server),
-    };
-    let client = handler
-        .serve(transport)
-        .await
-        .map_err(|error| format!("handshake failed: {error}"))?;
-    let tools = client
-        .list_all_tools()
-        .await
-        .map_err(|error| format!("listing tools failed: {error}"))?;
-    Ok((client, convert_tools(tools)))
+    Ok(transport)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn transport_type_names_are_dropped_from_errors() {
+        let cases = [
+            (
+                "Send message error Transport [rmcp::transport::worker::WorkerTransport<rmcp::X<cairn::mcp::http::Http>>] error: Auth required, when send initialize request",
+                "Send message error Transport error: Auth required, when send initialize request",
+            ),
+            (
+                "connection closed: initialize response",
+                "connection closed: initialize response",
+            ),
+            ("odd [rmcp::unclosed", "odd [rmcp::unclosed"),
+        ];
+        for (message, want) in cases {
+            assert_eq!(without_type_names(message), want);
+        }
+    }
 
     #[test]
     fn exposed_names_are_provider_safe() {

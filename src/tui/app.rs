@@ -50,6 +50,10 @@ pub enum Effect {
     Suspend,
     /// Read a child session's newest page to show it (its subtask card was opened).
     LoadChild(String),
+    /// `/mcp restart NAME`, or `r` in the `/mcp` overlay.
+    McpRestart(String),
+    /// `/server:prompt args…`: get the prompt, then send its text.
+    McpPrompt(String),
     /// `/undo [--force]`: the session takes the last turn back.
     Undo {
         force: bool,
@@ -71,6 +75,9 @@ pub enum Overlay {
     Help,
     Picker(Picker),
     FirstRun(String),
+    /// `/mcp`: the servers (live from [`App::mcp`]); the index is the
+    /// selected row, which `r` restarts.
+    Mcp(usize),
     /// `/undo` refused: these files were edited since the turn; overwrite?
     UndoConflict(Vec<String>),
     /// `/diff`: the session's changes, scrollable.
@@ -250,6 +257,10 @@ pub struct App {
     pub child_view: Option<super::child_view::ChildView>,
     /// The key that opens a subtask, as the cards' hint names it.
     pub open_key: String,
+    /// The MCP servers as last reported by the hub (empty: none configured).
+    pub mcp: Vec<crate::mcp::Status>,
+    /// The ready servers' prompts, offered as `/server:prompt` commands.
+    pub mcp_prompts: Vec<crate::mcp::PromptCommand>,
 }
 
 /// Inputs to build an [`App`]; see `TuiInput` for what each means.
@@ -318,6 +329,8 @@ impl App {
             children,
             child_view: None,
             open_key: "ctrl+g".into(),
+            mcp: Vec::new(),
+            mcp_prompts: Vec::new(),
         }
     }
 

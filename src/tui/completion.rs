@@ -46,6 +46,11 @@ pub const SLASH_COMMANDS: &[(&str, &str, &str)] = &[
         "",
         "open a subagent's session (Ctrl+G; Esc goes back)",
     ),
+    (
+        "/mcp",
+        "[restart NAME]",
+        "MCP servers: state, tools, last error; r restarts",
+    ),
     ("/agent", "[build|plan]", "switch agent (Tab also switches)"),
     (
         "/export",
@@ -81,6 +86,20 @@ pub fn slash_candidates(typed: &str) -> Vec<Candidate> {
             } else {
                 format!("{args}  {help}")
             },
+        })
+        .collect()
+}
+
+/// MCP prompts (`/server:prompt`) starting with `typed`.
+pub fn prompt_candidates(prompts: &[crate::mcp::PromptCommand], typed: &str) -> Vec<Candidate> {
+    prompts
+        .iter()
+        .filter(|prompt| prompt.command.starts_with(typed))
+        .map(|prompt| Candidate {
+            insert: prompt.command.clone(),
+            detail: format!("{}  {} (MCP prompt)", prompt.usage, prompt.description)
+                .trim()
+                .to_string(),
         })
         .collect()
 }

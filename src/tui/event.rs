@@ -26,6 +26,10 @@ pub enum Internal {
         session_id: String,
         history: Result<Vec<MessageWithParts>, String>,
     },
+    /// The MCP servers' states and prompts changed.
+    Mcp(Vec<crate::mcp::Status>, Vec<crate::mcp::PromptCommand>),
+    /// An MCP prompt's text, to send as the user's message.
+    Submit(String),
     /// The session's answer to `/diff`.
     Diff(Result<String, crate::session::undo::Error>),
     /// The diff of a patch card's step.

@@ -100,6 +100,8 @@ pub struct TuiInput {
     pub keymap: keymap::KeyMap,
     /// The local-server search still under way on the first-run screen.
     pub discovery: Option<tokio::sync::oneshot::Receiver<Discovered>>,
+    /// The MCP servers (already starting in the background), if any.
+    pub mcp: Option<Arc<crate::mcp::Hub>>,
     /// Shown on the status line at start: what `/new` or `/sessions` did.
     pub notice: Option<String>,
     /// Stored message count of each session in `sessions`, for `/sessions`.
@@ -156,6 +158,7 @@ pub async fn run(input: TuiInput) -> anyhow::Result<TuiExit> {
         read_history: input.read_history,
         keymap: input.keymap,
         discovery: input.discovery,
+        mcp: input.mcp,
     };
     runner::run_loop(guard.terminal(), &mut app, channels).await
 }

@@ -38,6 +38,8 @@ pub struct Channels {
     pub read_history: Option<Arc<History>>,
     pub keymap: KeyMap,
     pub discovery: Option<oneshot::Receiver<super::Discovered>>,
+    /// The MCP servers, for `/mcp`, the status line and prompt commands.
+    pub mcp: Option<Arc<crate::mcp::Hub>>,
 }
 
 pub async fn run_loop(
@@ -47,15 +49,7 @@ pub async fn run_loop(
 ) -> anyhow::Result<TuiExit> {
     app.open_key = channels.keymap.open_subtask.label();
     let (internal_tx, mut internal_rx) = mpsc::unbounded_channel::<Internal>();
-    spawn_file_index(app.session.directory.clone(), internal_tx.clone());
-    if let Some(discovery) = channels.discovery.take() {
-        let internal_tx = internal_tx.clone();
-        tokio::spawn(async move {
-            if let Ok(found) = discovery.await {
-                let _ = internal_tx.send(Internal::Discovered(found));
-            }
-        });
-    }
+    spawn_background(app, &mut channels, &internal_tx);
     let mut input = crossterm::event::EventStream::new();
     let mut tick = tokio::time::interval(TICK_INTERVAL);
     tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -142,6 +136,27 @@ pub async fn run_loop(
             }
             perform(effect, app, &channels, &internal_tx);
         }
+    }
+}
+
+/// The work whose results come back as [`Internal`] messages: the file
+/// index, the local-server search, the MCP servers' reports.
+fn spawn_background(
+    app: &App,
+    channels: &mut Channels,
+    internal_tx: &mpsc::UnboundedSender<Internal>,
+) {
+    spawn_file_index(app.session.directory.clone(), internal_tx.clone());
+    if let Some(discovery) = channels.discovery.take() {
+        let internal_tx = internal_tx.clone();
+        tokio::spawn(async move {
+            if let Ok(found) = discovery.await {
+                let _ = internal_tx.send(Internal::Discovered(found));
+            }
+        });
+    }
+    if let Some(hub) = &channels.mcp {
+        spawn_mcp_watch(hub.clone(), internal_tx.clone());
     }
 }
 
@@ -303,8 +318,33 @@ fn apply_internal(app: &mut App, message: Internal) -> Vec<Effect> {
                 app.overlay = Some(super::app::Overlay::FirstRun(found.text));
             }
         }
+        Internal::Mcp(statuses, prompts) => {
+            if let Some(super::app::Overlay::Mcp(selected)) = &mut app.overlay {
+                *selected = (*selected).min(statuses.len().saturating_sub(1));
+            }
+            app.mcp = statuses;
+            app.mcp_prompts = prompts;
+        }
+        Internal::Submit(text) if app.is_busy() => app.queued.push_back(text),
+        Internal::Submit(text) => return vec![Effect::Send(app.prompt(text))],
     }
     Vec::new()
+}
+
+/// Reports the hub's state to the loop at start and on every change.
+fn spawn_mcp_watch(hub: Arc<crate::mcp::Hub>, internal: mpsc::UnboundedSender<Internal>) {
+    let mut changes = hub.subscribe();
+    tokio::spawn(async move {
+        loop {
+            let report = Internal::Mcp(hub.statuses(), hub.prompt_commands());
+            if internal.send(report).is_err() {
+                return;
+            }
+            if changes.changed().await.is_err() {
+                return;
+            }
+        }
+    });
 }
 
 fn perform(
@@ -324,6 +364,25 @@ fn perform(
             });
         }
         Effect::Export { to } => export(app, channels, internal, to),
+        Effect::McpRestart(name) => {
+            if let Some(hub) = &channels.mcp {
+                hub.restart(&name);
+            }
+        }
+        Effect::McpPrompt(line) => {
+            let Some(hub) = channels.mcp.clone() else {
+                return;
+            };
+            let internal = internal.clone();
+            tokio::spawn(async move {
+                let message = match hub.expand_prompt(&line).await {
+                    Some(Ok(text)) => Internal::Submit(text),
+                    Some(Err(error)) => Internal::Flash(error),
+                    None => Internal::Flash(format!("{line}: the MCP prompt is gone")),
+                };
+                let _ = internal.send(message);
+            });
+        }
         Effect::Undo { force } => undo_or_redo(app, channels, internal, Some(force)),
         Effect::Redo => undo_or_redo(app, channels, internal, None),
         Effect::Diff => {
@@ -555,6 +614,7 @@ mod tests {
                 read_history: None,
                 keymap: KeyMap::default(),
                 discovery: None,
+                mcp: None,
             },
             received,
         )
@@ -580,7 +640,7 @@ mod tests {
         };
         reply.send(breakdown.clone()).expect("the TUI is waiting");
         let message = internal_rx.recv().await.expect("the reply comes back");
-        apply_internal(&mut app, message);
+        let _ = apply_internal(&mut app, message);
         assert_eq!(app.overlay, Some(Overlay::Context(Some(breakdown))));
     }
 
@@ -595,7 +655,7 @@ mod tests {
             to: Some(path.clone()),
         };
         perform(export, &mut app, &channels, &internal_tx);
-        apply_internal(&mut app, internal_rx.recv().await.expect("a flash"));
+        let _ = apply_internal(&mut app, internal_rx.recv().await.expect("a flash"));
         assert_eq!(app.flash, Some(format!("exported to {path}")));
         let written = std::fs::read_to_string(&path).expect("exported file");
         let expected =

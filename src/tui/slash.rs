@@ -62,7 +62,35 @@ pub fn run_slash(app: &mut App, input: &str) -> Vec<Effect> {
         },
         "/undo" | "/redo" => return super::undo::slash(app, name, args),
         "/diff" => return super::undo::open_diff(app),
+        "/mcp" => return mcp_slash(app, args),
+        prompt if app.mcp_prompts.iter().any(|p| p.command == prompt) => {
+            return vec![Effect::McpPrompt(input.to_string())];
+        }
         other => app.flash = Some(format!("unknown command {other}; /help lists them")),
+    }
+    Vec::new()
+}
+
+/// `/mcp` opens the servers overlay; `/mcp restart NAME` restarts one.
+fn mcp_slash(app: &mut App, args: &str) -> Vec<Effect> {
+    if app.mcp.is_empty() {
+        app.flash =
+            Some("no MCP servers configured ([mcp.NAME] in cairn.toml, or .mcp.json)".into());
+        return Vec::new();
+    }
+    match args.split_once(char::is_whitespace).unwrap_or((args, "")) {
+        ("", _) => app.overlay = Some(Overlay::Mcp(0)),
+        ("restart", name) if app.mcp.iter().any(|s| s.name == name.trim()) => {
+            app.flash = Some(format!("restarting MCP server {}", name.trim()));
+            return vec![Effect::McpRestart(name.trim().to_string())];
+        }
+        ("restart", name) => {
+            app.flash = Some(format!(
+                "no MCP server named {:?}; /mcp lists them",
+                name.trim()
+            ))
+        }
+        _ => app.flash = Some("usage: /mcp, or /mcp restart NAME".into()),
     }
     Vec::new()
 }
@@ -232,6 +260,54 @@ mod tests {
                 "Live title  ·  4 messages  ·  5m ago  ·  $1.25",
                 "Older work  ·  1 message  ·  3h ago  ·  $0.00"
             ]
+        );
+    }
+
+    #[test]
+    fn mcp_commands_open_restart_and_send_prompts() {
+        let mut app = app(Vec::new());
+        assert!(run_slash(&mut app, "/mcp").is_empty());
+        assert!(
+            app.flash
+                .as_deref()
+                .unwrap_or("")
+                .contains("no MCP servers")
+        );
+        app.mcp = vec![crate::mcp::Status {
+            name: "fx".into(),
+            state: crate::mcp::State::Ready,
+            tools: 7,
+            prompts: 1,
+            last_error: None,
+        }];
+        app.mcp_prompts = vec![crate::mcp::PromptCommand {
+            command: "/fx:review".into(),
+            usage: "<file>".into(),
+            description: String::new(),
+        }];
+        run_slash(&mut app, "/mcp");
+        assert_eq!(app.overlay, Some(Overlay::Mcp(0)));
+        assert!(matches!(
+            run_slash(&mut app, "/mcp restart fx").as_slice(),
+            [Effect::McpRestart(name)] if name == "fx"
+        ));
+        assert!(run_slash(&mut app, "/mcp restart nope").is_empty());
+        assert!(
+            app.flash
+                .as_deref()
+                .unwrap_or("")
+                .contains("no MCP server named")
+        );
+        assert!(matches!(
+            run_slash(&mut app, "/fx:review src/a.rs").as_slice(),
+            [Effect::McpPrompt(line)] if line == "/fx:review src/a.rs"
+        ));
+        assert!(run_slash(&mut app, "/fx:other").is_empty());
+        assert!(
+            app.flash
+                .as_deref()
+                .unwrap_or("")
+                .contains("unknown command")
         );
     }
 

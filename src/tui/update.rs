@@ -12,7 +12,7 @@ use crate::session::command::Command;
 use super::TuiExit;
 use super::action::Action;
 use super::app::{App, Choice, DOUBLE_PRESS_MS, Effect, Overlay, PickerKind, choices};
-use super::completion::{file_candidates, slash_candidates};
+use super::completion::{file_candidates, prompt_candidates, slash_candidates};
 use super::slash::run_slash;
 pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
     app.dirty = true;
@@ -171,6 +171,9 @@ fn overlay_key(app: &mut App, action: Action) -> Vec<Effect> {
     if action == Action::CtrlC {
         return composer_key(app, action);
     }
+    if let Some(Overlay::Mcp(selected)) = app.overlay {
+        return mcp_key(app, selected, action);
+    }
     if matches!(app.overlay, Some(Overlay::UndoConflict(_))) {
         return super::undo::conflict_key(app, &action);
     }
@@ -243,6 +246,26 @@ fn overlay_key(app: &mut App, action: Action) -> Vec<Effect> {
     Vec::new()
 }
 
+/// Keys in the `/mcp` overlay: ↑/↓ select a server, `r` restarts it, Esc,
+/// Enter or `q` close.
+fn mcp_key(app: &mut App, selected: usize, action: Action) -> Vec<Effect> {
+    let last = app.mcp.len().saturating_sub(1);
+    match action {
+        Action::Up => app.overlay = Some(Overlay::Mcp(selected.saturating_sub(1))),
+        Action::Down => app.overlay = Some(Overlay::Mcp((selected + 1).min(last))),
+        Action::Insert('r') => {
+            if let Some(server) = app.mcp.get(selected) {
+                let name = server.name.clone();
+                app.flash = Some(format!("restarting MCP server {name}"));
+                return vec![Effect::McpRestart(name)];
+            }
+        }
+        Action::Escape | Action::Enter | Action::Insert('q') => app.overlay = None,
+        _ => {}
+    }
+    Vec::new()
+}
+
 /// Keys for the completion popup; `None` lets the composer have the key.
 fn completion_key(app: &mut App, action: &Action) -> Option<Vec<Effect>> {
     match action {
@@ -276,7 +299,9 @@ fn completion_key(app: &mut App, action: &Action) -> Option<Vec<Effect>> {
 fn refresh_completion(app: &mut App) {
     let candidates = match app.composer.token_at_cursor() {
         Some((0, token)) if token.starts_with('/') && !app.composer.text().contains(' ') => {
-            slash_candidates(token)
+            let mut candidates = slash_candidates(token);
+            candidates.extend(prompt_candidates(&app.mcp_prompts, token));
+            candidates
         }
         Some((_, token)) if token.starts_with('@') => file_candidates(&app.files, &token[1..]),
         _ => Vec::new(),

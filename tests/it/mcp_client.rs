@@ -20,7 +20,7 @@ use tools_common::Project;
 /// into this test binary's target dir. `cargo test --all-targets` builds
 /// examples as test harnesses, not as the server, hence the build here
 /// (cargo holds no lock while tests run).
-fn fixture() -> String {
+pub(crate) fn fixture() -> String {
     static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     BUILT
         .get_or_init(|| {
@@ -63,6 +63,7 @@ async fn tools_are_listed_with_schemas_and_called() {
     let status = &hub.statuses()[0];
     assert_eq!(status.state, State::Ready, "{status:?}");
     assert_eq!(status.tools, 7);
+    assert_eq!(status.prompts, 2);
     let specs = registry.specs(|_| true);
     let echo = specs
         .iter()
@@ -272,4 +273,82 @@ async fn cairn_run_mcp_lists_servers_from_claude_codes_mcp_json() {
     );
     let out = project.ok(&["run", "/mcp restart fixture"]).await;
     assert!(out.contains("fixture: ready, 7 tools"), "{out}");
+}
+
+/// `cairn run "/fx:review FILE FOCUS…"`: the server's prompt, filled with the
+/// arguments, is the user message the model gets; a missing required
+/// argument is a clear error and nothing is sent; a list change adds a
+/// prompt.
+#[tokio::test]
+async fn cairn_run_sends_an_mcp_prompt_as_the_user_message() {
+    use crate::scenario::text;
+    let server = crate::support::ScriptedServer::start([text("Reviewed.", 300)]).await;
+    let project = crate::project::Project::new();
+    let tables = format!("[mcp.fx]\ncommand = \"{}\"\n", fixture());
+    project.use_scripted_with(&server, "yolo = true\n", &tables);
+
+    let out = project
+        .ok(&["run", "/fx:review src/a.rs error handling, please"])
+        .await;
+    assert!(out.contains("Reviewed."), "{out}");
+    let request = server.requests()[0].json();
+    let user = request["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .expect("a user message")
+        .to_string();
+    assert!(
+        user.contains(
+            "Please review src/a.rs with a focus on error handling, please.\\n\\nBe brief."
+        ),
+        "{user}"
+    );
+
+    let failed = project.cairn(&["run", "/fx:review"]).await;
+    assert_eq!(failed.status.code(), Some(1));
+    let stderr = crate::project::text_of(&failed.stderr);
+    assert!(
+        stderr.contains("/fx:review needs <file>; usage: /fx:review <file> [focus]"),
+        "{stderr}"
+    );
+    assert_eq!(server.requests().len(), 1, "nothing sent for the bad line");
+
+    let out = project.ok(&["run", "/mcp"]).await;
+    assert!(out.contains("fx: ready, 7 tools, 2 prompts"), "{out}");
+}
+
+/// `notifications/prompts/list_changed` re-lists the prompts.
+#[tokio::test]
+async fn a_prompt_list_change_adds_the_new_prompt() {
+    let (hub, registry) = ready_hub(BTreeMap::from([("fx".into(), server(&[], 10))])).await;
+    let names = |hub: &Hub| -> Vec<String> {
+        hub.prompt_commands()
+            .into_iter()
+            .map(|p| p.command)
+            .collect()
+    };
+    assert_eq!(names(&hub), ["/fx:hello", "/fx:review"]);
+    let mut changes = hub.subscribe();
+    let project = Project::new();
+    registry
+        .run("fx_grow", json!({}), &project.context())
+        .await
+        .expect("grow");
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while !names(&hub).contains(&"/fx:later".to_string()) {
+            changes.changed().await.expect("hub alive");
+        }
+    })
+    .await
+    .expect("the new prompt is listed");
+    let text = hub
+        .expand_prompt("/fx:later")
+        .await
+        .expect("a prompt")
+        .expect("its text");
+    assert_eq!(text, "A later prompt.");
+    assert!(hub.expand_prompt("/nope:x").await.is_none());
 }

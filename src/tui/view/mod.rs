@@ -11,6 +11,7 @@ pub mod context;
 pub mod diff;
 pub mod first_run;
 pub mod help;
+pub mod mcp;
 pub mod permission;
 pub mod picker;
 pub mod status;
@@ -173,6 +174,7 @@ pub fn draw(app: &App, frame: &mut Frame<'_>) {
         Some(Overlay::Context(breakdown)) => context::draw(breakdown.as_ref(), frame, area),
         Some(Overlay::Help) => help::draw(frame, area, app.help_scroll),
         Some(Overlay::Picker(picker)) => picker::draw(picker, frame, area),
+        Some(Overlay::Mcp(selected)) => mcp::draw(&app.mcp, *selected, frame, area),
         Some(Overlay::UndoConflict(files)) => undo::draw(files, frame, area),
         Some(Overlay::Diff(view)) => diff::draw(view, frame, area),
         Some(Overlay::FirstRun(_)) | None => {}

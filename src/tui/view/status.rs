@@ -115,6 +115,7 @@ pub fn rows(app: &App, width: usize) -> StatusRows {
             Style::default().fg(Color::Gray),
         ),
     ];
+    left.extend(super::mcp::indicator(&app.mcp));
     let left_width = spans_width(&left);
     let gauge = |room: usize| match &app.gauge {
         Some(gauge) => gauge_spans(gauge, app.session.cost, room),
