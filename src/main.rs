@@ -105,6 +105,33 @@ async fn mcp_command(app: &App, args: &str) -> anyhow::Result<u8> {
     Ok(EXIT_OK)
 }
 
+/// `cairn run /model`: what `/model provider/model` can switch to, one per
+/// line grouped by provider (local ones marked), or one `models` event.
+async fn list_models(app: &App, format: cairn::cli::Format) -> anyhow::Result<u8> {
+    use cairn::provider::discover;
+    let candidates = discover::candidates().map_err(anyhow::Error::msg)?;
+    let servers = discover::discover(&candidates, discover::BUDGET).await;
+    let choices = app.model_choices(&servers);
+    let mut stdout = std::io::stdout().lock();
+    if format == cairn::cli::Format::Json {
+        let models: Vec<serde_json::Value> = choices
+            .iter()
+            .map(|c| serde_json::json!({ "model": c.name(), "local": c.local }))
+            .collect();
+        let event = serde_json::json!({ "type": "models", "models": models });
+        writeln!(stdout, "{event}")?;
+        return Ok(EXIT_OK);
+    }
+    if choices.is_empty() {
+        writeln!(stdout, "{}", discover::ADVICE)?;
+        return Ok(EXIT_FAILURE);
+    }
+    for choice in &choices {
+        writeln!(stdout, "{}", choice.label())?;
+    }
+    Ok(EXIT_OK)
+}
+
 /// How long `cairn run` waits for MCP servers before its first request.
 const MCP_RUN_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
@@ -140,6 +167,9 @@ fn run_headless(args: RunArgs, mut loaded: Loaded) -> anyhow::Result<u8> {
     let message = args.message.join(" ");
     if let Some(rest) = message.trim().strip_prefix("/mcp") {
         return runtime.block_on(mcp_command(&app, rest.trim()));
+    }
+    if matches!(message.trim(), "/model" | "/models") {
+        return runtime.block_on(list_models(&app, args.format));
     }
     let code = runtime.block_on(async {
         let (session, handle) = app.start(choice, Mode::Headless).await?;
@@ -194,7 +224,7 @@ fn run_tui(mut choice: SessionChoice, loaded: Loaded) -> anyhow::Result<u8> {
     runtime()?.block_on(async {
         loop {
             let input = match app.default_model() {
-                Some(_) => tui_input(&app, choice).await?,
+                Some(_) => tui_input(&app, choice, &found).await?,
                 None => first_run_input(&app, &found).await?,
             };
             let session_id = input.session.id.clone();
@@ -247,15 +277,39 @@ fn with_model(
     Ok(config)
 }
 
-/// Searches for local servers after the first frame; the TUI shows the result.
-fn spawn_discovery(found: &Found) -> anyhow::Result<tokio::sync::oneshot::Receiver<Discovered>> {
+/// Searches for local servers after the first frame: their models join
+/// `/model`'s choices and are reached where they answered; on the first-run
+/// screen the result replaces its text.
+fn spawn_discovery(
+    app: &App,
+    found: &Found,
+    first_run: bool,
+) -> anyhow::Result<tokio::sync::oneshot::Receiver<Discovered>> {
     use cairn::provider::discover;
     let candidates = discover::candidates().map_err(anyhow::Error::msg)?;
     let (tx, rx) = tokio::sync::oneshot::channel();
     let found = found.clone();
+    let config = app.config.clone();
+    let default = app.default_model();
+    let models = app.models.clone();
     tokio::spawn(async move {
         let servers = discover::discover(&candidates, discover::BUDGET).await;
-        let _ = tx.send(discovered(&servers));
+        models.learn_local(&servers);
+        let choices = cairn::session::model_choices::choices(
+            &config,
+            default.as_ref(),
+            &servers,
+            |variable| std::env::var(variable).ok(),
+        );
+        let text = if first_run {
+            first_run_text(&servers)
+        } else {
+            String::new()
+        };
+        let _ = tx.send(Discovered {
+            models: choices,
+            text,
+        });
         if let Ok(mut found) = found.lock() {
             *found = servers;
         }
@@ -263,18 +317,14 @@ fn spawn_discovery(found: &Found) -> anyhow::Result<tokio::sync::oneshot::Receiv
     Ok(rx)
 }
 
-/// The first-run screen's text and `/model` entries for what was found.
-fn discovered(servers: &[LocalServer]) -> Discovered {
+/// The first-run screen's text for what was found.
+fn first_run_text(servers: &[LocalServer]) -> String {
     if servers.is_empty() {
-        return Discovered {
-            models: Vec::new(),
-            text: format!(
-                "{FIRST_RUN}\n\nNo local server answered (llama-server :8080, Ollama :11434, LM Studio :1234, vLLM :8000)."
-            ),
-        };
+        return format!(
+            "{FIRST_RUN}\n\nNo local server answered (llama-server :8080, Ollama :11434, LM Studio :1234, vLLM :8000)."
+        );
     }
     let mut text = String::from("cairn found local model servers:\n");
-    let mut models = Vec::new();
     for server in servers {
         let window = server
             .context
@@ -288,14 +338,13 @@ fn discovered(servers: &[LocalServer]) -> Discovered {
         for model in &server.models {
             let name = format!("{}/{model}", server.flavour.provider());
             text.push_str(&format!("    {name}  (local)\n"));
-            models.push(name);
         }
     }
     text.push_str("\nPress Esc, then type /model to pick one or /model provider/model.");
-    Discovered { models, text }
+    text
 }
 
-async fn tui_input(app: &App, choice: SessionChoice) -> anyhow::Result<TuiInput> {
+async fn tui_input(app: &App, choice: SessionChoice, found: &Found) -> anyhow::Result<TuiInput> {
     // Subscribe before reading the history, so no event falls in between.
     let events = app.bus.subscribe();
     let (session, handle) = app.start(choice, Mode::Interactive).await?;
@@ -333,7 +382,7 @@ async fn tui_input(app: &App, choice: SessionChoice) -> anyhow::Result<TuiInput>
         history,
         events,
         commands: handle.sender(),
-        models: app.model_choices(),
+        models: app.model_choices(&found.lock().map(|s| s.clone()).unwrap_or_default()),
         model_label: model,
         agent: app.config.default_agent.as_str().to_string(),
         gauge: None,
@@ -341,7 +390,7 @@ async fn tui_input(app: &App, choice: SessionChoice) -> anyhow::Result<TuiInput>
         sessions,
         read_history: Some(read_history),
         keymap: KeyMap::default(),
-        discovery: None,
+        discovery: Some(spawn_discovery(app, found, false)?),
     })
 }
 
@@ -369,7 +418,7 @@ async fn first_run_input(app: &App, found: &Found) -> anyhow::Result<TuiInput> {
         agent: app.config.default_agent.as_str().to_string(),
         gauge: None,
         first_run: Some(format!("{FIRST_RUN}\n\nLooking for a local server...")),
-        discovery: Some(spawn_discovery(found)?),
+        discovery: Some(spawn_discovery(app, found, true)?),
         models: Vec::new(),
         sessions: Vec::new(),
         read_history: None,

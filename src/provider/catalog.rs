@@ -232,6 +232,76 @@ pub fn lookup(model_id: &str) -> Option<ModelInfo> {
         .copied()
 }
 
+/// The catalog's models each hosted preset serves, as its API names them,
+/// for `/model` to offer once the provider's key is set. Every name is a
+/// catalog entry (a test checks it), so limits and prices are known.
+const SERVED: &[(&str, &[&str])] = &[
+    (
+        "anthropic",
+        &[
+            "claude-sonnet-4-5",
+            "claude-opus-4-5",
+            "claude-haiku-4-5",
+            "claude-opus-4-1",
+            "claude-sonnet-4-0",
+            "claude-3-7-sonnet-latest",
+            "claude-3-5-haiku-latest",
+        ],
+    ),
+    (
+        "openai",
+        &[
+            "gpt-5",
+            "gpt-5-mini",
+            "gpt-5-nano",
+            "gpt-5-codex",
+            "gpt-4.1",
+            "gpt-4.1-mini",
+            "gpt-4.1-nano",
+            "gpt-4o",
+            "gpt-4o-mini",
+            "o3",
+            "o3-mini",
+            "o4-mini",
+        ],
+    ),
+    (
+        "openrouter",
+        &[
+            "anthropic/claude-sonnet-4.5",
+            "anthropic/claude-opus-4.5",
+            "anthropic/claude-haiku-4.5",
+            "openai/gpt-5",
+            "openai/gpt-5-mini",
+            "qwen/qwen3-coder",
+            "moonshotai/kimi-k2",
+            "z-ai/glm-4.6",
+            "deepseek/deepseek-chat",
+            "openai/gpt-oss-120b",
+        ],
+    ),
+    ("deepseek", &["deepseek-chat", "deepseek-reasoner"]),
+    (
+        "groq",
+        &[
+            "openai/gpt-oss-120b",
+            "openai/gpt-oss-20b",
+            "moonshotai/kimi-k2-instruct",
+            "llama-3.3-70b-versatile",
+            "llama-3.1-8b-instant",
+        ],
+    ),
+];
+
+/// The catalog models `provider` (a preset name) serves; none for a
+/// provider cairn has no list for (local servers are asked instead).
+pub fn served_by(provider: &str) -> &'static [&'static str] {
+    SERVED
+        .iter()
+        .find(|(name, _)| *name == provider)
+        .map_or(&[], |(_, models)| *models)
+}
+
 /// OpenAI models served only by the Responses API: the codex family
 /// (`gpt-5-codex`, `gpt-5.1-codex-max`, `codex-mini-latest`) and the `-pro`
 /// reasoning models (`o1-pro`, `o3-pro`, `gpt-5-pro`).
@@ -372,6 +442,21 @@ pub(crate) fn ollama_context(show: &Value) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_served_model_is_in_the_catalog_and_its_provider_is_a_preset() {
+        for (provider, models) in SERVED {
+            assert!(
+                super::super::presets::preset(provider).is_some(),
+                "{provider} is not a preset"
+            );
+            for model in *models {
+                assert!(lookup(model).is_some(), "{provider}/{model} has no entry");
+            }
+        }
+        assert!(served_by("anthropic").contains(&"claude-sonnet-4-5"));
+        assert!(served_by("ollama").is_empty());
+    }
 
     #[test]
     fn lookup_matches_snapshots_routers_and_tags() {

@@ -379,13 +379,13 @@ fn model_picker_filters_as_you_type() {
     use super::action::Action;
     use super::update::update;
     let mut app = app(Vec::new());
-    app.models = vec![
-        "anthropic/claude-sonnet-4-5".into(),
-        "openai/gpt-5".into(),
-        "ollama/qwen3-coder:30b".into(),
-        "ollama/llama3.2:latest".into(),
-        "lmstudio/qwen/qwen3-4b".into(),
-    ];
+    app.models = super::fixtures::choices(&[
+        "anthropic/claude-sonnet-4-5",
+        "openai/gpt-5",
+        "ollama/qwen3-coder:30b",
+        "ollama/llama3.2:latest",
+        "lmstudio/qwen/qwen3-4b",
+    ]);
     for c in "/model".chars() {
         update(&mut app, Action::Insert(c));
     }

@@ -41,6 +41,7 @@ mod loop_scenarios;
 mod loop_steps;
 mod mcp_client;
 mod mentions_run;
+mod model_choice;
 mod model_discover;
 mod permission;
 mod permission_shell;
