@@ -93,10 +93,13 @@ pub fn parse(message: &str) -> Result<Option<Slash>, String> {
         "/export" => Slash::Export,
         "/skills" => Slash::Skills,
         "/model" | "/models" if args.is_empty() => {
-            return Err(format!("{name} needs a model: {name} provider/model (`cairn run {name}` alone lists them)"));
+            return Err(format!(
+                "{name} needs a model: {name} provider/model (`cairn run {name}` alone lists them)"
+            ));
         }
         "/model" | "/models" => Slash::Served(Command::UseModel {
-            model: crate::message::ModelRef::parse(args).map_err(|error| format!("{name}: {error}"))?,
+            model: crate::message::ModelRef::parse(args)
+                .map_err(|error| format!("{name}: {error}"))?,
         }),
         other => {
             return match SCREEN_ONLY.iter().find(|(screen, _)| *screen == other) {

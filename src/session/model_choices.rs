@@ -82,7 +82,11 @@ fn has_key(config: &Config, provider: &str, env: &impl Fn(&str) -> Option<String
         return false;
     };
     let settings = config.provider.get(provider);
-    if settings.is_some_and(|s| s.api_key.as_deref().is_some_and(|key| !key.trim().is_empty())) {
+    if settings.is_some_and(|s| {
+        s.api_key
+            .as_deref()
+            .is_some_and(|key| !key.trim().is_empty())
+    }) {
         return true;
     }
     let variable = settings
@@ -156,7 +160,10 @@ mod tests {
         // GROQ_API_KEY is not what this config reads.
         let wrong = |name: &str| (name == "GROQ_API_KEY").then(|| "gsk".to_string());
         let found = names(&choices(&config, None, &[], wrong));
-        assert!(!found.iter().any(|name| name.starts_with("groq/")), "{found:?}");
+        assert!(
+            !found.iter().any(|name| name.starts_with("groq/")),
+            "{found:?}"
+        );
     }
 
     #[test]

@@ -194,8 +194,7 @@ fn overlay_key(app: &mut App, action: Action) -> Vec<Effect> {
         Action::Escape => app.overlay = None,
         Action::Enter => {
             let kind = picker.kind;
-            let Some((value, _)) = picker.visible().get(picker.selected).copied().cloned()
-            else {
+            let Some((value, _)) = picker.visible().get(picker.selected).copied().cloned() else {
                 app.overlay = None;
                 return Vec::new();
             };

@@ -13,7 +13,10 @@ use serde_json::json;
 const OTHER_MODEL: &str = "[provider.scripted.models.\"other-model\"]\ncontext = 100000\n";
 
 fn model_of(request: &RecordedRequest) -> String {
-    request.json()["model"].as_str().unwrap_or_default().to_string()
+    request.json()["model"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
 }
 
 /// An Ollama server with one model, answering chat requests too.
@@ -190,14 +193,19 @@ async fn the_picker_offers_a_local_server_found_after_start_and_switches_to_it()
             s.contains("ollama/qwen3-coder:30b") && !s.contains("filter:")
         });
         terminal.type_text("say hello\r");
-        terminal.wait_for("the local answer", |s| s.contains("local qwen3-coder:30b here."));
+        terminal.wait_for("the local answer", |s| {
+            s.contains("local qwen3-coder:30b here.")
+        });
         terminal.type_text("\x03");
         terminal.type_text("\x03");
         terminal.wait_exit();
     })
     .await
     .expect("terminal session");
-    assert!(server.requests().is_empty(), "the configured server was not asked");
+    assert!(
+        server.requests().is_empty(),
+        "the configured server was not asked"
+    );
 }
 
 /// Opens `/model` until it shows what `test` wants: the search for local
