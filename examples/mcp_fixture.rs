@@ -3,7 +3,9 @@
 //! that errors, one that crashes the process, one that never answers, an
 //! image, a huge text, and one that changes the tool list.
 //!
-//! `mcp_fixture [--start-delay-ms N]`: N delays the handshake (slow servers).
+//! `mcp_fixture [--start-delay-ms N] [--odd-names]`: N delays the handshake
+//! (slow servers); `--odd-names` also lists tools named `*`, `a/b` and `Echo`
+//! (permission patterns are built from tool names the server chooses).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -19,7 +21,12 @@ use serde_json::{Value, json};
 struct Fixture {
     /// Set by `grow`: the `extra` tool is listed from then on.
     grown: AtomicBool,
+    /// `--odd-names`: see the header.
+    odd_names: bool,
 }
+
+/// Tool names with a glob character, a slash, or another case.
+const ODD_NAMES: [&str; 3] = ["*", "a/b", "Echo"];
 
 fn tool(name: &str, description: &str, properties: Value) -> Tool {
     serde_json::from_value(json!({
@@ -51,6 +58,9 @@ impl Fixture {
         ];
         if self.grown.load(Ordering::SeqCst) {
             tools.push(tool("extra", "Appears after grow", json!({})));
+        }
+        if self.odd_names {
+            tools.extend(ODD_NAMES.map(|name| tool(name, "Says it ran", json!({}))));
         }
         tools
     }
@@ -103,6 +113,9 @@ impl ServerHandler for Fixture {
                 CallToolResult::success(vec![ContentBlock::text("grown")])
             }
             "extra" => CallToolResult::success(vec![ContentBlock::text("extra ran")]),
+            odd if self.odd_names && ODD_NAMES.contains(&odd) => {
+                CallToolResult::success(vec![ContentBlock::text(format!("{odd} ran"))])
+            }
             other => return Err(ErrorData::invalid_params(format!("no tool {other}"), None)),
         };
         Ok(result.into())
@@ -120,7 +133,11 @@ async fn main() -> anyhow::Result<()> {
     {
         tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
     }
-    let service = Fixture::default().serve(rmcp::transport::stdio()).await?;
+    let fixture = Fixture {
+        odd_names: args.iter().any(|arg| arg == "--odd-names"),
+        ..Fixture::default()
+    };
+    let service = fixture.serve(rmcp::transport::stdio()).await?;
     service.waiting().await?;
     Ok(())
 }

@@ -40,6 +40,7 @@ mod loop_failures;
 mod loop_scenarios;
 mod loop_steps;
 mod mcp_client;
+mod mcp_permission;
 mod mentions_run;
 mod model_choice;
 mod model_discover;

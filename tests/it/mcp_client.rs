@@ -20,7 +20,7 @@ use tools_common::Project;
 /// into this test binary's target dir. `cargo test --all-targets` builds
 /// examples as test harnesses, not as the server, hence the build here
 /// (cargo holds no lock while tests run).
-fn fixture() -> String {
+pub(crate) fn fixture() -> String {
     static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     BUILT
         .get_or_init(|| {
