@@ -353,10 +353,19 @@ pub struct ContextProbe {
 /// A probe must not hold up startup when the server is not running.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
 
+/// How long the probe waits for a llama-server still loading its model (it
+/// answers 503 until the model is in memory) before using the fallback: long
+/// enough for a small model, short enough not to stall a first prompt much.
+const LOADING_WAIT: Duration = Duration::from_secs(2);
+
+/// The pause between two asks while the server loads.
+const LOADING_RETRY: Duration = Duration::from_millis(200);
+
 /// Asks a local server for its context size: llama-server `GET {root}/props`
-/// (`default_generation_settings.n_ctx`), then Ollama `POST {root}/api/show`
-/// (`num_ctx` parameter, else the model's trained length). Falls back to
-/// `fallback` with a warning.
+/// (`default_generation_settings.n_ctx`; asked again for up to
+/// [`LOADING_WAIT`] while it answers 503, loading), then Ollama
+/// `POST {root}/api/show` (`num_ctx` parameter, else the model's trained
+/// length). Falls back to `fallback` with a warning that says why.
 pub async fn probe_context(base_url: &str, model_id: &str, fallback: u64) -> ContextProbe {
     let root = base_url.trim_end_matches('/');
     let root = root.strip_suffix("/v1").unwrap_or(root);
@@ -364,7 +373,17 @@ pub async fn probe_context(base_url: &str, model_id: &str, fallback: u64) -> Con
         Ok(client) => client,
         Err(error) => return fallback_probe(fallback, &format!("cannot set up HTTP: {error}")),
     };
-    let props = get_json(client.get(format!("{root}/props"))).await;
+    let props = match llama_server_props(&client, root).await {
+        Props::Answered(props) => Some(props),
+        Props::Loading => {
+            let why = format!(
+                "the server at {root} was still loading its model (503) after {} s",
+                LOADING_WAIT.as_secs()
+            );
+            return fallback_probe(fallback, &why);
+        }
+        Props::Other => None,
+    };
     if let Some(n_ctx) = props.as_ref().and_then(llama_server_context) {
         return ContextProbe {
             context: n_ctx,
@@ -388,6 +407,45 @@ pub async fn probe_context(base_url: &str, model_id: &str, fallback: u64) -> Con
         fallback,
         &format!("{root} answered neither /props (llama-server) nor /api/show (Ollama)"),
     )
+}
+
+/// What `/props` gave.
+enum Props {
+    Answered(Value),
+    /// 503 until [`LOADING_WAIT`] ran out.
+    Loading,
+    /// Anything else: not a llama-server, not running, not JSON.
+    Other,
+}
+
+/// `GET {root}/props`, asked again every [`LOADING_RETRY`] while the server
+/// answers 503 (loading), for at most [`LOADING_WAIT`].
+async fn llama_server_props(client: &reqwest::Client, root: &str) -> Props {
+    let deadline = tokio::time::Instant::now() + LOADING_WAIT;
+    loop {
+        let response = match client.get(format!("{root}/props")).send().await {
+            Ok(response) => response,
+            Err(_) => return Props::Other,
+        };
+        if response.status() == reqwest::StatusCode::SERVICE_UNAVAILABLE {
+            if tokio::time::Instant::now() + LOADING_RETRY > deadline {
+                return Props::Loading;
+            }
+            tokio::time::sleep(LOADING_RETRY).await;
+            continue;
+        }
+        if !response.status().is_success() {
+            return Props::Other;
+        }
+        return match response
+            .bytes()
+            .await
+            .map(|body| serde_json::from_slice(&body))
+        {
+            Ok(Ok(props)) => Props::Answered(props),
+            _ => Props::Other,
+        };
+    }
 }
 
 fn fallback_probe(fallback: u64, why: &str) -> ContextProbe {
