@@ -61,6 +61,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
 
 /// The one place that decides what each command does.
 fn dispatch(cli: Cli, loaded: Loaded) -> anyhow::Result<u8> {
+    let flag_model = cli.config_flags().model;
     match cli.command {
         None => {
             let choice = match (cli.resume_last, cli.session) {
@@ -70,7 +71,7 @@ fn dispatch(cli: Cli, loaded: Loaded) -> anyhow::Result<u8> {
             };
             run_tui(choice, loaded)
         }
-        Some(Command::Run(args)) => run_headless(args, loaded),
+        Some(Command::Run(args)) => run_headless(args, flag_model, loaded),
         Some(Command::Sessions) => list_sessions(loaded),
         Some(Command::Config { .. }) => {
             let mut stdout = std::io::stdout().lock();
@@ -154,7 +155,11 @@ fn open_app_with(config: config::Config) -> anyhow::Result<App> {
 }
 
 /// `cairn run`: one message, answered without the TUI.
-fn run_headless(args: RunArgs, mut loaded: Loaded) -> anyhow::Result<u8> {
+fn run_headless(
+    args: RunArgs,
+    flag_model: Option<String>,
+    mut loaded: Loaded,
+) -> anyhow::Result<u8> {
     let runtime = runtime()?;
     // Nothing configured: a local server that answers is the model.
     runtime.block_on(cairn::app::discover_local_model(&mut loaded.config))?;
@@ -172,8 +177,17 @@ fn run_headless(args: RunArgs, mut loaded: Loaded) -> anyhow::Result<u8> {
         return runtime.block_on(list_models(&app, args.format));
     }
     let code = runtime.block_on(async {
+        let continued = choice != SessionChoice::New;
         let (session, handle) = app.start(choice, Mode::Headless).await?;
         tracing::info!(session = %session.id, "headless run");
+        // A continued session follows its last model; `--model` given on
+        // this command line is chosen for it, as `/model` would.
+        if let Some(model) = flag_model.filter(|_| continued) {
+            let model = cairn::message::ModelRef::parse(&model).map_err(anyhow::Error::msg)?;
+            app.store
+                .set_chosen_model(&session.id, Some(&model))
+                .await?;
+        }
         let mut stdout = std::io::stdout().lock();
         let mut stderr = std::io::stderr().lock();
         if let Some(command) = headless::HistoryCommand::parse(&message) {

@@ -222,3 +222,30 @@ fn open_picker_until(terminal: &mut crate::tui_pty::Terminal, test: impl Fn(&str
     }
     panic!("the picker never showed it:\n{}", terminal.contents());
 }
+
+/// `--model` with `--continue`: the continued session follows the flag from
+/// this run on, not its last model.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_continue_with_a_model_flag_switches_the_session() {
+    let server = ScriptedServer::start([
+        scenario::text("First answer.", 100),
+        scenario::text("Second answer.", 100),
+        scenario::text("Third answer.", 100),
+    ])
+    .await;
+    let project = Project::new();
+    project.use_scripted_with(&server, "yolo = true\n", OTHER_MODEL);
+    project.ok(&["run", "hello"]).await;
+    project
+        .ok(&[
+            "run",
+            "--continue",
+            "--model",
+            "scripted/other-model",
+            "again",
+        ])
+        .await;
+    project.ok(&["run", "--continue", "and again"]).await;
+    let models: Vec<String> = server.requests().iter().map(model_of).collect();
+    assert_eq!(models, ["test-model", "other-model", "other-model"]);
+}
