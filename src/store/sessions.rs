@@ -333,3 +333,46 @@ impl SessionRow {
         serde_json::from_value(Value::Object(fields)).map_err(decode_error(self.id))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::message::{ModelRef, Session};
+    use crate::store::Store;
+
+    #[tokio::test]
+    async fn the_chosen_model_survives_session_updates_and_reopening_until_cleared() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("cairn.db");
+        let store = Store::open(&path).expect("open");
+        let mut session = Session {
+            id: "ses_1".into(),
+            title: String::new(),
+            directory: "/p".into(),
+            parent_id: None,
+            time_created: 1,
+            time_updated: 1,
+            cost: 0.0,
+            tokens: Default::default(),
+        };
+        store.create_session(&session).await.expect("create");
+        assert_eq!(store.chosen_model("ses_1").await.expect("read"), None);
+        let model = ModelRef::new("openrouter", "qwen/qwen3-coder");
+        store
+            .set_chosen_model("ses_1", Some(&model))
+            .await
+            .expect("choose");
+        session.title = "Renamed".into();
+        store.update_session(&session).await.expect("update");
+        drop(store);
+        let store = Store::open(&path).expect("reopen");
+        assert_eq!(
+            store.chosen_model("ses_1").await.expect("read"),
+            Some(model)
+        );
+        let read = store.get_session("ses_1").await.expect("get");
+        assert_eq!(read.map(|s| s.title), Some("Renamed".to_string()));
+        store.set_chosen_model("ses_1", None).await.expect("clear");
+        assert_eq!(store.chosen_model("ses_1").await.expect("read"), None);
+        assert!(store.set_chosen_model("ses_none", None).await.is_err());
+    }
+}
