@@ -69,7 +69,7 @@ fn dispatch(cli: Cli, loaded: Loaded) -> anyhow::Result<u8> {
                 (true, None) => SessionChoice::Latest,
                 (false, None) => SessionChoice::New,
             };
-            run_tui(choice, loaded)
+            run_tui(choice, flag_model, loaded)
         }
         Some(Command::Run(args)) => run_headless(args, flag_model, loaded),
         Some(Command::Sessions) => list_sessions(loaded),
@@ -183,10 +183,7 @@ fn run_headless(
         // A continued session follows its last model; `--model` given on
         // this command line is chosen for it, as `/model` would.
         if let Some(model) = flag_model.filter(|_| continued) {
-            let model = cairn::message::ModelRef::parse(&model).map_err(anyhow::Error::msg)?;
-            app.store
-                .set_chosen_model(&session.id, Some(&model))
-                .await?;
+            choose_model(&app, &session.id, &model).await?;
         }
         let mut stdout = std::io::stdout().lock();
         let mut stderr = std::io::stderr().lock();
@@ -227,7 +224,11 @@ fn run_headless(
 
 /// `cairn`: the terminal UI, reopened on another session when the user
 /// picks one with `/sessions` or `/new`.
-fn run_tui(mut choice: SessionChoice, loaded: Loaded) -> anyhow::Result<u8> {
+fn run_tui(
+    mut choice: SessionChoice,
+    mut flag_model: Option<String>,
+    loaded: Loaded,
+) -> anyhow::Result<u8> {
     use std::io::IsTerminal;
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         anyhow::bail!("cairn's terminal UI needs a terminal; in scripts use `cairn run \"...\"`");
@@ -238,7 +239,7 @@ fn run_tui(mut choice: SessionChoice, loaded: Loaded) -> anyhow::Result<u8> {
     runtime()?.block_on(async {
         loop {
             let input = match app.default_model() {
-                Some(_) => tui_input(&app, choice, &found).await?,
+                Some(_) => tui_input(&app, choice, &found, flag_model.take()).await?,
                 None => first_run_input(&app, &found).await?,
             };
             let session_id = input.session.id.clone();
@@ -262,6 +263,14 @@ fn run_tui(mut choice: SessionChoice, loaded: Loaded) -> anyhow::Result<u8> {
             }
         }
     })
+}
+
+/// `--model` on a continued session: chosen for its next prompts, as
+/// `/model` does (a continued session otherwise keeps its last model).
+async fn choose_model(app: &App, session_id: &str, model: &str) -> anyhow::Result<()> {
+    let model = cairn::message::ModelRef::parse(model).map_err(anyhow::Error::msg)?;
+    app.store.set_chosen_model(session_id, Some(&model)).await?;
+    Ok(())
 }
 
 /// How to come back to the session just left.
@@ -358,10 +367,21 @@ fn first_run_text(servers: &[LocalServer]) -> String {
     text
 }
 
-async fn tui_input(app: &App, choice: SessionChoice, found: &Found) -> anyhow::Result<TuiInput> {
+/// `flag_model`: `--model` given when the TUI was started; a reopened
+/// session is switched to it (it would otherwise keep its last model).
+async fn tui_input(
+    app: &App,
+    choice: SessionChoice,
+    found: &Found,
+    flag_model: Option<String>,
+) -> anyhow::Result<TuiInput> {
+    let continued = choice != SessionChoice::New;
     // Subscribe before reading the history, so no event falls in between.
     let events = app.bus.subscribe();
     let (session, handle) = app.start(choice, Mode::Interactive).await?;
+    if let Some(model) = flag_model.filter(|_| continued) {
+        choose_model(app, &session.id, &model).await?;
+    }
     // Only the newest page: a long session opens as fast as a short one,
     // and older pages are read as the user scrolls back.
     let history = app

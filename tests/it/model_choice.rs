@@ -249,3 +249,36 @@ async fn run_continue_with_a_model_flag_switches_the_session() {
     let models: Vec<String> = server.requests().iter().map(model_of).collect();
     assert_eq!(models, ["test-model", "other-model", "other-model"]);
 }
+
+/// The same in the terminal UI: `cairn --continue --model X` sends the next
+/// prompt to X.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tui_continue_with_a_model_flag_switches_the_session() {
+    let server = ScriptedServer::start([
+        scenario::text("First answer.", 100),
+        scenario::text("Second answer.", 100),
+    ])
+    .await;
+    let project = Project::new();
+    project.use_scripted_with(&server, "yolo = true\n", OTHER_MODEL);
+    project.ok(&["run", "hello"]).await;
+    let root = project.root.path().to_path_buf();
+    let data = project.data_dir();
+    let config_home = project.home.path().join("config");
+    tokio::task::spawn_blocking(move || {
+        let args = ["--continue", "--model", "scripted/other-model"];
+        let env = [("CAIRN_LOCAL_SERVERS", Some(""))];
+        let mut terminal =
+            crate::tui_pty::Terminal::start_with_env(&root, &data, &config_home, &args, &env);
+        terminal.wait_for("the session", |s| s.contains("First answer."));
+        terminal.type_text("again\r");
+        terminal.wait_for("the answer", |s| s.contains("Second answer."));
+        terminal.type_text("\x03");
+        terminal.type_text("\x03");
+        terminal.wait_exit();
+    })
+    .await
+    .expect("terminal session");
+    let models: Vec<String> = server.requests().iter().map(model_of).collect();
+    assert_eq!(models, ["test-model", "other-model"]);
+}
