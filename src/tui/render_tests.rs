@@ -358,9 +358,7 @@ fn edit_dialog_shows_the_diff_that_will_be_applied() {
 #[test]
 fn first_run_screen_explains_how_to_configure_a_provider() {
     let mut app = app(Vec::new());
-    app.overlay = Some(Overlay::FirstRun(
-        "No provider is configured: no API key found in the environment.".into(),
-    ));
+    app.overlay = Some(Overlay::FirstRun(crate::provider::discover::ADVICE.into()));
     assert_snapshot!(render(&mut app, 90, 24));
 }
 
