@@ -282,3 +282,42 @@ async fn tui_continue_with_a_model_flag_switches_the_session() {
     let models: Vec<String> = server.requests().iter().map(model_of).collect();
     assert_eq!(models, ["test-model", "other-model"]);
 }
+
+/// A session reopened in the terminal UI shows the model its next prompt
+/// uses: the one `cairn run "/model ..."` chose, not the config's default.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tui_reopened_session_shows_the_model_it_will_use() {
+    let server = ScriptedServer::start([scenario::text("First answer.", 100)]).await;
+    let project = Project::new();
+    project.use_scripted_with(&server, "yolo = true\n", OTHER_MODEL);
+    project.ok(&["run", "hello"]).await;
+    project
+        .ok(&["run", "--continue", "/model scripted/other-model"])
+        .await;
+    let root = project.root.path().to_path_buf();
+    let data = project.data_dir();
+    let config_home = project.home.path().join("config");
+    tokio::task::spawn_blocking(move || {
+        let env = [("CAIRN_LOCAL_SERVERS", Some(""))];
+        let mut terminal = crate::tui_pty::Terminal::start_with_env(
+            &root,
+            &data,
+            &config_home,
+            &["--continue"],
+            &env,
+        );
+        let screen = terminal.wait_for("the session", |s| s.contains("First answer."));
+        let status = screen
+            .lines()
+            .rev()
+            .find(|line| line.contains(" build "))
+            .unwrap_or_default()
+            .to_string();
+        assert!(status.contains("scripted/other-model"), "{screen}");
+        terminal.type_text("\x03");
+        terminal.type_text("\x03");
+        terminal.wait_exit();
+    })
+    .await
+    .expect("terminal session");
+}
