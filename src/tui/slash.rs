@@ -97,10 +97,17 @@ fn open_model_picker(app: &mut App) {
     app.overlay = Some(Overlay::Picker(Picker {
         kind: PickerKind::Model,
         title: "model".into(),
-        entries: app.models.iter().map(|m| (m.name(), m.label())).collect(),
+        entries: model_entries(&app.models),
         selected,
         filter: String::new(),
     }));
+}
+
+/// The model picker's (value, label) rows.
+pub(super) fn model_entries(
+    models: &[crate::session::model_choices::ModelChoice],
+) -> Vec<(String, String)> {
+    models.iter().map(|m| (m.name(), m.label())).collect()
 }
 
 /// `/skills`: the skills the model is offered from the session's directory
