@@ -470,7 +470,9 @@ async fn first_run_input(app: &App, found: &Found) -> anyhow::Result<TuiInput> {
     })
 }
 
-const FIRST_RUN: &str = "cairn needs a model provider. Either:\n\n  export ANTHROPIC_API_KEY=...      (Claude)\n  export OPENAI_API_KEY=...         (OpenAI)\n\nor a local server (llama.cpp's llama-server, Ollama, vLLM, LM Studio):\n\n  cairn --model llamacpp/local      (llama-server on http://localhost:8080/v1)\n  cairn --model ollama/qwen3-coder  (Ollama on http://localhost:11434/v1)\n\nor set `model = \"provider/model\"` in ~/.config/cairn/config.toml (see config.example.toml).";
+/// The first-run screen's one paragraph on setting up; what the search
+/// for local servers found follows it.
+const FIRST_RUN: &str = "cairn needs a model. Set a provider's key (ANTHROPIC_API_KEY, OPENAI_API_KEY, OPENROUTER_API_KEY, ...) and start cairn again; or start a local server (llama-server, Ollama, LM Studio, vLLM) and pick its model here with /model provider/model; or set `model = \"provider/model\"` in ~/.config/cairn/config.toml (see config.example.toml).";
 
 /// `cairn sessions`: newest first, one line each.
 fn list_sessions(loaded: Loaded) -> anyhow::Result<u8> {
