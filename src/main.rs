@@ -28,7 +28,8 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => ExitCode::from(code),
         Err(error) => {
-            eprintln!("error: {error:#}");
+            // Not eprintln!: with the terminal gone it would panic (101).
+            let _ = writeln!(std::io::stderr(), "error: {error:#}");
             ExitCode::from(exit_code_of(&error))
         }
     }
@@ -236,24 +237,35 @@ fn run_tui(
     let mut app = open_app(loaded)?;
     // Filled by the first-run screen's search for local servers.
     let found: Found = Arc::default();
+    // What the last `/new` or `/sessions` did, said on the next screen.
+    let mut notice = None;
     runtime()?.block_on(async {
         loop {
-            let input = match app.default_model() {
+            let mut input = match app.default_model() {
                 Some(_) => tui_input(&app, choice, &found, flag_model.take()).await?,
                 None => first_run_input(&app, &found).await?,
             };
+            input.notice = notice.take();
             let session_id = input.session.id.clone();
             match cairn::tui::run(input).await? {
                 TuiExit::Quit => {
                     // Printed after the terminal is restored, so it stays on
                     // screen; the first-run screen has no session to resume.
+                    // Ignored when the terminal has gone (closed window):
+                    // nobody can read it, and println! would panic.
                     if !session_id.is_empty() {
-                        println!("{}", resume_hint(&session_id));
+                        let _ = writeln!(std::io::stdout(), "{}", resume_hint(&session_id));
                     }
                     return Ok(EXIT_OK);
                 }
-                TuiExit::SwitchSession(id) => choice = SessionChoice::Id(id),
-                TuiExit::NewSession => choice = SessionChoice::New,
+                TuiExit::SwitchSession(id) => {
+                    notice = Some("session resumed".to_string());
+                    choice = SessionChoice::Id(id);
+                }
+                TuiExit::NewSession => {
+                    notice = Some("new session started".to_string());
+                    choice = SessionChoice::New;
+                }
                 TuiExit::UseModel(name) => {
                     let config = with_model(&app.config, &name, &found)?;
                     drop(app);
@@ -419,6 +431,10 @@ async fn tui_input(
         .map(|m| m.to_string())
         .unwrap_or_default();
     let sessions = app.store.list_sessions(50).await?;
+    let message_counts = app
+        .store
+        .message_counts(sessions.iter().map(|s| s.id.clone()).collect())
+        .await?;
     // The exact tokenizer is built in the background once the UI is up.
     cairn::token::warm_up();
     Ok(TuiInput {
@@ -435,6 +451,8 @@ async fn tui_input(
         read_history: Some(read_history),
         keymap: KeyMap::default(),
         discovery: Some(spawn_discovery(app, found, false)?),
+        notice: None,
+        message_counts,
     })
 }
 
@@ -467,6 +485,8 @@ async fn first_run_input(app: &App, found: &Found) -> anyhow::Result<TuiInput> {
         sessions: Vec::new(),
         read_history: None,
         keymap: KeyMap::default(),
+        notice: None,
+        message_counts: Default::default(),
     })
 }
 
@@ -474,15 +494,31 @@ async fn first_run_input(app: &App, found: &Found) -> anyhow::Result<TuiInput> {
 /// for local servers found follows it.
 const FIRST_RUN: &str = "cairn needs a model. Set a provider's key (ANTHROPIC_API_KEY, OPENAI_API_KEY, OPENROUTER_API_KEY, ...) and start cairn again; or start a local server (llama-server, Ollama, LM Studio, vLLM) and pick its model here with /model provider/model; or set `model = \"provider/model\"` in ~/.config/cairn/config.toml (see config.example.toml).";
 
-/// `cairn sessions`: newest first, one line each.
+/// `cairn sessions`: newest first, one line each; a header row above them
+/// when a person reads it (stdout is a terminal), none for scripts, which
+/// count and cut the lines.
 fn list_sessions(loaded: Loaded) -> anyhow::Result<u8> {
+    use std::io::IsTerminal;
     let app = open_app(loaded)?;
-    let sessions = runtime()?.block_on(app.store.list_sessions(100))?;
+    let runtime = runtime()?;
+    let sessions = runtime.block_on(app.store.list_sessions(100))?;
+    let ids = sessions.iter().map(|s| s.id.clone()).collect();
+    let counts = runtime.block_on(app.store.message_counts(ids))?;
     let mut stdout = std::io::stdout().lock();
     if sessions.is_empty() {
         writeln!(
             stdout,
             "no sessions yet: run `cairn` or `cairn run \"...\"` in a project"
+        )?;
+        return Ok(EXIT_OK);
+    }
+    let id_width = sessions.iter().map(|s| s.id.len()).max().unwrap_or(0);
+    let time_width = cairn::clock::format_time(0).len();
+    if std::io::stdout().is_terminal() {
+        writeln!(
+            stdout,
+            "{:<id_width$}  {:<time_width$}  {:>12}  {:>9}  {:>9}  TITLE  DIRECTORY",
+            "SESSION", "UPDATED", "TOKENS", "COST", "MESSAGES"
         )?;
     }
     for session in sessions {
@@ -495,13 +531,15 @@ fn list_sessions(loaded: Loaded) -> anyhow::Result<u8> {
         } else {
             session.title.as_str()
         };
+        let messages = counts.get(&session.id).copied().unwrap_or(0);
         writeln!(
             stdout,
-            "{}  {}  {:>8} tok  ${:.4}  {}  {}",
+            "{:<id_width$}  {:<time_width$}  {:>8} tok  {:>9}  {:>5} msg  {}  {}",
             session.id,
             cairn::clock::format_time(session.time_updated),
             tokens,
-            session.cost,
+            format!("${:.4}", session.cost),
+            messages,
             title,
             session.directory
         )?;

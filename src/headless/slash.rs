@@ -18,7 +18,7 @@ use tokio::sync::oneshot;
 use super::{Format, Watch};
 use crate::context::ContextBreakdown;
 use crate::session::command::Command;
-use crate::session::export::{export_path, session_markdown};
+use crate::session::export::{export_path, session_markdown, write_export};
 use crate::shared::thousands;
 use crate::store::Store;
 
@@ -34,8 +34,9 @@ pub enum Slash {
     Served(Command),
     /// `/context`: print the breakdown of the next request.
     Context,
-    /// `/export`: write the session as Markdown, print where.
-    Export,
+    /// `/export [path]`: write the session as Markdown (to the data dir
+    /// unless a path is given), print where.
+    Export(Option<String>),
     /// `/skills`: list the skills the model is offered, one per line.
     Skills,
 }
@@ -90,7 +91,7 @@ pub fn parse(message: &str) -> Result<Option<Slash>, String> {
             revoke: crate::session::remembered::parse_args(args)?,
         }),
         "/context" => Slash::Context,
-        "/export" => Slash::Export,
+        "/export" => Slash::Export((!args.is_empty()).then(|| args.to_string())),
         "/skills" => Slash::Skills,
         "/model" | "/models" if args.is_empty() => {
             return Err(format!(
@@ -151,7 +152,7 @@ pub(super) async fn run(
                 )?,
             }
         }
-        Slash::Export => export(watch, store, stdout, stderr).await?,
+        Slash::Export(to) => export(watch, store, to.as_deref(), stdout, stderr).await?,
         Slash::Skills => skills(watch, store, stdout, stderr).await?,
     }
     Ok(())
@@ -161,6 +162,7 @@ pub(super) async fn run(
 async fn export(
     watch: &mut Watch<'_>,
     store: &Store,
+    to: Option<&str>,
     stdout: &mut impl Write,
     stderr: &mut impl Write,
 ) -> std::io::Result<()> {
@@ -181,10 +183,16 @@ async fn export(
             return watch.fail(message, stdout, stderr);
         }
     };
-    let path = export_path(&session);
-    if let Err(error) = tokio::fs::write(&path, session_markdown(&session, &messages)).await {
-        return watch.fail(format!("cannot write {path}: {error}"), stdout, stderr);
+    let data_dir = match crate::paths::locate_data_dir() {
+        Ok(dir) => dir,
+        Err(error) => return watch.fail(format!("cannot export: {error}"), stdout, stderr),
+    };
+    let path = export_path(&session, &data_dir, to);
+    if let Err(error) = write_export(&path, session_markdown(&session, &messages)).await {
+        let message = format!("cannot write {}: {error}", path.display());
+        return watch.fail(message, stdout, stderr);
     }
+    let path = path.display().to_string();
     match watch.printer.format {
         Format::Json => {
             serde_json::to_writer(
@@ -285,6 +293,17 @@ fn print_breakdown(
             thousands(tokens)
         )?;
     }
+    if breakdown.difference != 0 {
+        let tokens = breakdown.difference.unsigned_abs();
+        let sign = if breakdown.difference < 0 { "-" } else { "+" };
+        writeln!(
+            stdout,
+            "{:<20} {:>9} {:>5.1}%  (the provider's count minus cairn's)",
+            "provider difference",
+            format!("{sign}{}", thousands(tokens)),
+            tokens as f64 * 100.0 / usable
+        )?;
+    }
     let tilde = if gauge.estimated { "~" } else { "" };
     writeln!(
         stdout,
@@ -341,7 +360,7 @@ mod tests {
             Ok(Some(Slash::Served(Command::Prune)))
         ));
         assert!(matches!(parse(" /context\n"), Ok(Some(Slash::Context))));
-        assert!(matches!(parse("/export"), Ok(Some(Slash::Export))));
+        assert!(matches!(parse("/export"), Ok(Some(Slash::Export(None)))));
         // A path or an unknown word is the user's text.
         assert!(matches!(parse("/etc/hosts is empty, why?"), Ok(None)));
         assert!(matches!(parse("/compactly say hi"), Ok(None)));

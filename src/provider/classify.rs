@@ -231,7 +231,7 @@ fn describe(provider: &str, kind: ErrorKind, status: Option<u16>, detail: &str) 
         .unwrap_or_default();
     match kind {
         ErrorKind::ContextOverflow => format!(
-            "{provider} says the conversation does not fit the model's context window ({http}{detail}); compact the session (/compact) or start a new one"
+            "{provider} says the conversation does not fit the model's context window ({http}{detail})"
         ),
         ErrorKind::RateLimited { .. } => format!(
             "{provider} is rate limiting requests ({http}{detail}); cairn waits and retries, and if it keeps happening check your plan's limits"

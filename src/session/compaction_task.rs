@@ -56,10 +56,11 @@ pub async fn run(
             return abandon(ctx, request).await;
         }
     };
-    // A rejected request reported no usage: the gauge measured what was sent.
-    let before_count = match tokens_before(history) {
-        0 => gauge::last_used(ctx),
-        reported => reported,
+    // The gauge's figure, the one the user saw: after a prune it is lower
+    // than the last request's usage, and a rejected request reported none.
+    let before_count = match gauge::last_used(ctx) {
+        0 => tokens_before(history),
+        shown => shown,
     };
     let tail = TailSettings {
         tail_turns: ctx.settings.compaction.tail_turns as usize,
@@ -261,14 +262,9 @@ async fn apply_summary(
         move_to_end(ctx, prompt).await?;
     }
     let after = gauge::refresh(ctx, model).await?;
-    let kind = if summary.auto { "auto" } else { "manual" };
     ctx.writer.notice(
         &ctx.session_id,
-        format!(
-            "compacted the conversation ({kind}): {} -> {} tokens",
-            crate::shared::thousands(summary.before_count),
-            crate::shared::thousands(after.used),
-        ),
+        compaction_notice(summary.auto, summary.before_count, after.used),
     );
     if let Some(advice) = gauge::after_compaction(ctx, model, summary.before_count, after.used) {
         ctx.writer.error(&ctx.session_id, advice);
@@ -282,6 +278,23 @@ async fn apply_summary(
         continue_message(ctx, summary.user).await?;
     }
     Ok(StepOutcome::Continue)
+}
+
+/// The one notice of a compaction: the gauge before and after, and a plain
+/// word when it did not make the context smaller (what is kept verbatim, the
+/// recent turns and the summary, outweighed what was summarized).
+fn compaction_notice(auto: bool, before: u64, after: u64) -> String {
+    let kind = if auto { "auto" } else { "manual" };
+    let figures = format!(
+        "compacted the conversation ({kind}): {} -> {} tokens",
+        crate::shared::thousands(before),
+        crate::shared::thousands(after),
+    );
+    if after >= before {
+        format!("{figures}; it did not shrink: the recent turns kept verbatim are most of it")
+    } else {
+        figures
+    }
 }
 
 /// The size of the window before compaction: the last finished request.
@@ -448,4 +461,21 @@ async fn give_up(
 async fn abandon(ctx: &SessionCtx, request: &MessageWithParts) -> Result<StepOutcome, Error> {
     ctx.writer.store.delete_message(&request.message.id).await?;
     Ok(StepOutcome::Stop)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::compaction_notice;
+
+    #[test]
+    fn one_notice_says_before_after_and_when_it_did_not_shrink() {
+        assert_eq!(
+            compaction_notice(true, 45_000, 1_951),
+            "compacted the conversation (auto): 45,000 -> 1,951 tokens"
+        );
+        assert_eq!(
+            compaction_notice(false, 2_496, 2_845),
+            "compacted the conversation (manual): 2,496 -> 2,845 tokens; it did not shrink: the recent turns kept verbatim are most of it"
+        );
+    }
 }

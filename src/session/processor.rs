@@ -618,7 +618,14 @@ async fn fail(
             &error.to_string(),
         )
         .await?;
-        ctx.writer.notice(&ctx.session_id, error.to_string());
+        // What happens next, so the notice never advises what cairn then
+        // does by itself: with compaction off, the loop says what to do.
+        let next = if ctx.settings.compaction.auto {
+            "; cairn compacts the conversation and retries"
+        } else {
+            ""
+        };
+        ctx.writer.notice(&ctx.session_id, format!("{error}{next}"));
         return Ok(StepOutcome::Compact);
     }
     if error.is_retryable() {

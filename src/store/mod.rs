@@ -179,6 +179,17 @@ impl Store {
         .await
     }
 
+    /// How many messages each session of `ids` holds (an index count each).
+    pub async fn message_counts(
+        &self,
+        ids: Vec<String>,
+    ) -> Result<std::collections::HashMap<String, u64>, Error> {
+        self.snapshot("count messages", move |connection| {
+            sessions::message_counts(connection, &ids)
+        })
+        .await
+    }
+
     /// The most recently updated top-level session in `directory`, for
     /// `--continue`.
     pub async fn latest_session(&self, directory: &str) -> Result<Option<Session>, Error> {

@@ -4,6 +4,8 @@
 //!
 //! Runs on a connection thread only; never called from async code directly.
 
+use std::collections::HashMap;
+
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use serde_json::{Map, Value};
 
@@ -192,6 +194,28 @@ pub(crate) fn list(connection: &Connection, limit: usize) -> Result<Vec<Session>
         .collect()
 }
 
+/// How many messages each of `ids` holds (0 for an unknown id). Each count
+/// reads only the `message_by_session` index range of its session, never
+/// row data: cheap enough to run whenever `/sessions` or `cairn sessions`
+/// lists sessions.
+pub(crate) fn message_counts(
+    connection: &Connection,
+    ids: &[String],
+) -> Result<HashMap<String, u64>, Error> {
+    const OPERATION: &str = "count messages";
+    let mut statement = connection
+        .prepare_cached("SELECT count(*) FROM message WHERE session_id = ?1")
+        .during(OPERATION)?;
+    ids.iter()
+        .map(|id| {
+            let count: i64 = statement
+                .query_row([id], |row| row.get(0))
+                .during(OPERATION)?;
+            Ok((id.clone(), u64::try_from(count).unwrap_or(0)))
+        })
+        .collect()
+}
+
 /// The most recently updated top-level session in `directory`. Sessions of
 /// subagents (with a parent) are skipped: `--continue` resumes the
 /// conversation the user had, not a subtask's.
@@ -374,5 +398,34 @@ mod tests {
         store.set_chosen_model("ses_1", None).await.expect("clear");
         assert_eq!(store.chosen_model("ses_1").await.expect("read"), None);
         assert!(store.set_chosen_model("ses_none", None).await.is_err());
+    }
+}
+
+#[cfg(test)]
+mod count_tests {
+    use super::*;
+
+    /// The count is answered from the index alone (a covering index scan),
+    /// so listing sessions never reads message data.
+    #[test]
+    fn message_counts_read_the_index_only() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let connection =
+            crate::store::schema::open_writer(&dir.path().join("cairn.db")).expect("schema");
+        let plan: Vec<String> = connection
+            .prepare("EXPLAIN QUERY PLAN SELECT count(*) FROM message WHERE session_id = ?1")
+            .expect("plan")
+            .query_map(["ses_x"], |row| row.get::<_, String>(3))
+            .expect("rows")
+            .collect::<Result<_, _>>()
+            .expect("plan rows");
+        assert!(
+            plan.iter()
+                .any(|step| step.contains("USING COVERING INDEX message_by_session")),
+            "{plan:?}"
+        );
+        let counts =
+            message_counts(&connection, &["ses_none".to_string()]).expect("counts of nothing");
+        assert_eq!(counts.get("ses_none"), Some(&0));
     }
 }

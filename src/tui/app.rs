@@ -34,10 +34,12 @@ pub enum Effect {
     Send(Command),
     /// Send `Command::Context` and show the reply in the /context overlay.
     RequestContext,
-    /// Write the session to `path` (`/export`): the runner reads it whole
-    /// from the store, as the timeline may hold only its newest pages.
+    /// Write the session as Markdown (`/export [path]`): to the data dir,
+    /// or to `to` when given (see `session::export::export_path`). The
+    /// runner reads it whole from the store, as the timeline may hold only
+    /// its newest pages.
     Export {
-        path: String,
+        to: Option<String>,
     },
     /// Put `text` on the clipboard through OSC 52 (`/copy`).
     Copy(String),
@@ -185,6 +187,12 @@ pub struct App {
     pub model: Option<ModelRef>,
     pub models: Vec<ModelChoice>,
     pub sessions: Vec<Session>,
+    /// Stored message counts of `sessions` when the TUI opened; the open
+    /// session's own count is kept live from the timeline.
+    pub message_counts: std::collections::HashMap<String, u64>,
+    /// The newest message held when the TUI opened: messages after it are
+    /// new since the counts were read.
+    pub newest_at_open: Option<String>,
     pub overlay: Option<Overlay>,
     pub permissions: VecDeque<Arc<PermissionRequest>>,
     pub permission_dialog: PermissionDialog,
@@ -193,6 +201,9 @@ pub struct App {
     pub last_key: Option<Millis>,
     /// Prompts typed while busy, sent when the agent is free again.
     pub queued: VecDeque<String>,
+    /// Esc interrupted the turn while prompts were queued: they wait for
+    /// the user's Enter (or Esc Esc to edit) instead of going out at once.
+    pub queue_held: bool,
     pub completion: Vec<Candidate>,
     pub completion_selected: usize,
     pub files: Arc<Vec<String>>,
@@ -237,6 +248,7 @@ impl App {
     }
 
     pub fn new(init: AppInit) -> Self {
+        let newest_at_open = init.history.iter().map(|m| m.message.id.clone()).max();
         Self {
             session: init.session,
             timeline: Timeline::paged(init.history, init.has_older),
@@ -249,12 +261,15 @@ impl App {
             model: None,
             models: init.models,
             sessions: init.sessions,
+            message_counts: std::collections::HashMap::new(),
+            newest_at_open,
             overlay: init.first_run.map(Overlay::FirstRun),
             permissions: VecDeque::new(),
             permission_dialog: PermissionDialog::default(),
             permission_guard: PermissionGuard::default(),
             last_key: None,
             queued: VecDeque::new(),
+            queue_held: false,
             completion: Vec::new(),
             completion_selected: 0,
             files: Arc::new(Vec::new()),
@@ -280,7 +295,7 @@ impl App {
     /// the runner ticks once a second; otherwise it sleeps until input.
     pub fn needs_tick(&self) -> bool {
         self.is_busy()
-            || !self.queued.is_empty()
+            || (!self.queued.is_empty() && !self.queue_held)
             || self.timeline.has_running_tool()
             || self.last_ctrl_c.is_some()
     }
@@ -358,7 +373,8 @@ impl App {
             .as_deref()
             .is_some_and(|f| f.starts_with(super::update::INTERRUPTING))
         {
-            self.flash = None;
+            self.flash = (self.queue_held && !self.queued.is_empty())
+                .then(|| super::update::QUEUE_HELD.to_string());
         }
     }
 
@@ -435,8 +451,28 @@ impl App {
             .is_some_and(|t| self.now - t <= DOUBLE_PRESS_MS)
     }
 
-    /// Sends every queued prompt, oldest first.
+    /// How many messages the open session holds now: the count read at
+    /// open plus those that arrived since.
+    pub fn live_message_count(&self) -> u64 {
+        let stored = self
+            .message_counts
+            .get(&self.session.id)
+            .copied()
+            .unwrap_or(0);
+        let newer = self
+            .timeline
+            .messages()
+            .iter()
+            .filter(|m| self.newest_at_open.as_ref() < Some(&m.message.id))
+            .count();
+        stored + newer as u64
+    }
+
+    /// Sends every queued prompt, oldest first, unless Esc held them.
     pub fn flush_queue(&mut self, effects: &mut Vec<Effect>) {
+        if self.queue_held {
+            return;
+        }
         while let Some(text) = self.queued.pop_front() {
             effects.push(Effect::Send(self.prompt(text)));
         }

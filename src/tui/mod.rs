@@ -14,11 +14,13 @@
 
 pub mod action;
 pub mod app;
+pub mod burst;
 pub mod completion;
 pub mod composer;
 pub mod event;
 pub mod export;
 pub mod highlight;
+pub mod input_end;
 pub mod keymap;
 pub mod keys;
 pub mod markdown;
@@ -90,6 +92,10 @@ pub struct TuiInput {
     pub keymap: keymap::KeyMap,
     /// The local-server search still under way on the first-run screen.
     pub discovery: Option<tokio::sync::oneshot::Receiver<Discovered>>,
+    /// Shown on the status line at start: what `/new` or `/sessions` did.
+    pub notice: Option<String>,
+    /// Stored message count of each session in `sessions`, for `/sessions`.
+    pub message_counts: std::collections::HashMap<String, u64>,
 }
 
 /// How the TUI ended, for `main` to act on.
@@ -133,6 +139,8 @@ pub async fn run(input: TuiInput) -> anyhow::Result<TuiExit> {
         sessions: input.sessions,
         now: now_millis(),
     });
+    app.flash = input.notice;
+    app.message_counts = input.message_counts;
     let mut guard = terminal::TerminalGuard::enter()?;
     let channels = runner::Channels {
         events: input.events,
@@ -148,5 +156,7 @@ pub async fn run(input: TuiInput) -> anyhow::Result<TuiExit> {
 mod fixtures;
 #[cfg(test)]
 mod render_tests;
+#[cfg(test)]
+mod session_render_tests;
 #[cfg(test)]
 mod update_tests;

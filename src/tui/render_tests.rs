@@ -285,6 +285,7 @@ fn context_overlay_bars_add_up_to_the_gauge() {
             ("messages".into(), 18_000),
             ("tool outputs".into(), 30_000),
         ],
+        difference: 0,
         prunable: 22_000,
         gauge,
         last_compaction: Some((142_000, 3_100)),

@@ -22,7 +22,7 @@ use super::export::osc52;
 use super::keymap::KeyMap;
 use super::terminal::Backend;
 use super::update::update;
-use super::{HISTORY_PAGE, History, HistoryRead, TuiExit, keys, view};
+use super::{HISTORY_PAGE, History, HistoryRead, TuiExit, burst, view};
 
 /// Redraws after a key are coalesced to at most 60 per second.
 const FRAME_INTERVAL: Duration = Duration::from_millis(16);
@@ -65,6 +65,7 @@ pub async fn run_loop(
     let mut user_waiting = true;
     let mut bus_open = true;
     let mut signals = Hangups::listen().context("listening for SIGTERM and SIGHUP")?;
+    let mut input_end = super::input_end::watch();
     loop {
         let next_frame = last_frame
             + if user_waiting {
@@ -73,13 +74,9 @@ pub async fn run_loop(
                 STREAM_FRAME_INTERVAL
             };
         if app.dirty && Instant::now() >= next_frame {
-            app.now = now_millis();
-            terminal
-                .draw(|frame| {
-                    view::prepare(app, frame.area());
-                    view::draw(app, frame);
-                })
-                .context("drawing the screen")?;
+            if !draw_frame(terminal, app)? {
+                return Ok(leave(app, &channels));
+            }
             app.dirty = false;
             user_waiting = false;
             last_frame = Instant::now();
@@ -97,10 +94,11 @@ pub async fn run_loop(
                 Some(Ok(event)) => {
                     user_waiting = true;
                     app.now = now_millis();
-                    match keys::action_for(&event, &channels.keymap) {
-                        Some(action) => update(app, action),
-                        None => Vec::new(),
-                    }
+                    let events = read_burst(event);
+                    burst::actions(&events, &channels.keymap)
+                        .into_iter()
+                        .flat_map(|action| update(app, action))
+                        .collect()
                 }
                 Some(Err(error)) => return Err(error).context("reading terminal input"),
                 None => return Ok(TuiExit::Quit),
@@ -131,12 +129,9 @@ pub async fn run_loop(
             }
             // SIGTERM / SIGHUP: stop the turn and leave; the guard restores
             // the terminal on the way out, as for /quit.
-            () = signals.next() => {
-                if app.is_busy() {
-                    send(app, &channels, Command::Interrupt);
-                }
-                return Ok(TuiExit::Quit);
-            }
+            () = signals.next() => return Ok(leave(app, &channels)),
+            // The terminal closed without a SIGHUP: the same way out.
+            Ok(_) = input_end.wait_for(|ended| *ended) => return Ok(leave(app, &channels)),
             _ = tokio::time::sleep_until(next_frame), if app.dirty => Vec::new(),
             _ = tick.tick(), if app.needs_tick() => app.tick(now_millis()),
         };
@@ -148,6 +143,59 @@ pub async fn run_loop(
             perform(effect, app, &channels, &internal_tx);
         }
     }
+}
+
+/// Draws one frame; false when the terminal has closed under it (leave as
+/// on SIGHUP: there is nowhere left to report an error).
+fn draw_frame(terminal: &mut ratatui::Terminal<Backend>, app: &mut App) -> anyhow::Result<bool> {
+    app.now = now_millis();
+    let drawn = terminal.draw(|frame| {
+        view::prepare(app, frame.area());
+        view::draw(app, frame);
+    });
+    match drawn {
+        Ok(_) => Ok(true),
+        Err(error) if super::input_end::is_terminal_gone(&error) => Ok(false),
+        Err(error) => Err(error).context("drawing the screen"),
+    }
+}
+
+/// Events read together are one burst (see `burst`); at most this many.
+const MAX_BURST: usize = 65_536;
+/// Once a second event is waiting, a pause this short between the next ones
+/// still belongs to the same paste (a terminal writes a long one in chunks).
+const BURST_GAP: Duration = Duration::from_millis(5);
+
+/// `first` and the terminal events already waiting behind it. A single key
+/// costs one zero-timeout poll; a paste is read to its end. The stream's
+/// waker thread is idle here (it has just delivered `first`), so these
+/// reads do not wait on it.
+fn read_burst(first: crossterm::event::Event) -> Vec<crossterm::event::Event> {
+    let mut events = vec![first];
+    while events.len() < MAX_BURST {
+        let wait = if events.len() > 1 {
+            BURST_GAP
+        } else {
+            Duration::ZERO
+        };
+        match crossterm::event::poll(wait) {
+            Ok(true) => match crossterm::event::read() {
+                Ok(event) => events.push(event),
+                Err(_) => break,
+            },
+            _ => break,
+        }
+    }
+    events
+}
+
+/// SIGTERM, SIGHUP or a closed terminal: stop the turn and quit. Every part
+/// is already in the store, so `--continue` reopens the session as it was.
+fn leave(app: &mut App, channels: &Channels) -> TuiExit {
+    if app.is_busy() {
+        send(app, channels, Command::Interrupt);
+    }
+    TuiExit::Quit
 }
 
 /// SIGTERM and SIGHUP (a supervisor, a closed terminal window): reasons to
@@ -265,7 +313,7 @@ fn perform(
                 let _ = internal.send(Internal::Context(answer.await.ok()));
             });
         }
-        Effect::Export { path } => export(app, channels, internal, path),
+        Effect::Export { to } => export(app, channels, internal, to),
         Effect::Copy(text) => {
             let mut out = std::io::stdout();
             let written = out
@@ -314,15 +362,23 @@ fn perform(
     }
 }
 
-/// `/export`: the whole session from the store (the timeline may hold only
-/// its newest pages), as Markdown, to `path`.
+/// `/export [path]`: the whole session from the store (the timeline may
+/// hold only its newest pages), as Markdown, to the data dir or `to`.
 fn export(
     app: &mut App,
     channels: &Channels,
     internal: &mpsc::UnboundedSender<Internal>,
-    path: String,
+    to: Option<String>,
 ) {
     let session = app.session.clone();
+    let data_dir = match crate::paths::locate_data_dir() {
+        Ok(dir) => dir,
+        Err(error) => {
+            app.flash = Some(format!("cannot export: {error}"));
+            return;
+        }
+    };
+    let path = crate::session::export::export_path(&session, &data_dir, to.as_deref());
     let loaded = app.timeline.messages().to_vec();
     let read = channels
         .read_history
@@ -342,9 +398,10 @@ fn export(
             None => loaded,
         };
         let contents = crate::session::export::session_markdown(&session, &messages);
-        let flash = match tokio::fs::write(&path, contents).await {
-            Ok(()) => format!("exported to {path}"),
-            Err(error) => format!("cannot write {path}: {error}"),
+        let shown = crate::session::export::display_path(&path);
+        let flash = match crate::session::export::write_export(&path, contents).await {
+            Ok(()) => format!("exported to {shown}"),
+            Err(error) => format!("cannot write {shown}: {error}"),
         };
         let _ = internal.send(Internal::Flash(flash));
     });
@@ -398,6 +455,7 @@ mod tests {
         };
         let breakdown = ContextBreakdown {
             categories: vec![("messages".into(), 62_000)],
+            difference: 0,
             prunable: 0,
             gauge: gauge(62_000),
             last_compaction: None,
@@ -441,7 +499,9 @@ mod tests {
         let mut app = app(vec![crate::tui::fixtures::exchange(1).remove(0)]);
         let (channels, _received) = channels();
         let (internal_tx, mut internal_rx) = mpsc::unbounded_channel();
-        let export = Effect::Export { path: path.clone() };
+        let export = Effect::Export {
+            to: Some(path.clone()),
+        };
         perform(export, &mut app, &channels, &internal_tx);
         apply_internal(&mut app, internal_rx.recv().await.expect("a flash"));
         assert_eq!(app.flash, Some(format!("exported to {path}")));

@@ -2,12 +2,11 @@
 //! state changes and [`Effect`]s.
 //!
 //! The table of names and help lives in `completion`; this file is the
-//! dispatch. No I/O: `/export` renders the Markdown here but the runner writes it.
+//! dispatch. No I/O: `/export` names where to write; the runner writes it.
 
 use crate::clock::Millis;
 use crate::message::Session;
 use crate::session::command::Command;
-use crate::session::export::export_path;
 
 use crate::session::remembered;
 
@@ -46,8 +45,8 @@ pub fn run_slash(app: &mut App, input: &str) -> Vec<Effect> {
         "/sessions" | "/resume" => open_session_picker(app),
         "/skills" => open_skill_list(app),
         "/export" => {
-            let path = export_path(&app.session);
-            return vec![Effect::Export { path }];
+            let to = (!args.is_empty()).then(|| args.to_string());
+            return vec![Effect::Export { to }];
         }
         "/copy" => match app.timeline.last_answer() {
             Some(answer) => return vec![Effect::Copy(answer)],
@@ -155,15 +154,21 @@ fn open_session_picker(app: &mut App) {
     // moved since, so its live copy replaces the stale one.
     let live = |s: &Session| {
         if s.id == app.session.id {
-            app.session.clone()
+            (app.session.clone(), app.live_message_count())
         } else {
-            s.clone()
+            (
+                s.clone(),
+                app.message_counts.get(&s.id).copied().unwrap_or(0),
+            )
         }
     };
     let entries: Vec<(String, String)> = app
         .sessions
         .iter()
-        .map(|s| (s.id.clone(), session_label(&live(s), app.now)))
+        .map(|s| {
+            let (session, messages) = live(s);
+            (s.id.clone(), session_label(&session, messages, app.now))
+        })
         .collect();
     let selected = app
         .sessions
@@ -179,15 +184,20 @@ fn open_session_picker(app: &mut App) {
     }));
 }
 
-/// `Fix the parser  ·  2h ago  ·  $0.42`: title, age of the last change, cost.
-pub fn session_label(session: &Session, now: Millis) -> String {
+/// `Fix the parser  ·  12 messages  ·  2h ago  ·  $0.42`: title, message
+/// count, age of the last change, cost.
+pub fn session_label(session: &Session, messages: u64, now: Millis) -> String {
     let title = if session.title.is_empty() {
         "(untitled)"
     } else {
         session.title.as_str()
     };
     let age = age(now - session.time_updated);
-    format!("{title}  ·  {age}  ·  ${:.2}", session.cost)
+    let noun = if messages == 1 { "message" } else { "messages" };
+    format!(
+        "{title}  ·  {messages} {noun}  ·  {age}  ·  ${:.2}",
+        session.cost
+    )
 }
 
 /// `just now`, `5m ago`, `3h ago`, `2d ago`.
@@ -217,6 +227,7 @@ mod tests {
         older.title = "Older work".into();
         older.time_updated = NOW - 3 * 3_600_000;
         app.sessions = vec![stale, older];
+        app.message_counts = [("ses_older".to_string(), 1), (app.session.id.clone(), 4)].into();
         app.session.title = "Live title".into();
         app.session.cost = 1.25;
         app.session.time_updated = NOW - 5 * 60_000;
@@ -228,8 +239,8 @@ mod tests {
         assert_eq!(
             labels,
             [
-                "Live title  ·  5m ago  ·  $1.25",
-                "Older work  ·  3h ago  ·  $0.00"
+                "Live title  ·  4 messages  ·  5m ago  ·  $1.25",
+                "Older work  ·  1 message  ·  3h ago  ·  $0.00"
             ]
         );
     }

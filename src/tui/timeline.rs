@@ -156,7 +156,13 @@ impl Timeline {
             return;
         }
         match self.index.get(&message.id) {
-            Some(&i) => self.messages[i].message = message.clone(),
+            Some(&i) => {
+                // An error can hide a message (see `hidden_after_overflow`).
+                if message.as_assistant().is_some_and(|a| a.error.is_some()) {
+                    self.blocks_stale = true;
+                }
+                self.messages[i].message = message.clone();
+            }
             None => {
                 let at = self.messages.partition_point(|m| m.message.id < message.id);
                 self.messages.insert(
@@ -314,7 +320,15 @@ impl Timeline {
                 None => self.blocks.push(Block::Note(n)),
             }
         }
+        let hidden = hidden_after_overflow(&self.messages);
         for (m, message) in self.messages.iter().enumerate() {
+            if hidden.contains(&m) {
+                // Its notes (the overflow notice) still show, in place.
+                if let Some(notes) = notes_after.get(message.message.id.as_str()) {
+                    self.blocks.extend(notes.iter().map(|&n| Block::Note(n)));
+                }
+                continue;
+            }
             // A compaction request is shown by its own marker; a "you" header
             // above it would announce a message the user never typed.
             let is_compaction_request = message.message.is_user()
@@ -332,6 +346,57 @@ impl Timeline {
         }
         self.blocks_stale = false;
     }
+}
+
+/// Messages an overflow left behind that would only repeat what is shown:
+/// the rejected answer when it holds nothing (the notice says what
+/// happened), and the user's message when cairn sent it again after
+/// compacting (the copy below the summary is the one answered).
+fn hidden_after_overflow(messages: &[MessageWithParts]) -> std::collections::HashSet<usize> {
+    let text_of = |m: &MessageWithParts| -> String {
+        m.parts
+            .iter()
+            .filter_map(|p| match &p.kind {
+                PartKind::Text(t) => Some(t.text.as_str()),
+                _ => None,
+            })
+            .collect()
+    };
+    let mut hidden = std::collections::HashSet::new();
+    for (a, message) in messages.iter().enumerate() {
+        let Some(assistant) = message.message.as_assistant() else {
+            continue;
+        };
+        let rejected = assistant.finish.is_none()
+            && assistant
+                .error
+                .as_ref()
+                .is_some_and(|e| e.kind == crate::message::MessageErrorKind::ContextOverflow);
+        let holds_nothing = message.parts.iter().all(|p| match &p.kind {
+            PartKind::Text(t) => t.text.trim().is_empty(),
+            PartKind::Reasoning(r) => r.text.trim().is_empty(),
+            PartKind::Tool(_) => false,
+            _ => true,
+        });
+        if !rejected || !holds_nothing {
+            continue;
+        }
+        hidden.insert(a);
+        let Some(u) = messages[..a]
+            .iter()
+            .rposition(|m| m.message.id == assistant.parent_id)
+        else {
+            continue;
+        };
+        let asked = text_of(&messages[u]);
+        let sent_again = messages[a + 1..]
+            .iter()
+            .any(|m| m.message.is_user() && !asked.is_empty() && text_of(m) == asked);
+        if sent_again {
+            hidden.insert(u);
+        }
+    }
+    hidden
 }
 
 #[cfg(test)]

@@ -326,7 +326,7 @@ fn submit(app: &mut App) -> Vec<Effect> {
     let text = app.composer.take();
     let trimmed = text.trim();
     if trimmed.is_empty() {
-        return Vec::new();
+        return send_held_queue(app);
     }
     app.scroll.follow();
     app.flash = None;
@@ -342,7 +342,23 @@ fn submit(app: &mut App) -> Vec<Effect> {
         app.queued.push_back(text);
         return Vec::new();
     }
-    vec![Effect::Send(app.prompt(text))]
+    // Sending releases prompts Esc held: they were typed first, so go first.
+    app.queue_held = false;
+    let mut effects = Vec::new();
+    app.flush_queue(&mut effects);
+    effects.push(Effect::Send(app.prompt(text)));
+    effects
+}
+
+/// Enter on an empty composer after Esc held the queue: send it now.
+fn send_held_queue(app: &mut App) -> Vec<Effect> {
+    let mut effects = Vec::new();
+    if app.queue_held && !app.is_busy() {
+        app.queue_held = false;
+        app.flash = None;
+        app.flush_queue(&mut effects);
+    }
+    effects
 }
 
 fn escape(app: &mut App) -> Vec<Effect> {
@@ -354,10 +370,13 @@ fn escape(app: &mut App) -> Vec<Effect> {
     }
     app.last_escape = Some(now);
     if app.is_busy() {
+        // What was queued is not sent behind the user's back once the
+        // interrupt lands: it waits for Enter (or Esc Esc to edit it).
+        app.queue_held = !app.queued.is_empty();
         app.flash = Some(if app.queued.is_empty() {
             INTERRUPTING.to_string()
         } else {
-            format!("{INTERRUPTING} queued message sends next; Esc again puts it back to edit")
+            format!("{INTERRUPTING} {QUEUE_HELD}")
         });
         return vec![Effect::Send(Command::Interrupt)];
     }
@@ -367,9 +386,13 @@ fn escape(app: &mut App) -> Vec<Effect> {
 /// The flash shown while an interrupt is on its way; cleared once idle.
 pub const INTERRUPTING: &str = "interrupting…";
 
+/// Said while Esc holds the queue (during the interrupt and after it).
+pub const QUEUE_HELD: &str = "queued message waits: Enter sends, Esc Esc edits";
+
 /// Esc Esc: queued prompts go back into the composer (oldest first, before
 /// whatever is being typed) instead of being dropped.
 fn restore_queued(app: &mut App) {
+    app.queue_held = false;
     let mut texts: Vec<String> = app.queued.drain(..).collect();
     if !app.composer.is_empty() {
         texts.push(app.composer.text().to_string());

@@ -126,14 +126,18 @@ fn escape_interrupts_and_a_second_escape_returns_the_queue_to_the_composer() {
     typed(&mut app, "and more");
     assert_eq!(sent(&update(&mut app, Action::Escape)), ["Interrupt"]);
     let flash = app.flash.clone().unwrap_or_default();
-    assert!(flash.contains("queued message sends next"), "{flash}");
-    // The interrupt makes the loop idle: the queue waits out the double-press window.
+    assert!(flash.contains("queued message waits"), "{flash}");
+    // The interrupt makes the loop idle: the queue is held, and says so.
     let effects = app.apply_event(&Event::Status {
         session_id: SESSION.into(),
         status: SessionStatus::Idle,
     });
     assert!(effects.is_empty());
-    assert_eq!(app.flash, None, "interrupting… clears once idle");
+    assert_eq!(
+        app.flash.as_deref(),
+        Some(super::update::QUEUE_HELD),
+        "interrupting… gives way to what the queue waits for"
+    );
     app.now += 200;
     update(&mut app, Action::Escape);
     assert!(app.queued.is_empty());
@@ -187,7 +191,7 @@ fn home_and_end_edit_a_draft_and_scroll_an_empty_composer() {
 }
 
 #[test]
-fn queued_prompt_is_sent_after_the_escape_window_passes() {
+fn a_queue_held_by_esc_waits_for_enter_and_goes_before_new_text() {
     let mut app = app(Vec::new());
     busy(&mut app);
     typed(&mut app, "later");
@@ -197,7 +201,32 @@ fn queued_prompt_is_sent_after_the_escape_window_passes() {
         session_id: SESSION.into(),
         status: SessionStatus::Idle,
     });
-    assert_eq!(sent(&app.tick(NOW + 1_500)), ["prompt[build] later"]);
+    // Not sent at once, nor when the double-press window has passed.
+    assert!(app.tick(NOW + 1_500).is_empty());
+    assert!(app.tick(NOW + 60_000).is_empty());
+    assert_eq!(app.queued, ["later"]);
+    assert!(!app.needs_tick(), "a held queue needs no clock");
+    // Enter on an empty composer sends it.
+    assert_eq!(
+        sent(&update(&mut app, Action::Enter)),
+        ["prompt[build] later"]
+    );
+    assert_eq!(app.flash, None);
+    // Held again, then new text sent: the queue goes first.
+    busy(&mut app);
+    typed(&mut app, "first");
+    update(&mut app, Action::Enter);
+    app.now += 5_000;
+    update(&mut app, Action::Escape);
+    app.apply_event(&Event::Status {
+        session_id: SESSION.into(),
+        status: SessionStatus::Idle,
+    });
+    typed(&mut app, "second");
+    assert_eq!(
+        sent(&update(&mut app, Action::Enter)),
+        ["prompt[build] first", "prompt[build] second"]
+    );
 }
 
 #[test]
@@ -233,12 +262,16 @@ fn slash_commands_become_commands_and_overlays() {
     );
     typed(&mut app, "/export");
     let effects = update(&mut app, Action::Enter);
-    match &effects[..] {
-        [Effect::Export { path }] => {
-            assert!(path.starts_with("/work/demo/cairn-"), "{path}");
-        }
-        other => panic!("expected an export, got {other:?}"),
-    }
+    assert!(
+        matches!(&effects[..], [Effect::Export { to: None }]),
+        "{effects:?}"
+    );
+    typed(&mut app, "/export notes/talk.md");
+    let effects = update(&mut app, Action::Enter);
+    assert!(
+        matches!(&effects[..], [Effect::Export { to: Some(to) }] if to == "notes/talk.md"),
+        "{effects:?}"
+    );
 }
 
 #[test]

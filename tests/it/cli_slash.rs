@@ -121,13 +121,39 @@ async fn export_writes_the_session_as_markdown_and_prints_the_path() {
     assert_eq!(server.requests().len(), 1, "no model call for /export");
     let stdout = text_of(&output.stdout);
     let path = std::path::Path::new(stdout.trim_end());
-    assert_eq!(path.parent(), Some(project.root.path()), "{stdout}");
+    // Into the data dir, never the repository as an untracked file.
+    assert_eq!(
+        path.parent(),
+        Some(project.data_dir().join("exports").as_path()),
+        "{stdout}"
+    );
     let markdown = std::fs::read_to_string(path).expect("read the export");
     assert!(
         markdown.contains("## You\n\nwhat is the capital of France?"),
         "{markdown}"
     );
     assert!(markdown.contains("The capital is Paris."), "{markdown}");
+    let untracked: Vec<_> = std::fs::read_dir(project.root.path())
+        .expect("project dir")
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".md"))
+        .collect();
+    assert!(untracked.is_empty(), "{untracked:?}");
+    // A path given is relative to the session's directory.
+    let output = project
+        .cairn(&["run", "--continue", "/export notes/talk.md"])
+        .await;
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let given = project.root.path().join("notes/talk.md");
+    assert_eq!(
+        text_of(&output.stdout).trim_end(),
+        given.display().to_string()
+    );
+    assert!(
+        std::fs::read_to_string(&given)
+            .expect("the given path")
+            .contains("The capital is Paris.")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

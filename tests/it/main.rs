@@ -69,4 +69,5 @@ mod tools_truncate;
 mod tui_edges;
 mod tui_paging;
 mod tui_pty;
+mod tui_sessions;
 mod undo_run;

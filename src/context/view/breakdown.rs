@@ -3,10 +3,10 @@
 //!
 //! Categories are counted with our tokenizer; the gauge's figure is anchored on
 //! provider usage and calibrated, so the two differ by framing tokens and
-//! tokenizer. The categories are scaled to the gauge with the largest-remainder
-//! method: each gets its proportional share rounded down, and the leftover
-//! tokens (fewer than the number of categories) go one each to the categories
-//! with the largest dropped fractions, so the sum is exact and no row is invented.
+//! tokenizer. That difference is its own row ([`ContextBreakdown::difference`]),
+//! not spread over the categories: spread in proportion, it made tool
+//! definitions look 55k when the provider simply counted more than cairn.
+//! Categories plus difference add up exactly to the gauge.
 
 use serde::Serialize;
 
@@ -17,13 +17,17 @@ use crate::token;
 
 use super::part_tokens;
 
-/// `/context`: the next request broken down by category. The categories add
-/// up exactly to the gauge's `used`.
+/// `/context`: the next request broken down by category. The categories
+/// plus `difference` add up exactly to the gauge's `used`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ContextBreakdown {
     /// (category, tokens), in display order: system prompt, instruction files,
     /// tool definitions, summary, messages, tool outputs.
     pub categories: Vec<(String, u64)>,
+    /// The gauge's figure (the provider's count, calibrated) minus the sum of
+    /// the categories (cairn's count): framing and tokenizer differences.
+    /// Negative when cairn counts more than the provider.
+    pub difference: i64,
     /// Tool-output tokens that `/prune` could clear now.
     pub prunable: u64,
     pub gauge: ContextGauge,
@@ -108,20 +112,12 @@ pub fn build_breakdown(input: &BreakdownInput<'_>) -> ContextBreakdown {
     ];
     let used = input.gauge.used;
     let counted: u64 = raw.iter().map(|(_, n)| n).sum();
-    let scaled = scale_exactly(&raw.map(|(_, n)| n), used);
-    let prunable = if counted == 0 {
-        0
-    } else {
-        ((u128::from(input.prunable) * u128::from(used) / u128::from(counted)) as u64)
-            .min(scaled[5])
-    };
+    let difference =
+        i64::try_from(used).unwrap_or(i64::MAX) - i64::try_from(counted).unwrap_or(i64::MAX);
     ContextBreakdown {
-        categories: raw
-            .iter()
-            .zip(scaled)
-            .map(|((name, _), n)| (name.to_string(), n))
-            .collect(),
-        prunable,
+        categories: raw.iter().map(|(name, n)| (name.to_string(), *n)).collect(),
+        difference,
+        prunable: input.prunable.min(tool_outputs),
         gauge: input.gauge,
         last_compaction: input.last_compaction,
         last_cache: last_cache(input.history),
@@ -139,32 +135,6 @@ fn last_cache(history: &[MessageWithParts]) -> Option<CacheTokens> {
         .filter(|cache| cache.read + cache.write > 0)
 }
 
-/// Scales `counts` so they sum to exactly `target` (largest remainder).
-/// With nothing counted, everything is attributed to messages.
-fn scale_exactly(counts: &[u64; 6], target: u64) -> [u64; 6] {
-    let total: u128 = counts.iter().map(|&n| u128::from(n)).sum();
-    if total == 0 {
-        let mut out = [0; 6];
-        out[4] = target;
-        return out;
-    }
-    let target = u128::from(target);
-    let mut out = [0u64; 6];
-    let mut fractions = [(0u128, 0usize); 6];
-    for (i, &n) in counts.iter().enumerate() {
-        let share = u128::from(n) * target;
-        out[i] = (share / total) as u64;
-        fractions[i] = (share % total, i);
-    }
-    let assigned: u128 = out.iter().map(|&n| u128::from(n)).sum();
-    let leftover = (target - assigned) as usize;
-    fractions.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-    for &(_, i) in fractions.iter().take(leftover) {
-        out[i] += 1;
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -173,17 +143,7 @@ mod tests {
     use crate::context::{Limits, gauge};
 
     #[test]
-    fn scaling_is_exact_for_awkward_ratios() {
-        for target in [0, 1, 7, 999, 123_457] {
-            let scaled = scale_exactly(&[3, 3, 3, 0, 1, 1], target);
-            assert_eq!(scaled.iter().sum::<u64>(), target);
-            assert_eq!(scaled[3], 0, "an empty category stays empty");
-        }
-        assert_eq!(scale_exactly(&[0; 6], 50), [0, 0, 0, 0, 50, 0]);
-    }
-
-    #[test]
-    fn categories_add_up_to_the_gauge() {
+    fn categories_and_the_difference_add_up_to_the_gauge() {
         let mut h = HistoryBuilder::new();
         h.compaction_request(true, None);
         h.summary("## Goal\nfix the parser");
@@ -228,7 +188,12 @@ mod tests {
             ]
         );
         let sum: u64 = breakdown.categories.iter().map(|(_, n)| n).sum();
-        assert_eq!(sum, 7_777);
+        // Our counts as they are; the provider's extra is its own row.
+        assert_eq!(sum as i64 + breakdown.difference, 7_777);
+        assert_eq!(breakdown.categories[2].1, {
+            let json = serde_json::to_string(&tools).expect("tools");
+            token::count_or_estimate(&json).0 as u64
+        });
         let tool_outputs = breakdown.categories[5].1;
         assert!(
             tool_outputs > breakdown.categories[4].1,

@@ -32,12 +32,36 @@ pub fn draw(breakdown: Option<&ContextBreakdown>, frame: &mut Frame<'_>, area: R
     frame.render_widget(Paragraph::new(lines).block(block), rect);
 }
 
+/// What the row of the provider's count minus cairn's is called.
+pub const DIFFERENCE: &str = "provider difference";
+
+/// The provider's count minus cairn's, signed, with no bar: it is not a
+/// part of the request but the two counts' disagreement.
+fn difference_row(difference: i64, usable: u64, name_width: usize) -> Line<'static> {
+    let sign = if difference < 0 { "−" } else { "+" };
+    let tokens = difference.unsigned_abs();
+    let percent = tokens as f64 * 100.0 / usable as f64;
+    Line::from(vec![
+        Span::raw(format!("{DIFFERENCE:<name_width$} ")),
+        Span::styled(
+            format!("{:<BAR_CELLS$}", "(provider − cairn)"),
+            Style::default().fg(Color::DarkGray),
+        ),
+        Span::raw(format!(
+            " {:>6} {:>5.1}%",
+            format!("{sign}{}", short(tokens)),
+            percent
+        )),
+    ])
+}
+
 pub fn breakdown_lines(b: &ContextBreakdown) -> Vec<Line<'static>> {
     let usable = b.gauge.usable.max(1);
     let name_width = b
         .categories
         .iter()
         .map(|(n, _)| n.chars().count())
+        .chain((b.difference != 0).then(|| DIFFERENCE.chars().count()))
         .max()
         .unwrap_or(8)
         .max(10);
@@ -67,6 +91,9 @@ pub fn breakdown_lines(b: &ContextBreakdown) -> Vec<Line<'static>> {
     ];
     for (i, (name, tokens)) in b.categories.iter().enumerate() {
         lines.push(row(name, *tokens, colors[i % colors.len()]));
+    }
+    if b.difference != 0 {
+        lines.push(difference_row(b.difference, usable, name_width));
     }
     let free = b.gauge.usable.saturating_sub(b.gauge.used);
     lines.push(row("free", free, Color::DarkGray));

@@ -14,6 +14,7 @@ pub mod picker;
 pub mod status;
 pub mod tool_card;
 pub mod transcript;
+pub mod welcome;
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -28,6 +29,8 @@ use transcript::BlockInputs;
 
 /// Where each pane goes for a given screen size.
 pub struct Areas {
+    /// The welcome above an empty transcript (zero rows once a message is sent).
+    pub welcome: Rect,
     pub transcript: Rect,
     pub activity: Rect,
     pub composer: Rect,
@@ -46,7 +49,23 @@ pub fn areas(app: &App, area: Rect) -> Areas {
         Constraint::Length(1),
     ])
     .areas(area);
+    // The welcome takes the top of the transcript's room when it fits whole;
+    // notes shown before the first message (warnings, errors) keep at
+    // least half of that room.
+    let welcome_rows = if welcome::is_shown(app) {
+        let room = match app.timeline.notes().is_empty() {
+            true => transcript.height,
+            false => transcript.height / 2,
+        };
+        Some(welcome::lines(app, area.width).len() as u16).filter(|rows| *rows <= room)
+    } else {
+        None
+    }
+    .unwrap_or(0);
+    let [welcome, transcript] =
+        Layout::vertical([Constraint::Length(welcome_rows), Constraint::Min(0)]).areas(transcript);
     Areas {
+        welcome,
         transcript,
         activity,
         composer,
@@ -89,6 +108,10 @@ pub fn draw(app: &App, frame: &mut Frame<'_>) {
         return;
     }
     let areas = areas(app, area);
+    if areas.welcome.height > 0 {
+        let lines = welcome::lines(app, areas.welcome.width);
+        frame.render_widget(Paragraph::new(lines), areas.welcome);
+    }
     frame.render_widget(Paragraph::new(app.viewport.rows.clone()), areas.transcript);
     if !app.viewport.at_bottom && areas.transcript.height > 0 {
         let hint = " ↓ newer below · End ";
