@@ -42,6 +42,7 @@ fn session_ctx(app: &App, session_id: &str) -> SessionCtx {
     let rules = cairn::permission::ruleset(&config.permission, config.yolo);
     SessionCtx {
         session_id: session_id.into(),
+        depth: 0,
         writer: Writer::new(app.store.clone(), app.bus.clone()),
         tools: app.tools.clone(),
         permissions: Arc::new(Permissions::new(rules, app.bus.clone(), Mode::Headless)),
@@ -59,6 +60,8 @@ fn session_ctx(app: &App, session_id: &str) -> SessionCtx {
             tool_output_dir: app.data_dir.join("tool-output"),
             default_agent: "build".into(),
             retry: Default::default(),
+            task: Default::default(),
+            small_model: None,
         },
         env: Environment::discover(&app.cwd),
         default_model: history::model(),

@@ -1,7 +1,8 @@
 //! Snapshot figures on a generated project of 10,000 files (50 MB): first
 //! snapshot, snapshot after a one-file edit, the changes of a step, an
-//! undo-sized restore, and disk used per step. Prints plain figures (median of
-//! a few runs); `cargo bench --bench snapshot`.
+//! undo-sized restore, `/undo` as the command does it, disk used per step,
+//! and what snapshots add to a one-tool step (on vs off). Prints plain
+//! figures (median of a few runs); `cargo bench --bench snapshot`.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -100,4 +101,93 @@ fn main() {
     );
     println!("undo of a one-file turn (restore): {:?}", median(restore));
     println!("disk per one-file step: {per_step} bytes");
+    undo_as_the_command_does(&store, &edited);
+    step_overhead(&store, &edited);
+    edit_only_step(&store, &edited);
+}
+
+/// A step whose only writers were `edit`/`write`: the "after" snapshot
+/// looks at the files they named (`track_paths`), not the whole tree.
+fn edit_only_step(store: &Snapshots, edited: &Path) {
+    let path = edited
+        .strip_prefix(store.work_tree())
+        .expect("inside")
+        .to_string_lossy()
+        .into_owned();
+    let mut runs = Vec::new();
+    for run in 0..5 {
+        let before = store.track().expect("before");
+        let started = Instant::now();
+        std::fs::write(edited, format!("edit-only {run}\n").repeat(300)).expect("tool write");
+        let after = store
+            .track_paths(std::slice::from_ref(&path))
+            .expect("after");
+        let changes = store.changes(&before.hash, &after.hash).expect("changes");
+        assert_eq!(changes.len(), 1);
+        runs.push(started.elapsed());
+    }
+    println!(
+        "one-edit step, snapshots on, after-snapshot of the named file only: {:?} after the tools",
+        median(runs)
+    );
+}
+
+/// `/undo` of a one-file turn the way `session::undo` does it: a snapshot
+/// of the tree now, the changes since the turn's "after" (files edited by
+/// hand since), then the restore of the turn's files.
+fn undo_as_the_command_does(store: &Snapshots, edited: &Path) {
+    let mut runs = Vec::new();
+    for run in 0..5 {
+        let before = store.track().expect("snapshot").hash;
+        std::fs::write(edited, format!("turn {run}\n").repeat(300)).expect("edit");
+        let after = store.track().expect("snapshot").hash;
+        let paths = vec![
+            edited
+                .strip_prefix(store.work_tree())
+                .expect("inside")
+                .to_string_lossy()
+                .into_owned(),
+        ];
+        let started = Instant::now();
+        let now = store.track().expect("snapshot");
+        let conflicts = store.changes(&after, &now.hash).expect("changes");
+        assert!(conflicts.is_empty(), "nothing was edited by hand");
+        store.restore(&before, &paths).expect("restore");
+        runs.push(started.elapsed());
+    }
+    println!(
+        "/undo of a one-file turn (hand-edit check + restore): {:?}",
+        median(runs)
+    );
+}
+
+/// What snapshots add to a step that runs one tool (writes one file), on
+/// and off. On: the "before" snapshot runs while the request goes out and is
+/// awaited before the first tool; the "after" snapshot and the changes run
+/// after the tools, on the step's path. Off: only the tool's write.
+fn step_overhead(store: &Snapshots, edited: &Path) {
+    let (mut off, mut before_runs, mut on) = (Vec::new(), Vec::new(), Vec::new());
+    for run in 0..5 {
+        let started = Instant::now();
+        std::fs::write(edited, format!("off {run}\n").repeat(300)).expect("tool write");
+        off.push(started.elapsed());
+
+        let started = Instant::now();
+        let before = store.track().expect("before");
+        before_runs.push(started.elapsed());
+        let started = Instant::now();
+        std::fs::write(edited, format!("on {run}\n").repeat(300)).expect("tool write");
+        let after = store.track().expect("after");
+        let changes = store.changes(&before.hash, &after.hash).expect("changes");
+        assert_eq!(changes.len(), 1);
+        on.push(started.elapsed());
+    }
+    let (off, on) = (median(off), median(on));
+    println!("one-tool step, snapshots off (the tool's write): {off:?}");
+    println!(
+        "one-tool step, snapshots on: after the tools {on:?} (after-snapshot + changes), \
+         +{:?} on the step's path; the before-snapshot ({:?}) overlaps the model request",
+        on.saturating_sub(off),
+        median(before_runs)
+    );
 }

@@ -213,7 +213,9 @@ impl App {
         };
         // Before recovery: another process's running tools are not a crash.
         let lock = self.lock_session(&session.id).await?;
-        let ctx = self.session_ctx(&session, mode, default_model);
+        let mut ctx = self.session_ctx(&session, mode, default_model);
+        // A subagent's session opened on its own keeps its place in the tree.
+        ctx.depth = crate::session::subtask::depth(&self.store, &session.id).await?;
         let project = ctx.env.root.display().to_string();
         crate::session::remembered::load(&self.store, &project, &ctx.permissions).await?;
         let ctx = Arc::new(ctx);
@@ -302,10 +304,13 @@ impl App {
             tool_output_dir,
             default_agent: config.default_agent.as_str().to_string(),
             retry: Default::default(),
+            task: config.task.clone(),
+            small_model: config.small_model.clone(),
         };
         let snapshots = self.snapshots(session);
         let ctx = SessionCtx {
             session_id: session.id.clone(),
+            depth: 0,
             writer: Writer::new(self.store.clone(), self.bus.clone()),
             tools: self.tools.clone(),
             permissions,

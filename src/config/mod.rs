@@ -54,6 +54,7 @@ pub struct Config {
     pub tui: TuiConfig,
     pub log: LogConfig,
     pub snapshot: SnapshotConfig,
+    pub task: TaskConfig,
     /// `[mcp.NAME]`: MCP servers to start in the background.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub mcp: BTreeMap<String, crate::mcp::ServerConfig>,
@@ -77,6 +78,7 @@ impl Default for Config {
             tui: TuiConfig::default(),
             log: LogConfig::default(),
             snapshot: SnapshotConfig::default(),
+            task: TaskConfig::default(),
             mcp: BTreeMap::new(),
         }
     }
@@ -204,6 +206,27 @@ impl Default for DoomLoopConfig {
     }
 }
 
+/// `[task]`: subagents started by the `task` tool (and `@agent` mentions).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TaskConfig {
+    /// `task` calls of one step that run at once; the rest wait for a slot.
+    #[serde(deserialize_with = "value::positive")]
+    pub max_concurrency: usize,
+    /// Levels of subagents below a top-level session: 1 lets a session start
+    /// children that cannot start their own; 0 turns subagents off.
+    pub max_depth: usize,
+}
+
+impl Default for TaskConfig {
+    fn default() -> Self {
+        Self {
+            max_concurrency: 4,
+            max_depth: 1,
+        }
+    }
+}
+
 /// `[agent.NAME]`: overrides for one agent.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -323,6 +346,7 @@ mod tests {
         assert_eq!(example.tool_output, defaults.tool_output);
         assert_eq!(example.bash, defaults.bash);
         assert_eq!(example.doom_loop, defaults.doom_loop);
+        assert_eq!(example.task, defaults.task);
         assert_eq!(example.tui, defaults.tui);
         assert_eq!(example.log, defaults.log);
     }

@@ -81,6 +81,7 @@ pub async fn run(
         handle,
         events: bus.subscribe(),
         printer: Printer::new(format),
+        subagents: HashSet::new(),
     };
     match parsed {
         Err(usage) => {
@@ -120,6 +121,8 @@ struct Watch<'a> {
     handle: &'a SessionHandle,
     events: broadcast::Receiver<Event>,
     printer: Printer,
+    /// The subagent sessions below this one seen so far.
+    subagents: HashSet<String>,
 }
 
 impl Watch<'_> {
@@ -212,11 +215,30 @@ impl Watch<'_> {
                 Err(RecvError::Closed) => return Ok(None),
             };
             if event.session_id() != self.handle.session_id {
+                self.follow_subagents(&event);
                 continue;
             }
             if self.printer.print(&event, stdout, stderr)? && !waits_for_reply {
                 return Ok(None);
             }
+        }
+    }
+
+    /// Counts what the session's subagents (and theirs) spend: a subagent
+    /// session announces itself (with its parent) before its first message.
+    fn follow_subagents(&mut self, event: &Event) {
+        match event {
+            Event::SessionUpdated { session } => {
+                if let Some(parent) = &session.parent_id
+                    && (*parent == self.handle.session_id || self.subagents.contains(parent))
+                {
+                    self.subagents.insert(session.id.clone());
+                }
+            }
+            Event::MessageUpdated { message } if self.subagents.contains(&message.session_id) => {
+                self.printer.tally.observe_subagent(event);
+            }
+            _ => {}
         }
     }
 

@@ -16,8 +16,8 @@ pub struct Tally {
     started: Instant,
     /// The visible text of each message (or command report), in order.
     texts: Vec<(String, String)>,
-    /// Usage and cost of each assistant message of the run, summaries
-    /// included (they are paid for too), by message id.
+    /// Usage and cost of each assistant message of the run, summaries and
+    /// subagents' messages included (they are paid for too), by message id.
     usage: HashMap<String, (Tokens, f64)>,
     /// Why the newest answering (non-summary) assistant message stopped.
     stop_reason: Option<FinishReason>,
@@ -72,6 +72,17 @@ impl Tally {
             }
             Event::Error { message, .. } => self.errors.push(message.clone()),
             _ => {}
+        }
+    }
+
+    /// Takes the usage of a subagent's message: a child's spending is the
+    /// run's too. Its text and finish reason are the child's own business.
+    pub fn observe_subagent(&mut self, event: &Event) {
+        if let Event::MessageUpdated { message } = event
+            && let Role::Assistant(assistant) = &message.role
+        {
+            self.usage
+                .insert(message.id.clone(), (assistant.tokens, assistant.cost));
         }
     }
 

@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 
 use serde::Serialize;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
@@ -85,6 +85,21 @@ pub fn default_rules() -> Vec<Rule> {
 /// `deny` still holds.
 pub fn ruleset(config: &PermissionConfig, yolo: bool) -> Vec<Rule> {
     let mut rules = default_rules();
+    rules.extend(config_rules(config));
+    if yolo {
+        for rule in &mut rules {
+            if rule.action == Action::Ask {
+                rule.action = Action::Allow;
+            }
+        }
+    }
+    rules
+}
+
+/// The rules a `[permission]` table (or an agent's `permission:`) writes,
+/// in the order they apply: `*` first, longer patterns later.
+pub fn config_rules(config: &PermissionConfig) -> Vec<Rule> {
+    let mut rules = Vec::new();
     for (permission, setting) in config {
         match setting {
             PermissionSetting::Action(action) => rules.push(Rule::new(permission, "*", *action)),
@@ -94,13 +109,6 @@ pub fn ruleset(config: &PermissionConfig, yolo: bool) -> Vec<Rule> {
                 for (pattern, action) in entries {
                     rules.push(Rule::new(permission, &expand_home(pattern), *action));
                 }
-            }
-        }
-    }
-    if yolo {
-        for rule in &mut rules {
-            if rule.action == Action::Ask {
-                rule.action = Action::Allow;
             }
         }
     }
@@ -211,11 +219,13 @@ struct Pending {
 pub struct Permissions {
     rules: Vec<Rule>,
     /// Added by "always" answers; evaluated after `rules`, so they win.
-    approved: Mutex<Vec<Rule>>,
-    pending: Mutex<HashMap<String, Pending>>,
+    /// Shared with [`Permissions::for_agent`] copies, like the two below:
+    /// an answer given to a subagent's ask holds for the whole session.
+    approved: Arc<Mutex<Vec<Rule>>>,
+    pending: Arc<Mutex<HashMap<String, Pending>>>,
     /// Milliseconds each tool call (by call id) spent waiting for answers,
     /// so its duration can leave out the user's thinking time.
-    waited: Mutex<HashMap<String, i64>>,
+    waited: Arc<Mutex<HashMap<String, i64>>>,
     bus: Bus,
     mode: Mode,
 }
@@ -233,11 +243,34 @@ impl Permissions {
     pub fn new(rules: Vec<Rule>, bus: Bus, mode: Mode) -> Self {
         Self {
             rules,
-            approved: Mutex::new(Vec::new()),
-            pending: Mutex::new(HashMap::new()),
-            waited: Mutex::new(HashMap::new()),
+            approved: Arc::default(),
+            pending: Arc::default(),
+            waited: Arc::default(),
             bus,
             mode,
+        }
+    }
+
+    /// These permissions with an agent's own rules after the session's (so
+    /// they win), for that agent's calls. Asks, answers and "always" rules
+    /// stay shared: the same front end answers them. Under `--yolo` the
+    /// agent's `ask` rules allow too; its `deny` rules hold.
+    pub fn for_agent(&self, agent_rules: &[Rule]) -> Permissions {
+        let yolo = self.is_yolo();
+        let mut rules = self.rules.clone();
+        rules.extend(agent_rules.iter().cloned().map(|mut rule| {
+            if yolo && rule.action == Action::Ask {
+                rule.action = Action::Allow;
+            }
+            rule
+        }));
+        Permissions {
+            rules,
+            approved: self.approved.clone(),
+            pending: self.pending.clone(),
+            waited: self.waited.clone(),
+            bus: self.bus.clone(),
+            mode: self.mode,
         }
     }
 
@@ -608,4 +641,49 @@ fn headless_message(request: &PermissionRequest) -> String {
         permission = request.permission,
         what = request.patterns.join(", "),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read_of(path: &str) -> PermissionRequest {
+        PermissionRequest {
+            permission: "read".into(),
+            patterns: vec![path.into()],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn an_agents_rules_win_for_it_alone_and_answers_stay_shared() {
+        let session = Permissions::new(default_rules(), Bus::new(), Mode::Headless);
+        let agent = session.for_agent(&[
+            Rule::new("read", "*secret*", Action::Deny),
+            Rule::new("bash", "*", Action::Allow),
+        ]);
+        assert_eq!(agent.check(&read_of("/p/secret.txt")).0, Action::Deny);
+        assert_eq!(session.check(&read_of("/p/secret.txt")).0, Action::Allow);
+        assert_eq!(agent.check(&read_of("/p/notes.txt")).0, Action::Allow);
+        // An "always" answer given to either holds for both.
+        agent.approve("edit", "*");
+        assert!(
+            session
+                .approved()
+                .contains(&Rule::new("edit", "*", Action::Allow))
+        );
+        // Under --yolo the agent's asks allow; its denies hold.
+        let yolo = Permissions::new(
+            ruleset(&PermissionConfig::new(), true),
+            Bus::new(),
+            Mode::Headless,
+        );
+        let agent = yolo.for_agent(&[
+            Rule::new("read", "*", Action::Ask),
+            Rule::new("read", "*secret*", Action::Deny),
+        ]);
+        assert!(agent.is_yolo());
+        assert_eq!(agent.check(&read_of("/p/notes.txt")).0, Action::Allow);
+        assert_eq!(agent.check(&read_of("/p/secret.txt")).0, Action::Deny);
+    }
 }

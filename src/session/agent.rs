@@ -83,6 +83,9 @@ pub struct Agent {
     pub description: String,
     /// Runs on the configured `small_model` when there is one (explore).
     pub prefers_small_model: bool,
+    /// The agent's own permission rules (an agent file's `permission:`),
+    /// applied after the session's when it runs as a subagent.
+    pub permission: Vec<crate::permission::Rule>,
 }
 
 impl Agent {
@@ -98,6 +101,7 @@ impl Agent {
             mode: Mode::Primary,
             description: String::new(),
             prefers_small_model: false,
+            permission: Vec::new(),
         }
     }
 
@@ -136,6 +140,8 @@ pub struct AgentOverride {
     pub description: Option<String>,
     pub mode: Option<Mode>,
     pub tools: Option<ToolAccess>,
+    /// Permission rules of its own (`permission:` in an agent file).
+    pub permission: Option<Vec<crate::permission::Rule>>,
 }
 
 impl Agents {
@@ -173,6 +179,9 @@ impl Agents {
                 .unwrap_or(std::mem::take(&mut agent.description));
             agent.mode = custom.mode.unwrap_or(agent.mode);
             agent.tools = custom.tools.unwrap_or(agent.tools.clone());
+            agent.permission = custom
+                .permission
+                .unwrap_or(std::mem::take(&mut agent.permission));
         }
         Self { agents }
     }

@@ -103,8 +103,49 @@ pub fn parse(stem: &str, text: &str, claude: bool) -> Result<(String, AgentOverr
             description: fm.string("description"),
             mode,
             tools: tools(&fm),
+            permission: permission(&fm)?,
         },
     ))
+}
+
+/// `permission:` as in OpenCode's agent files: per permission one action
+/// (`edit: deny`) or a map of patterns (`bash: {"git *": allow}`).
+fn permission(fm: &FrontMatter) -> Result<Option<Vec<crate::permission::Rule>>, String> {
+    use crate::config::permission::{Action, PermissionConfig, PermissionSetting};
+    use yaml_rust2::Yaml;
+    let Some(value) = fm.get("permission") else {
+        return Ok(None);
+    };
+    let Yaml::Hash(table) = value else {
+        return Err("permission: expected a map of permission to allow/ask/deny".into());
+    };
+    let action = |key: &str, value: &Yaml| -> Result<Action, String> {
+        match value.as_str().map(str::trim) {
+            Some("allow") => Ok(Action::Allow),
+            Some("ask") => Ok(Action::Ask),
+            Some("deny") => Ok(Action::Deny),
+            _ => Err(format!("permission.{key}: expected allow, ask or deny")),
+        }
+    };
+    let mut config = PermissionConfig::new();
+    for (key, value) in table {
+        let key = key.as_str().ok_or("permission: keys must be names")?;
+        let setting = match value {
+            Yaml::Hash(patterns) => {
+                let mut table = std::collections::BTreeMap::new();
+                for (pattern, value) in patterns {
+                    let pattern = pattern
+                        .as_str()
+                        .ok_or_else(|| format!("permission.{key}: patterns must be strings"))?;
+                    table.insert(pattern.to_string(), action(key, value)?);
+                }
+                PermissionSetting::Patterns(table)
+            }
+            value => PermissionSetting::Action(action(key, value)?),
+        };
+        config.insert(key.to_string(), setting);
+    }
+    Ok(Some(crate::permission::config_rules(&config)))
 }
 
 /// `provider/model`; Claude Code's aliases (`sonnet`, `opus`, `haiku`,
@@ -208,6 +249,41 @@ mod tests {
         let bad = parse("x", "---\nname: two words\n---\n", false).unwrap_err();
         assert!(bad.contains("not an agent name"), "{bad}");
         assert!(parse("x", "---\nmode: all\n", false).is_err());
+    }
+
+    #[test]
+    fn permission_overrides_become_rules_in_order() {
+        use crate::config::permission::Action;
+        let text = "---\ndescription: audits\npermission:\n  edit: deny\n  bash:\n    \"git *\": allow\n    \"*\": ask\n---\nAudit.\n";
+        let (_, agent) = parse("auditor", text, false).expect("parses");
+        let rules = agent.permission.expect("rules");
+        let written: Vec<(&str, &str, Action)> = rules
+            .iter()
+            .map(|r| (r.permission.as_str(), r.pattern.as_str(), r.action))
+            .collect();
+        assert_eq!(
+            written,
+            [
+                ("bash", "*", Action::Ask),
+                ("bash", "git *", Action::Allow),
+                ("edit", "*", Action::Deny),
+            ]
+        );
+        for bad in [
+            "---\npermission: deny\n---\n",
+            "---\npermission:\n  edit: never\n---\n",
+            "---\npermission:\n  bash:\n    \"*\": maybe\n---\n",
+        ] {
+            let error = parse("x", bad, false).unwrap_err();
+            assert!(error.starts_with("permission"), "{error}");
+        }
+        assert_eq!(
+            parse("x", "---\ndescription: d\n---\n", false)
+                .unwrap()
+                .1
+                .permission,
+            None
+        );
     }
 
     #[test]

@@ -7,6 +7,7 @@ use tokio::sync::oneshot;
 use crate::context::ContextBreakdown;
 use crate::message::ModelRef;
 use crate::permission::PermissionAnswer;
+use crate::session::undo;
 
 #[derive(Debug)]
 pub enum Command {
@@ -42,4 +43,23 @@ pub enum Command {
     /// `/permissions`: list the "always" answers this project remembers, or
     /// forget one (`/permissions revoke N`); the result is a notice.
     Permissions { revoke: Option<i64> },
+    /// `/undo [--force]`: takes the last user turn back (files and
+    /// messages); refused with `undo::Error::Busy` while the loop runs.
+    Undo {
+        force: bool,
+        reply: oneshot::Sender<Result<undo::Outcome, undo::Error>>,
+    },
+    /// `/redo`: brings back the turn undone last; idle only, as `Undo`.
+    Redo {
+        reply: oneshot::Sender<Result<undo::Outcome, undo::Error>>,
+    },
+    /// `/diff`: the session's changes so far as a unified diff.
+    Diff {
+        reply: oneshot::Sender<Result<String, undo::Error>>,
+    },
+    /// One step's changes as a unified diff (a patch card expanded).
+    PatchDiff {
+        patch: crate::message::PatchPart,
+        reply: oneshot::Sender<Result<String, undo::Error>>,
+    },
 }

@@ -69,11 +69,18 @@ pub struct Settings {
     pub tool_output_dir: PathBuf,
     pub default_agent: String,
     pub retry: RetryPolicy,
+    /// `[task]`: how many subagents run at once, how deep they may nest.
+    pub task: crate::config::TaskConfig,
+    /// The cheaper model of the config, for agents that prefer it (explore).
+    pub small_model: Option<ModelRef>,
 }
 
 /// Everything the loop of one session needs.
 pub struct SessionCtx {
     pub session_id: String,
+    /// How many parents the session has: 0 for the user's own session, 1
+    /// for a subagent's. Children beyond `[task] max_depth` are refused.
+    pub depth: usize,
     pub writer: Writer,
     pub tools: Arc<Registry>,
     pub permissions: Arc<Permissions>,

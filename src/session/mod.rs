@@ -21,6 +21,7 @@
 //! - `remote_instructions`  `instructions` given as URLs, fetched once
 //! - `remembered`      "always" answers kept per project; `/permissions`
 //! - `subtask`         the `task` tool: a subagent in a child session
+//! - `pending_subtask` `@agent` in a message: a subtask the loop runs first
 //! - `shell`           `!cmd` typed by the user
 //! - `writer`          persist-then-publish of every change
 //! - `command`         what front ends ask of a session
@@ -41,6 +42,7 @@ pub mod lock;
 pub mod mention;
 pub mod model_choices;
 pub mod models;
+pub mod pending_subtask;
 pub mod processor;
 pub mod prompt;
 pub mod prune_task;

@@ -63,8 +63,12 @@ pub fn build_request(
     } else {
         ctx.tools.specs(allowed)
     };
-    // Subagents need a window of their own to be worth it: not in the lean prompt.
-    if !lean && agent.tools.allows(crate::session::agent::TASK_TOOL, false) {
+    // Subagents need a window of their own to be worth it: not in the lean
+    // prompt; nor offered where a call could only be refused (max depth).
+    if !lean
+        && ctx.depth < ctx.settings.task.max_depth
+        && agent.tools.allows(crate::session::agent::TASK_TOOL, false)
+    {
         tools.push(crate::session::subtask::spec(&ctx.agents));
         tools.sort_by(|a, b| a.name.cmp(&b.name));
     }

@@ -3,8 +3,8 @@
 //! Each iteration reads the session back from the store (from the last
 //! completed compaction point), finds the latest user / assistant / finished
 //! messages and pending tasks, and decides, in this order: exit; run a pending
-//! compaction; create a compaction when the last finished step overflowed;
-//! otherwise call the model once. Queued user messages, crash recovery and
+//! `@agent` subtask; run a pending compaction; create a compaction when the
+//! last finished step overflowed; otherwise call the model once. Queued user messages, crash recovery and
 //! resume need nothing special: they are just what the store says.
 
 use std::sync::Arc;
@@ -15,13 +15,14 @@ use tokio_util::sync::CancellationToken;
 use crate::bus::SessionStatus;
 use crate::clock::now_millis;
 use crate::context::view;
-use crate::message::{CompactionPart, MessageWithParts, Part, UserMessage};
+use crate::message::{CompactionPart, MessageWithParts, Part, SubtaskPart, UserMessage};
+use crate::session::agent::TASK_TOOL;
 use crate::session::ctx::{ResolvedModel, SessionCtx};
 use crate::session::doom::CallSignature;
 use crate::session::processor::{self, Step, StepOutcome};
 use crate::session::request::{build_request, create_compaction, new_assistant};
 use crate::session::tool_runner::ToolRunner;
-use crate::session::{Error, compaction_task, gauge, prune_task};
+use crate::session::{Error, compaction_task, gauge, pending_subtask, prune_task};
 
 /// How many recent tool calls the doom-loop detector looks back over.
 const DOOM_HISTORY: usize = 24;
@@ -34,6 +35,8 @@ pub struct Latest<'a> {
     pub finished: Option<&'a MessageWithParts>,
     /// Newest compaction request newer than `finished` (a pending task).
     pub compaction: Option<&'a MessageWithParts>,
+    /// A user message's `@agent` subtask not run yet (the first branch).
+    pub subtask: Option<(&'a MessageWithParts, &'a SubtaskPart)>,
 }
 
 impl<'a> Latest<'a> {
@@ -55,6 +58,7 @@ impl<'a> Latest<'a> {
             assistant,
             finished,
             compaction,
+            subtask: pending_subtask::pending(history, finished_id),
         }
     }
 
@@ -185,6 +189,10 @@ async fn decide_and_act(
     ctx.set_status(SessionStatus::Busy);
     *step += 1;
 
+    if let Some((message, subtask)) = latest.subtask {
+        pending_subtask::run(ctx, cancel, message, subtask).await?;
+        return Ok(Next::Continue);
+    }
     if let Some(request) = latest.compaction {
         match compaction_task::run(ctx, history, read.cut, request, cancel).await? {
             StepOutcome::Stop => return Ok(Next::Exit),
@@ -232,13 +240,15 @@ async fn decide_and_act(
         return make_room(ctx, &user).await;
     }
     let assistant = new_assistant(ctx, &user_message.message.id, &user, &agent.name, false);
+    let offers_task = request.tools.iter().any(|t| t.name == TASK_TOOL);
     let mut runner = ToolRunner::new(
         ctx.clone(),
         agent.tools.clone(),
         recent_calls(history),
         cancel.clone(),
     )
-    .with_output_limits(gauge::tool_output_limits(ctx, &model));
+    .with_output_limits(gauge::tool_output_limits(ctx, &model))
+    .with_delegation(offers_task);
     let assistant_id = assistant.id.clone();
     let outcome = processor::process(
         Step {

@@ -20,7 +20,7 @@ use crate::message::{
 use crate::session::command::Command;
 use crate::session::ctx::{SessionCtx, last_user_or_default};
 use crate::session::lock::SessionLock;
-use crate::session::{Error, gauge, prune_task, remembered, request, run, shell};
+use crate::session::{Error, gauge, prune_task, remembered, request, run, shell, undo};
 
 /// A front end's handle on a running session.
 #[derive(Clone)]
@@ -208,6 +208,28 @@ async fn handle(
         }
         Command::Permissions { revoke } => remembered::command(ctx, revoke).await?,
         Command::UseModel { model } => use_model(ctx, model).await?,
+        Command::Undo { force, reply } => {
+            let _ = reply.send(undo_or_redo(ctx, running.is_some(), Some(force)).await);
+        }
+        Command::Redo { reply } => {
+            let _ = reply.send(undo_or_redo(ctx, running.is_some(), None).await);
+        }
+        // Read-only, and possibly slow on a big tree: served beside the
+        // loop so that an Esc sent meanwhile is not kept waiting.
+        Command::Diff { reply } => {
+            let ctx = ctx.clone();
+            tokio::spawn(async move {
+                let snapshots = ctx.snapshots.as_ref();
+                let diff = undo::session_diff(&ctx.writer.store, snapshots, &ctx.session_id).await;
+                let _ = reply.send(diff);
+            });
+        }
+        Command::PatchDiff { patch, reply } => {
+            let snapshots = ctx.snapshots.clone();
+            tokio::spawn(async move {
+                let _ = reply.send(undo::patch_diff(snapshots.as_ref(), patch).await);
+            });
+        }
     }
     Ok(())
 }
@@ -228,6 +250,29 @@ async fn use_model(ctx: &SessionCtx, model: ModelRef) -> Result<(), Error> {
         format!("model {model}: this session's next prompts use it"),
     );
     Ok(())
+}
+
+/// `/undo` (`Some(force)`) or `/redo` (`None`), refused while the loop or a
+/// `!cmd` runs: files and messages would move under a running step. After
+/// one moved messages, the kept model view is dropped (the next step reads
+/// afresh) and the gauge follows the new history.
+async fn undo_or_redo(
+    ctx: &Arc<SessionCtx>,
+    busy: bool,
+    undo_force: Option<bool>,
+) -> Result<undo::Outcome, undo::Error> {
+    if busy {
+        return Err(undo::Error::Busy);
+    }
+    let (store, snapshots) = (&ctx.writer.store, ctx.snapshots.as_ref());
+    let done = match undo_force {
+        Some(force) => undo::undo(store, snapshots, &ctx.session_id, force).await?,
+        None => undo::redo(store, snapshots, &ctx.session_id).await?,
+    };
+    *crate::shared::lock(&ctx.kept_view) = None;
+    let ctx = ctx.clone();
+    tokio::spawn(async move { gauge::refresh_session(&ctx).await });
+    Ok(done)
 }
 
 async fn write_prompt(
@@ -276,6 +321,15 @@ async fn write_prompt(
         crate::session::mention::attachments(text, &ctx.env.cwd, ctx.env.home.as_deref());
     for kind in attached {
         ctx.writer.part(&Part::new(&message, kind)).await?;
+    }
+    // `@explore ...`: the loop runs the subagent first (unless subagents
+    // are off here: then the mention stays plain text).
+    if ctx.depth < ctx.settings.task.max_depth
+        && let Some(subtask) = crate::session::pending_subtask::subtask_for(text, &ctx.agents)
+    {
+        ctx.writer
+            .part(&Part::new(&message, PartKind::Subtask(subtask)))
+            .await?;
     }
     name_session(ctx, text).await
 }

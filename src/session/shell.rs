@@ -116,6 +116,7 @@ pub async fn execute(
         )),
         progress: None,
         limits: ctx.settings.tool_limits,
+        can_delegate: false,
     };
     let result = run_showing_progress(ctx, &part, "bash", input.clone(), tool_ctx)
         .await

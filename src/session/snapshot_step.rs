@@ -85,8 +85,12 @@ impl StepSnapshots {
         let root = ctx.env.root.clone();
         let cwd = ctx.env.cwd.clone();
         let calls = self.calls;
+        let named = named_paths(&calls, &root, &cwd);
         let measured = tokio::task::spawn_blocking(move || {
-            let after = store.track()?;
+            let after = match &named {
+                Some(paths) => store.track_paths(paths)?,
+                None => store.track()?,
+            };
             let changes = store.changes(&before, &after.hash)?;
             Ok::<_, snapshot::Error>((before, after.hash, changes))
         })
@@ -122,6 +126,47 @@ impl StepSnapshots {
         ctx.writer.part(&part).await?;
         Ok(())
     }
+}
+
+/// Tools that change no file, or only the file their input names.
+const NAMING_TOOLS: &[&str] = &[
+    "edit",
+    "write",
+    "read",
+    "glob",
+    "grep",
+    "list",
+    "skill",
+    "todowrite",
+];
+
+/// The files the step's `edit` and `write` calls named, relative to the
+/// project, when every call was to a tool that writes nothing else: then
+/// the "after" snapshot looks at those files only. `None` (scan the whole
+/// tree) after any other tool (`bash`, a subtask, MCP) or for a path that
+/// is not plainly inside the project.
+fn named_paths(calls: &[(String, Value)], root: &Path, cwd: &Path) -> Option<Vec<String>> {
+    let mut paths = Vec::new();
+    for (tool, input) in calls {
+        if !NAMING_TOOLS.contains(&tool.as_str()) {
+            return None;
+        }
+        if matches!(tool.as_str(), "edit" | "write") {
+            let full = cwd.join(input_path(input)?);
+            let mut parts = Vec::new();
+            for component in full.strip_prefix(root).ok()?.components() {
+                match component {
+                    std::path::Component::Normal(part) => parts.push(part.to_str()?),
+                    _ => return None,
+                }
+            }
+            if parts.is_empty() {
+                return None;
+            }
+            paths.push(parts.join("/"));
+        }
+    }
+    Some(paths)
 }
 
 /// Which tool changed `change`: the edit or write that named its path, else
@@ -162,4 +207,65 @@ fn input_path(input: &Value) -> Option<&str> {
     ["path", "filePath", "file_path"]
         .iter()
         .find_map(|key| input.get(key).and_then(Value::as_str))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn calls(list: &[(&str, Value)]) -> Vec<(String, Value)> {
+        list.iter()
+            .map(|(t, i)| (t.to_string(), i.clone()))
+            .collect()
+    }
+
+    /// Model output decides what the "after" snapshot looks at: anything
+    /// but a plain path inside the project written by edit/write means a
+    /// full scan, never a missed change.
+    #[test]
+    fn only_plain_paths_of_naming_tools_narrow_the_after_snapshot() {
+        let (root, cwd) = (Path::new("/p"), Path::new("/p/sub"));
+        type Case<'a> = (Vec<(&'a str, Value)>, Option<Vec<&'a str>>);
+        let cases: Vec<Case> = vec![
+            (
+                vec![("edit", json!({"file_path": "a.rs"}))],
+                Some(vec!["sub/a.rs"]),
+            ),
+            (
+                vec![
+                    ("write", json!({"path": "/p/b.rs"})),
+                    ("read", json!({"path": "x"})),
+                ],
+                Some(vec!["b.rs"]),
+            ),
+            (
+                vec![("edit", json!({"file_path": "./c/./d.rs"}))],
+                Some(vec!["sub/c/d.rs"]),
+            ),
+            (
+                vec![("read", json!({"path": "a"})), ("grep", json!({}))],
+                Some(vec![]),
+            ),
+            (
+                vec![
+                    ("edit", json!({"file_path": "a.rs"})),
+                    ("bash", json!({"command": "rm b"})),
+                ],
+                None,
+            ),
+            (vec![("task", json!({}))], None),
+            (vec![("mcp_fs_write", json!({"path": "a"}))], None),
+            (vec![("edit", json!({"file_path": "../a.rs"}))], None),
+            (vec![("edit", json!({"file_path": "x/../../a.rs"}))], None),
+            (vec![("write", json!({"path": "/etc/passwd"}))], None),
+            (vec![("write", json!({"path": "/p"}))], None),
+            (vec![("edit", json!({"old_string": "no path"}))], None),
+        ];
+        for (list, expected) in cases {
+            let got = named_paths(&calls(&list), root, cwd);
+            let expected = expected.map(|v| v.into_iter().map(String::from).collect::<Vec<_>>());
+            assert_eq!(got, expected, "{list:?}");
+        }
+    }
 }

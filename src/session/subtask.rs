@@ -14,18 +14,12 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::clock::now_millis;
-use crate::message::{Message, Part, PartKind, Role, Session, TextPart, UserMessage};
+use crate::message::{Message, ModelRef, Part, PartKind, Role, Session, TextPart, UserMessage};
 use crate::provider::ToolSpec;
-use crate::session::agent::{Agents, TASK_TOOL};
+use crate::session::agent::{Agent, Agents, TASK_TOOL};
 use crate::session::ctx::SessionCtx;
+use crate::store;
 use crate::tool::{ToolError, ToolOutput, ToolScope};
-
-/// How many levels of children a session may start: 1 means a child cannot
-/// start children of its own.
-pub const MAX_DEPTH: usize = 1;
-
-/// How many `task` calls of one step run at once.
-pub const MAX_CONCURRENCY: usize = 4;
 
 /// The `task` call's arguments.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -77,17 +71,25 @@ pub async fn execute(
             ))
         })?
         .clone();
-    if depth(ctx, &ctx.session_id).await? >= MAX_DEPTH {
-        return Err(ToolError::Failed(
-            "A subagent cannot start subagents of its own: do the work yourself.".into(),
-        ));
+    if ctx.depth >= ctx.settings.task.max_depth {
+        let refusal = if ctx.depth == 0 {
+            "Subagents are turned off (`[task] max_depth = 0`): do the work yourself."
+        } else {
+            "A subagent cannot start subagents of its own: do the work yourself."
+        };
+        return Err(ToolError::Failed(refusal.into()));
     }
     let child = child_session(ctx, &args).await?;
-    let child_ctx = Arc::new(child_ctx(ctx, &child.id));
+    // Before the child's first message: a front end following the parent
+    // learns of the child (and counts its spending) from this.
+    ctx.writer.bus.publish(crate::bus::Event::SessionUpdated {
+        session: Arc::new(child.clone()),
+    });
+    let child_ctx = Arc::new(child_ctx(ctx, &child.id, &agent));
     let user = crate::session::ctx::last_user_or_default(ctx)
         .await
         .map_err(failed)?;
-    let model = agent.model.clone().unwrap_or(user.model);
+    let model = child_model(ctx, &agent, user.model);
     write_prompt(&child_ctx, &agent.name, model, &args.prompt).await?;
     // The running part names the child at once, so a front end can open it
     // while it works (the title report persists the metadata with it).
@@ -128,18 +130,29 @@ fn failed(error: impl std::fmt::Display) -> ToolError {
     ToolError::Failed(error.to_string())
 }
 
-/// How many parents `session_id` has.
-async fn depth(ctx: &SessionCtx, session_id: &str) -> Result<usize, ToolError> {
+/// The child's model: the agent's own, else `small_model` for an agent that
+/// prefers it (explore), else the parent's.
+fn child_model(ctx: &SessionCtx, agent: &Agent, parent: ModelRef) -> ModelRef {
+    agent
+        .model
+        .clone()
+        .or_else(|| {
+            agent
+                .prefers_small_model
+                .then(|| ctx.settings.small_model.clone())
+                .flatten()
+        })
+        .unwrap_or(parent)
+}
+
+/// How many parents `session_id` has in the store.
+///
+/// # Errors
+/// When the store cannot be read.
+pub async fn depth(store: &crate::store::Store, session_id: &str) -> Result<usize, store::Error> {
     let mut depth = 0;
     let mut id = session_id.to_string();
-    while let Some(parent) = ctx
-        .writer
-        .store
-        .get_session(&id)
-        .await
-        .map_err(failed)?
-        .and_then(|s| s.parent_id)
-    {
+    while let Some(parent) = store.get_session(&id).await?.and_then(|s| s.parent_id) {
         depth += 1;
         id = parent;
     }
@@ -179,14 +192,20 @@ async fn child_session(ctx: &SessionCtx, args: &TaskArgs) -> Result<Session, Too
     Ok(session)
 }
 
-/// The child's context: the parent's tools, permissions, agents and models;
-/// fresh accounting, view and reports of its own.
-fn child_ctx(parent: &SessionCtx, child_id: &str) -> SessionCtx {
+/// The child's context: the parent's tools, permissions (with the agent's
+/// own rules on top), agents and models; fresh accounting, view and reports.
+fn child_ctx(parent: &SessionCtx, child_id: &str, agent: &Agent) -> SessionCtx {
+    let permissions = if agent.permission.is_empty() {
+        parent.permissions.clone()
+    } else {
+        Arc::new(parent.permissions.for_agent(&agent.permission))
+    };
     SessionCtx {
         session_id: child_id.to_string(),
+        depth: parent.depth + 1,
         writer: parent.writer.clone(),
         tools: parent.tools.clone(),
-        permissions: parent.permissions.clone(),
+        permissions,
         agents: parent.agents.clone(),
         models: parent.models.clone(),
         settings: parent.settings.clone(),

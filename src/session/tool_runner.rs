@@ -50,6 +50,8 @@ pub struct ToolRunner {
     /// Output caps of this step's calls (the configured ones, or smaller
     /// for a small window).
     limits: crate::tool::OutputLimits,
+    /// The step's request offered the `task` tool (for the truncation hint).
+    can_delegate: bool,
 }
 
 impl ToolRunner {
@@ -72,7 +74,15 @@ impl ToolRunner {
             unfinished: Arc::new(Mutex::new(Vec::new())),
             blocked: false,
             limits: ctx_limits,
+            can_delegate: false,
         }
+    }
+
+    /// Says that this step's agent was offered the `task` tool: truncated
+    /// outputs then point to delegating the full text to `explore`.
+    pub fn with_delegation(mut self, can_delegate: bool) -> Self {
+        self.can_delegate = can_delegate;
+        self
     }
 
     /// Caps this step's tool outputs at `limits` instead of the configured ones.
@@ -97,6 +107,7 @@ impl ToolRunner {
                 cancel: self.cancel.clone(),
                 unfinished: self.unfinished.clone(),
                 limits: self.limits,
+                can_delegate: self.can_delegate,
             };
             self.task = Some(tokio::spawn(worker.run(receiver)));
             self.sender = Some(sender);
@@ -178,6 +189,7 @@ struct Worker {
     cancel: CancellationToken,
     unfinished: Arc<Mutex<Vec<Part>>>,
     limits: crate::tool::OutputLimits,
+    can_delegate: bool,
 }
 
 impl Worker {
@@ -188,7 +200,7 @@ impl Worker {
         // an edit never races a delegated task.
         let mut tasks = tokio::task::JoinSet::new();
         let slots = Arc::new(tokio::sync::Semaphore::new(
-            crate::session::subtask::MAX_CONCURRENCY,
+            self.ctx.settings.task.max_concurrency.max(1),
         ));
         while let Some(call) = calls.recv().await {
             if self.cancel.is_cancelled() {
@@ -224,6 +236,7 @@ impl Worker {
             cancel: self.cancel.clone(),
             unfinished: self.unfinished.clone(),
             limits: self.limits,
+            can_delegate: self.can_delegate,
         }
     }
 
@@ -370,6 +383,7 @@ impl Worker {
             permissions: self.ctx.permissions.clone(),
             progress: None,
             limits: self.limits,
+            can_delegate: self.can_delegate,
         };
         let result = if name == crate::session::agent::TASK_TOOL {
             let (progress_tx, progress_rx) = mpsc::unbounded_channel();

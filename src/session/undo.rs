@@ -44,6 +44,11 @@ pub enum Error {
          so they cannot be put back; run `/undo --force` to undo the messages only"
     )]
     NoSnapshots(String),
+    #[error(
+        "the agent is busy: wait for the turn to finish or press Esc to interrupt it, \
+         then try again"
+    )]
+    Busy,
     #[error("no diff: snapshots are off (`snapshot.enabled = false`)")]
     DiffWithoutSnapshots,
     #[error(transparent)]
@@ -219,6 +224,22 @@ pub async fn session_diff(
             diff.push_str(&snapshots.diff_paths(&before, &after, &paths)?);
         }
         Ok::<_, snapshot::Error>(diff)
+    })
+    .await
+}
+
+/// One step's changes (a patch card expanded): its files from the snapshot
+/// before the step to the one after it (the tree now when it has none).
+pub async fn patch_diff(snapshots: Option<&Snapshots>, patch: PatchPart) -> Result<String, Error> {
+    let Some(snapshots) = snapshots.cloned() else {
+        return Err(Error::DiffWithoutSnapshots);
+    };
+    blocking(move || {
+        let after = match patch.after {
+            Some(after) => after,
+            None => snapshots.track()?.hash,
+        };
+        snapshots.diff_paths(&patch.hash, &after, &patch.files)
     })
     .await
 }

@@ -49,13 +49,18 @@ impl Writer {
         Ok(())
     }
 
-    /// A step's cost and tokens were just added to its session by the store:
-    /// publish the session as stored so the status line shows the real total.
+    /// A step's cost and tokens were just added to its session and the
+    /// sessions above it (a subagent's spending rolls up) by the store:
+    /// publish them as stored so each status line shows the real total.
     async fn publish_totals(&self, session_id: &str) -> Result<(), store::Error> {
-        if let Some(session) = self.store.get_session(session_id).await? {
-            self.bus.publish(Event::SessionUpdated {
-                session: Arc::new(session),
-            });
+        let mut ids = vec![session_id.to_string()];
+        ids.extend(self.store.ancestors(session_id).await?);
+        for id in ids {
+            if let Some(session) = self.store.get_session(&id).await? {
+                self.bus.publish(Event::SessionUpdated {
+                    session: Arc::new(session),
+                });
+            }
         }
         Ok(())
     }

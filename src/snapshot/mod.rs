@@ -164,6 +164,57 @@ impl Snapshots {
         Ok(Snapshot { hash, skipped })
     }
 
+    /// Records the tree with only `paths` looked at: every other file stays
+    /// as the last snapshot of this store recorded it. After a step whose
+    /// only writers name their files (`edit`, `write`), following the full
+    /// snapshot taken at its start, this skips a scan of the whole tree.
+    /// Ignored files and files over the size cap are left out, as in
+    /// [`Self::track`].
+    pub fn track_paths(&self, paths: &[String]) -> Result<Snapshot, Error> {
+        self.ready()?;
+        let mut skipped = Vec::new();
+        if !paths.is_empty() {
+            let mut args = vec![
+                "ls-files",
+                "-z",
+                "--others",
+                "--modified",
+                "--exclude-standard",
+                "--",
+            ];
+            let literal: Vec<String> = paths.iter().map(|p| format!(":(literal){p}")).collect();
+            args.extend(literal.iter().map(String::as_str));
+            let listed: BTreeSet<String> = self
+                .git(args)?
+                .stdout
+                .split(|b| *b == 0)
+                .filter(|p| !p.is_empty())
+                .map(|p| String::from_utf8_lossy(p).into_owned())
+                .collect();
+            let (over, add): (Vec<String>, Vec<String>) =
+                listed.into_iter().partition(|path| self.over_cap(path));
+            if !over.is_empty() {
+                let mut args = vec!["rm", "--cached", "--quiet", "--ignore-unmatch", "--"];
+                args.extend(over.iter().map(String::as_str));
+                self.git(args)?;
+            }
+            if !add.is_empty() {
+                let mut args = vec!["add", "-A", "--"];
+                let literal: Vec<String> = add.iter().map(|p| format!(":(literal){p}")).collect();
+                args.extend(literal.iter().map(String::as_str));
+                self.git(args)?;
+            }
+            skipped = over;
+        }
+        let hash = text(self.git(["write-tree"])?).trim().to_owned();
+        Ok(Snapshot { hash, skipped })
+    }
+
+    fn over_cap(&self, path: &str) -> bool {
+        std::fs::symlink_metadata(self.work_tree.join(path))
+            .is_ok_and(|m| m.len() > self.max_file_bytes)
+    }
+
     /// Candidate files (new or changed since the last snapshot) over the cap.
     fn oversized(&self) -> Result<Vec<String>, Error> {
         let listed = self.git([

@@ -82,6 +82,58 @@ fn fixture(max: u64) -> Fixture {
     }
 }
 
+/// The narrow "after" snapshot of an edit-only step records the named
+/// files exactly as a full one would, leaves ignored and oversized files
+/// out, and leaves unnamed files as the last snapshot had them.
+#[test]
+fn a_snapshot_of_named_paths_records_them_as_a_full_one_would() {
+    let f = fixture(100);
+    std::fs::write(f.project.join(".gitignore"), "*.log\n").expect("write");
+    std::fs::write(f.project.join("a.txt"), "one\n").expect("write");
+    std::fs::write(f.project.join("gone.txt"), "bye\n").expect("write");
+    std::fs::write(f.project.join("other.txt"), "same\n").expect("write");
+    let before = f.store.track().expect("track");
+    std::fs::write(f.project.join("a.txt"), "two\n").expect("write");
+    std::fs::remove_file(f.project.join("gone.txt")).expect("rm");
+    std::fs::create_dir_all(f.project.join("d")).expect("mkdir");
+    std::fs::write(f.project.join("d/new file.txt"), "x\n").expect("write");
+    std::fs::write(f.project.join("run.log"), "ignored\n").expect("write");
+    std::fs::write(f.project.join("big.txt"), "y".repeat(500)).expect("write");
+    let named: Vec<String> = [
+        "a.txt",
+        "gone.txt",
+        "d/new file.txt",
+        "run.log",
+        "big.txt",
+        "never.txt",
+    ]
+    .map(String::from)
+    .to_vec();
+    let narrow = f.store.track_paths(&named).expect("narrow");
+    assert_eq!(narrow.skipped, ["big.txt"]);
+    let full = f.store.track().expect("full");
+    assert_eq!(narrow.hash, full.hash, "the same tree as a full snapshot");
+
+    // An unnamed file changed by hand is left as the last snapshot had it.
+    std::fs::write(f.project.join("other.txt"), "by hand\n").expect("write");
+    let only_a = f.store.track_paths(&["a.txt".to_string()]).expect("narrow");
+    assert!(
+        f.store
+            .changes(&full.hash, &only_a.hash)
+            .expect("changes")
+            .is_empty()
+    );
+    let changed: Vec<String> = f
+        .store
+        .changes(&before.hash, &narrow.hash)
+        .expect("changes")
+        .into_iter()
+        .map(|c| c.path)
+        .collect();
+    assert_eq!(changed, ["a.txt", "d/new file.txt", "gone.txt"]);
+    assert!(f.store.track_paths(&[]).expect("nothing named").hash == only_a.hash);
+}
+
 #[test]
 fn a_change_is_listed_with_line_counts_and_restored_exactly() {
     let f = fixture(DEFAULT_MAX_FILE_BYTES);

@@ -170,6 +170,16 @@ impl Store {
         .await
     }
 
+    /// The ids of the sessions above `id` (a subagent's parent, its parent's
+    /// parent...), nearest first; empty for a top-level session.
+    pub async fn ancestors(&self, id: &str) -> Result<Vec<String>, Error> {
+        let id = id.to_string();
+        self.snapshot("read the parent sessions", move |connection| {
+            sessions::ancestors(connection, &id)
+        })
+        .await
+    }
+
     /// Up to `limit` sessions (subagent sessions included), most recently
     /// updated first, with their totals.
     pub async fn list_sessions(&self, limit: usize) -> Result<Vec<Session>, Error> {

@@ -1,6 +1,7 @@
 //! Session rows: encoding a `Session` into columns + a JSON remainder, the
 //! session queries, and the running totals (cost and tokens) that the part
-//! writes keep equal to the sum of the session's step-finish parts.
+//! writes keep equal to the sum of the step-finish parts of the session and
+//! of its subagent sessions (a child's spending is its parent's too).
 //!
 //! Runs on a connection thread only; never called from async code directly.
 
@@ -238,6 +239,12 @@ pub(crate) fn latest(connection: &Connection, directory: &str) -> Result<Option<
 /// messages and parts. Returns whether the session existed.
 pub(crate) fn delete(connection: &Connection, id: &str) -> Result<bool, Error> {
     const OPERATION: &str = "delete session";
+    // A subagent's session leaves its parents' totals with it.
+    if let Some(session) = get(connection, id)?
+        && let Some(parent) = &session.parent_id
+    {
+        add_totals(connection, parent, session.cost, &session.tokens, -1)?;
+    }
     let deleted = connection
         .prepare_cached(
             "WITH RECURSIVE tree (id) AS (
@@ -252,29 +259,45 @@ pub(crate) fn delete(connection: &Connection, id: &str) -> Result<bool, Error> {
     Ok(deleted > 0)
 }
 
-/// Adds `sign` (1 or -1) times a step's cost and tokens to its session.
+/// Adds `sign` (1 or -1) times a step's cost and tokens to its session and
+/// every session above it.
 pub(crate) fn add_step(
     connection: &Connection,
     session_id: &str,
     step: &StepFinishPart,
     sign: i64,
 ) -> Result<(), Error> {
+    add_totals(connection, session_id, step.cost, &step.tokens, sign)
+}
+
+/// Adds `sign` times `cost` and `tokens` to `session_id` and its ancestors.
+fn add_totals(
+    connection: &Connection,
+    session_id: &str,
+    cost: f64,
+    tokens: &Tokens,
+    sign: i64,
+) -> Result<(), Error> {
     const OPERATION: &str = "update session totals";
-    let tokens = &step.tokens;
     let signed = |value: u64| i64::try_from(value).unwrap_or(i64::MAX) * sign;
     connection
         .prepare_cached(
-            "UPDATE session SET cost = cost + ?2,
+            "WITH RECURSIVE chain (id) AS (
+                 SELECT ?1
+                 UNION SELECT session.parent_id FROM session JOIN chain ON session.id = chain.id
+                 WHERE session.parent_id IS NOT NULL
+             )
+             UPDATE session SET cost = cost + ?2,
                  tokens_input = tokens_input + ?3, tokens_output = tokens_output + ?4,
                  tokens_reasoning = tokens_reasoning + ?5,
                  tokens_cache_read = tokens_cache_read + ?6,
                  tokens_cache_write = tokens_cache_write + ?7
-             WHERE id = ?1",
+             WHERE id IN chain",
         )
         .during(OPERATION)?
         .execute(params![
             session_id,
-            step.cost * sign as f64,
+            cost * sign as f64,
             signed(tokens.input),
             signed(tokens.output),
             signed(tokens.reasoning),
@@ -283,6 +306,25 @@ pub(crate) fn add_step(
         ])
         .during(OPERATION)?;
     Ok(())
+}
+
+/// The ids of the sessions above `session_id`, nearest first.
+pub(crate) fn ancestors(connection: &Connection, session_id: &str) -> Result<Vec<String>, Error> {
+    const OPERATION: &str = "read the parent sessions";
+    let mut statement = connection
+        .prepare_cached(
+            "WITH RECURSIVE chain (id, depth) AS (
+                 SELECT parent_id, 1 FROM session WHERE id = ?1 AND parent_id IS NOT NULL
+                 UNION SELECT session.parent_id, chain.depth + 1 FROM session
+                 JOIN chain ON session.id = chain.id WHERE session.parent_id IS NOT NULL
+             )
+             SELECT id FROM chain ORDER BY depth",
+        )
+        .during(OPERATION)?;
+    let rows = statement
+        .query_map([session_id], |row| row.get(0))
+        .during(OPERATION)?;
+    rows.collect::<rusqlite::Result<_>>().during(OPERATION)
 }
 
 /// One session row as stored, before the JSON remainder is merged back.

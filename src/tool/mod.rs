@@ -175,6 +175,9 @@ pub struct ToolScope {
     pub permissions: Arc<Permissions>,
     pub progress: Option<tokio::sync::mpsc::UnboundedSender<ToolProgress>>,
     pub limits: OutputLimits,
+    /// The calling agent has the `task` tool: a truncated output's hint
+    /// tells it to delegate reading the full text to `explore`.
+    pub can_delegate: bool,
 }
 
 impl ToolScope {
@@ -591,11 +594,12 @@ pub fn limit_output(mut output: ToolOutput, ctx: &ToolScope) -> Result<ToolOutpu
         if output.metadata.get("truncated").is_none() {
             // The full text is saved to a file the model may read back.
             output.output = crate::secret::redact(&output.output).into_owned();
-            let result = truncate::truncate(
+            let result = truncate::truncate_for(
                 &output.output,
                 &ctx.limits,
                 truncate::Direction::Head,
                 &ctx.tool_output_dir,
+                ctx.can_delegate,
             )
             .map_err(|error| {
                 ToolError::io("save the full output to", &ctx.tool_output_dir, error)

@@ -29,11 +29,17 @@ pub struct Truncated {
     pub output_path: Option<PathBuf>,
 }
 
-/// The hint that follows a truncated output, for an agent without the task tool.
-pub fn hint(path: &Path) -> String {
+/// The hint that follows a truncated output. An agent that can delegate
+/// (`delegate`: it has the task tool) is told to hand the file to `explore`,
+/// so the full text never enters its own context (seed 001).
+pub fn hint(path: &Path, delegate: bool) -> String {
+    let what_next = if delegate {
+        "Use the Task tool to have explore agent process this file with Grep and Read (with offset/limit). Do NOT read the full file yourself - delegate to save context."
+    } else {
+        "Use Grep to search the full content or Read with offset/limit to view specific sections."
+    };
     format!(
-        "The tool call succeeded but the output was truncated. Full output saved to: {}\n\
-         Use Grep to search the full content or Read with offset/limit to view specific sections.",
+        "The tool call succeeded but the output was truncated. Full output saved to: {}\n{what_next}",
         path.display()
     )
 }
@@ -113,7 +119,8 @@ fn clip(line: &str, max: usize, direction: Direction) -> &str {
     }
 }
 
-/// Truncates `text` when over the limits, saving the full text in `dir`.
+/// Truncates `text` when over the limits, saving the full text in `dir`;
+/// the hint is the one for an agent without the task tool.
 ///
 /// # Errors
 /// When the spill directory or file cannot be written.
@@ -122,6 +129,20 @@ pub fn truncate(
     limits: &OutputLimits,
     direction: Direction,
     dir: &Path,
+) -> std::io::Result<Truncated> {
+    truncate_for(text, limits, direction, dir, false)
+}
+
+/// [`truncate`], with the hint for an agent that can delegate when `delegate`.
+///
+/// # Errors
+/// When the spill directory or file cannot be written.
+pub fn truncate_for(
+    text: &str,
+    limits: &OutputLimits,
+    direction: Direction,
+    dir: &Path,
+    delegate: bool,
 ) -> std::io::Result<Truncated> {
     let Some(cut) = preview(text, limits, direction) else {
         return Ok(Truncated {
@@ -132,7 +153,7 @@ pub fn truncate(
     let (path, mut file) = create_spill_file(dir)?;
     file.write_all(text.as_bytes())?;
     let marker = format!("...{} {} truncated...", cut.removed, cut.unit);
-    let hint = hint(&path);
+    let hint = hint(&path, delegate);
     let text = match direction {
         Direction::Head => format!("{}\n\n{marker}\n\n{hint}", cut.text),
         Direction::Tail => format!("{marker}\n\n{hint}\n\n{}", cut.text),

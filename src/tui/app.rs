@@ -49,6 +49,17 @@ pub enum Effect {
     LoadOlder(String),
     /// Ctrl+Z: give the terminal back to the shell until resumed.
     Suspend,
+    /// `/undo [--force]`: the session takes the last turn back.
+    Undo {
+        force: bool,
+    },
+    /// `/redo`: the session brings the undone turn back.
+    Redo,
+    /// `/diff`: the session's changes, shown in the diff overlay.
+    Diff,
+    /// The diffs of these steps (part id, patch), for their patch cards
+    /// expanded by Ctrl+O; asked one after the other, never all at once.
+    PatchDiffs(Vec<(String, crate::message::PatchPart)>),
 }
 
 /// A layer drawn over the transcript that takes the keys while open.
@@ -59,6 +70,10 @@ pub enum Overlay {
     Help,
     Picker(Picker),
     FirstRun(String),
+    /// `/undo` refused: these files were edited since the turn; overwrite?
+    UndoConflict(Vec<String>),
+    /// `/diff`: the session's changes, scrollable.
+    Diff(super::undo::DiffView),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -169,6 +184,9 @@ impl PermissionGuard {
         }
     }
 }
+
+/// The flash while the transcript is reread after the bus receiver lagged.
+const LAGGED: &str = "display fell behind; reloading the session";
 
 /// Two presses of Esc or Ctrl+C within this many milliseconds count as a double press.
 pub const DOUBLE_PRESS_MS: i64 = 1000;
@@ -313,6 +331,9 @@ impl App {
             Event::PartUpdated { part } => {
                 let is_step_end = matches!(part.kind, PartKind::StepFinish(_));
                 self.timeline.upsert_part(part);
+                if matches!(part.kind, PartKind::Patch(_)) {
+                    effects.extend(super::undo::wanted_patch_diffs(self));
+                }
                 if is_step_end {
                     // The loop rereads the store at the next step: a queued
                     // prompt sent now is picked up without waiting for idle.
@@ -389,7 +410,7 @@ impl App {
 
     /// The receiver lagged: deltas were lost, so ask for the stored history.
     pub fn lagged(&mut self) -> Vec<Effect> {
-        self.flash = Some("display fell behind; reloading the session".into());
+        self.flash = Some(LAGGED.into());
         self.dirty = true;
         vec![Effect::Reload]
     }
@@ -397,7 +418,10 @@ impl App {
     pub fn reloaded(&mut self, history: Vec<MessageWithParts>, has_older: bool) {
         self.timeline.reset(history, has_older);
         self.loading_older = false;
-        self.flash = None;
+        // What an undo said stays; the lag notice is done.
+        if self.flash.as_deref() == Some(LAGGED) {
+            self.flash = None;
+        }
         self.dirty = true;
     }
 

@@ -30,6 +30,13 @@ pub const SLASH_COMMANDS: &[(&str, &str, &str)] = &[
         "[revoke N]",
         "list the \"always\" answers this project remembers, or forget one",
     ),
+    (
+        "/undo",
+        "[--force]",
+        "take the last turn back (files and messages); its prompt returns to the composer",
+    ),
+    ("/redo", "", "bring back the turn undone last"),
+    ("/diff", "", "the session's changes so far, scrollable"),
     ("/new", "", "start a new session"),
     ("/sessions", "", "switch to another session"),
     ("/model", "", "choose the model for the next messages"),

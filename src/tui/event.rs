@@ -21,4 +21,16 @@ pub enum Internal {
     Flash(String),
     /// The local model servers found at start-up (first-run screen only).
     Discovered(super::Discovered),
+    /// The session's answer to `/diff`.
+    Diff(Result<String, crate::session::undo::Error>),
+    /// The diff of a patch card's step.
+    PatchDiff {
+        part_id: String,
+        result: Result<String, crate::session::undo::Error>,
+    },
+    /// The session's answer to `/undo` (`redo == false`) or `/redo`.
+    Undone {
+        redo: bool,
+        result: Result<crate::session::undo::Outcome, crate::session::undo::Error>,
+    },
 }

@@ -30,6 +30,7 @@ pub mod scroll;
 pub mod slash;
 pub mod terminal;
 pub mod timeline;
+pub mod undo;
 pub mod update;
 pub mod view;
 pub mod viewport;

@@ -124,8 +124,7 @@ pub async fn run_loop(
             },
             Some(message) = internal_rx.recv() => {
                 user_waiting = true;
-                apply_internal(app, message);
-                Vec::new()
+                apply_internal(app, message)
             }
             // SIGTERM / SIGHUP: stop the turn and leave; the guard restores
             // the terminal on the way out, as for /quit.
@@ -252,9 +251,15 @@ fn suspend(_terminal: &mut ratatui::Terminal<Backend>, app: &mut App) -> anyhow:
     Ok(())
 }
 
-fn apply_internal(app: &mut App, message: Internal) {
+/// Applies a background result; an undo's answer asks for a reload.
+fn apply_internal(app: &mut App, message: Internal) -> Vec<Effect> {
     app.dirty = true;
     match message {
+        Internal::Undone { redo, result } => return super::undo::answered(app, redo, result),
+        Internal::Diff(result) => super::undo::diff_answered(app, result),
+        Internal::PatchDiff { part_id, result } => {
+            super::undo::patch_diff_answered(app, &part_id, result)
+        }
         Internal::Files(files) => app.files = Arc::new(files),
         Internal::Context(Some(breakdown)) => {
             if matches!(app.overlay, Some(super::app::Overlay::Context(None))) {
@@ -268,10 +273,12 @@ fn apply_internal(app: &mut App, message: Internal) {
         Internal::Reloaded(history) => {
             let has_older = history.len() >= HISTORY_PAGE;
             app.reloaded(history, has_older);
+            return super::undo::wanted_patch_diffs(app);
         }
         Internal::Older(Ok(page)) => {
             let has_older = page.len() >= HISTORY_PAGE;
             app.older_loaded(page, has_older);
+            return super::undo::wanted_patch_diffs(app);
         }
         // `loading_older` stays set: the store is not asked again each frame.
         Internal::Older(Err(error)) => app.flash = Some(error),
@@ -295,6 +302,7 @@ fn apply_internal(app: &mut App, message: Internal) {
             }
         }
     }
+    Vec::new()
 }
 
 fn perform(
@@ -314,6 +322,14 @@ fn perform(
             });
         }
         Effect::Export { to } => export(app, channels, internal, to),
+        Effect::Undo { force } => undo_or_redo(app, channels, internal, Some(force)),
+        Effect::Redo => undo_or_redo(app, channels, internal, None),
+        Effect::Diff => {
+            let (reply, answer) = oneshot::channel();
+            send(app, channels, Command::Diff { reply });
+            answer_later(internal, answer, Internal::Diff);
+        }
+        Effect::PatchDiffs(patches) => patch_diffs(channels, internal, patches),
         Effect::Copy(text) => {
             let mut out = std::io::stdout();
             let written = out
@@ -404,6 +420,70 @@ fn export(
             Err(error) => format!("cannot write {shown}: {error}"),
         };
         let _ = internal.send(Internal::Flash(flash));
+    });
+}
+
+/// `/undo` (`Some(force)`) or `/redo` (`None`): the session does the work
+/// (files and store, off this thread); its answer comes back as an
+/// [`Internal::Undone`].
+fn undo_or_redo(
+    app: &mut App,
+    channels: &Channels,
+    internal: &mpsc::UnboundedSender<Internal>,
+    force: Option<bool>,
+) {
+    let (reply, answer) = oneshot::channel();
+    let command = match force {
+        Some(force) => Command::Undo { force, reply },
+        None => Command::Redo { reply },
+    };
+    send(app, channels, command);
+    answer_later(internal, answer, move |result| Internal::Undone {
+        redo: force.is_none(),
+        result,
+    });
+}
+
+/// The diffs of expanded patch cards, one request at a time: a long
+/// session's hundreds of cards never start hundreds of `git diff`s at once.
+fn patch_diffs(
+    channels: &Channels,
+    internal: &mpsc::UnboundedSender<Internal>,
+    patches: Vec<(String, crate::message::PatchPart)>,
+) {
+    let commands = channels.commands.clone();
+    let internal = internal.clone();
+    tokio::spawn(async move {
+        for (part_id, patch) in patches {
+            let (reply, answer) = oneshot::channel();
+            if commands.send(Command::PatchDiff { patch, reply }).is_err() {
+                return;
+            }
+            let Ok(result) = answer.await else { return };
+            if internal
+                .send(Internal::PatchDiff { part_id, result })
+                .is_err()
+            {
+                return;
+            }
+        }
+    });
+}
+
+/// Waits for the session's reply off the UI loop and hands it back as an
+/// [`Internal`]; a dropped reply becomes a notice.
+fn answer_later<T: Send + 'static>(
+    internal: &mpsc::UnboundedSender<Internal>,
+    answer: oneshot::Receiver<T>,
+    wrap: impl FnOnce(T) -> Internal + Send + 'static,
+) {
+    let internal = internal.clone();
+    tokio::spawn(async move {
+        let message = match answer.await {
+            Ok(reply) => wrap(reply),
+            Err(_) => Internal::Flash("the session did not answer; is it still running?".into()),
+        };
+        let _ = internal.send(message);
     });
 }
 

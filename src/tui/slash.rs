@@ -52,14 +52,8 @@ pub fn run_slash(app: &mut App, input: &str) -> Vec<Effect> {
             Some(answer) => return vec![Effect::Copy(answer)],
             None => app.flash = Some("no answer to copy yet".into()),
         },
-        // Not served in the terminal UI yet (the loop would have to be idle
-        // and the transcript reloaded); say how to do it rather than "unknown".
-        "/undo" | "/redo" | "/diff" => {
-            app.flash = Some(format!(
-                "{name} is not in the terminal UI yet; in a shell: cairn run --session {} \"{name}\"",
-                app.session.id
-            ))
-        }
+        "/undo" | "/redo" => return super::undo::slash(app, name, args),
+        "/diff" => return super::undo::open_diff(app),
         other => app.flash = Some(format!("unknown command {other}; /help lists them")),
     }
     Vec::new()

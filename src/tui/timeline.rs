@@ -49,6 +49,9 @@ pub struct Timeline {
     live_output: HashMap<String, String>,
     /// Older messages than the first one held are in the store, not here.
     has_older: bool,
+    /// Diffs of patch cards, read when Ctrl+O expands them: `None` while
+    /// asked for. Kept across reloads: a step's snapshots never change.
+    patch_diffs: HashMap<String, Option<String>>,
 }
 
 impl Timeline {
@@ -287,6 +290,33 @@ impl Timeline {
                 matches!(&p.kind, PartKind::Tool(t) if matches!(t.state, ToolState::Running { .. } | ToolState::Pending { .. }))
             })
         })
+    }
+
+    /// The diff read for the patch card `part_id`, if it has arrived.
+    pub fn patch_diff(&self, part_id: &str) -> Option<&str> {
+        self.patch_diffs.get(part_id)?.as_deref()
+    }
+
+    /// Patch parts whose diff was never asked for; marks them asked.
+    pub fn patches_to_diff(&mut self) -> Vec<(String, crate::message::PatchPart)> {
+        let mut wanted = Vec::new();
+        for part in self.messages.iter().flat_map(|m| m.parts.iter()) {
+            if let PartKind::Patch(patch) = &part.kind
+                && !self.patch_diffs.contains_key(&part.id)
+            {
+                wanted.push((part.id.clone(), patch.clone()));
+            }
+        }
+        for (id, _) in &wanted {
+            self.patch_diffs.insert(id.clone(), None);
+        }
+        wanted
+    }
+
+    /// A patch card's diff arrived (or why not, as text): redraw that card.
+    pub fn set_patch_diff(&mut self, part_id: &str, diff: String) {
+        self.patch_diffs.insert(part_id.to_string(), Some(diff));
+        self.bump(part_id);
     }
 
     /// Invalidates every cached block (a display toggle changed).

@@ -171,6 +171,13 @@ fn overlay_key(app: &mut App, action: Action) -> Vec<Effect> {
     if action == Action::CtrlC {
         return composer_key(app, action);
     }
+    if matches!(app.overlay, Some(Overlay::UndoConflict(_))) {
+        return super::undo::conflict_key(app, &action);
+    }
+    if matches!(app.overlay, Some(Overlay::Diff(_))) {
+        super::undo::diff_key(app, &action);
+        return Vec::new();
+    }
     let Some(Overlay::Picker(picker)) = &mut app.overlay else {
         // Read-only overlays close on Esc, Enter or q.
         if matches!(action, Action::Escape | Action::Enter | Action::Insert('q')) {
@@ -297,6 +304,8 @@ fn composer_key(app: &mut App, action: Action) -> Vec<Effect> {
         Action::ToggleDetails => {
             app.expand_details = !app.expand_details;
             app.timeline.bump_all();
+            // Expanded patch cards show their step's diff, read on demand.
+            return super::undo::wanted_patch_diffs(app);
         }
         Action::ToggleReasoning => {
             app.show_reasoning = !app.show_reasoning;

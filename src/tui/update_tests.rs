@@ -275,18 +275,6 @@ fn slash_commands_become_commands_and_overlays() {
 }
 
 #[test]
-fn undo_redo_and_diff_say_how_to_run_them_instead_of_unknown() {
-    let mut app = app(exchange(1));
-    for name in ["/undo", "/redo", "/diff"] {
-        typed(&mut app, name);
-        assert!(update(&mut app, Action::Enter).is_empty());
-        let flash = app.flash.take().unwrap_or_default();
-        let expected = format!("cairn run --session {} \"{name}\"", app.session.id);
-        assert!(flash.contains(&expected), "{flash}");
-    }
-}
-
-#[test]
 fn slash_popup_completes_on_tab() {
     let mut app = app(Vec::new());
     typed(&mut app, "/pru");

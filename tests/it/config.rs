@@ -442,3 +442,30 @@ fn without_files_everything_is_a_default() {
         Some(&Origin::Default)
     );
 }
+
+#[test]
+fn task_limits_are_read_and_a_zero_concurrency_is_named() {
+    let (message, path) = project_error("[task]\nmax_depth = 2\nmax_concurrency = 0\n");
+    assert_eq!(
+        message,
+        format!(
+            "{}:3: task.max_concurrency: expected a number greater than 0, got 0",
+            path.display()
+        )
+    );
+    let (message, _) = project_error("[task]\nmax_dept = 2\n");
+    assert!(
+        message.contains(
+            ":2: task.max_dept: unknown field `max_dept`, expected `max_concurrency` or `max_depth`"
+        ),
+        "{message}"
+    );
+    let ws = Workspace::new();
+    ws.write(
+        &ws.project.join("cairn.toml"),
+        "[task]\nmax_concurrency = 2\nmax_depth = 0\n",
+    );
+    let loaded = config::load(&ws.options()).expect("valid");
+    assert_eq!(loaded.config.task.max_concurrency, 2);
+    assert_eq!(loaded.config.task.max_depth, 0);
+}

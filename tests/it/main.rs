@@ -70,4 +70,5 @@ mod tui_edges;
 mod tui_paging;
 mod tui_pty;
 mod tui_sessions;
+mod tui_undo;
 mod undo_run;

@@ -17,7 +17,7 @@ const KEYS: &[(&str, &str)] = &[
     ("Ctrl+C", "clear input; twice quits"),
     ("Tab", "switch agent build ↔ plan"),
     ("PgUp/PgDn, wheel, Home/End", "scroll the transcript"),
-    ("Ctrl+O", "expand tool output and summaries"),
+    ("Ctrl+O", "expand tool output, summaries and change diffs"),
     ("Ctrl+T", "show reasoning"),
     ("Up/Down", "history"),
     ("Ctrl+A/E/K/U/W, Alt+B/F", "line editing"),

@@ -7,6 +7,7 @@
 
 pub mod composer;
 pub mod context;
+pub mod diff;
 pub mod first_run;
 pub mod help;
 pub mod permission;
@@ -14,6 +15,7 @@ pub mod picker;
 pub mod status;
 pub mod tool_card;
 pub mod transcript;
+pub mod undo;
 pub mod welcome;
 
 use ratatui::Frame;
@@ -140,6 +142,8 @@ pub fn draw(app: &App, frame: &mut Frame<'_>) {
         Some(Overlay::Context(breakdown)) => context::draw(breakdown.as_ref(), frame, area),
         Some(Overlay::Help) => help::draw(frame, area),
         Some(Overlay::Picker(picker)) => picker::draw(picker, frame, area),
+        Some(Overlay::UndoConflict(files)) => undo::draw(files, frame, area),
+        Some(Overlay::Diff(view)) => diff::draw(view, frame, area),
         Some(Overlay::FirstRun(_)) | None => {}
     }
     if let Some(request) = app.permissions.front() {

@@ -239,10 +239,16 @@ fn part_lines(
             format!("↳ subtask ({}): {}", task.agent, task.description),
             Style::default().fg(Color::DarkGray),
         )],
-        PartKind::Patch(patch) => vec![Line::styled(
-            patch_summary(patch),
-            Style::default().fg(Color::DarkGray),
-        )],
+        PartKind::Patch(patch) => {
+            let mut out = vec![Line::styled(
+                patch_summary(patch),
+                Style::default().fg(Color::DarkGray),
+            )];
+            if cx.expand_details {
+                out.extend(super::diff::card_lines(cx.timeline.patch_diff(&part.id)));
+            }
+            out
+        }
         PartKind::StepStart(_) | PartKind::StepFinish(_) => Vec::new(),
     }
 }

@@ -50,6 +50,7 @@ impl Project {
             permissions: Arc::new(Permissions::new(rules, Bus::new(), mode)),
             progress: None,
             limits: OutputLimits::default(),
+            can_delegate: false,
         }
     }
 }
