@@ -7,7 +7,8 @@
 #   2. TUI RSS 3 s after opening (VmRSS) and its peak so far (VmHWM)
 #
 # Usage: benches/long_session.sh [SIZES...]   (default: 1000 5000 20000 100000;
-#        SKIP_BUILD=1 reuses target/release; KINDS="compacted never" by default)
+#        SKIP_BUILD=1 reuses target/release; KINDS="compacted never" by default;
+#        SEED_BIN=path runs a built seed_session binary instead of cargo)
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 
@@ -22,7 +23,9 @@ trap 'kill_tmux; cleanup' EXIT
 rss_kb() { awk -v key="$2:" '$1 == key { print $2 }' "/proc/$1/status"; }
 
 build_release
-(cd "$ROOT" && cargo bench --quiet --bench seed_session --no-run 2>/dev/null) || true
+if [ -z "${SEED_BIN:-}" ]; then
+    (cd "$ROOT" && cargo bench --quiet --bench seed_session --no-run 2>/dev/null) || true
+fi
 PORT="$(free_port)"
 make_project "$PORT"
 start_server "$PORT" --scenario chat
@@ -33,7 +36,11 @@ for kind in $KINDS; do
         mkdir -p "$data"
         arg=""
         if [ "$kind" = compacted ]; then arg=compacted; fi
-        seeded="$(cd "$ROOT" && cargo bench --quiet --bench seed_session -- "$data" "$WORK/project" "$size" $arg 2>/dev/null)"
+        if [ -n "${SEED_BIN:-}" ]; then
+            seeded="$("$SEED_BIN" "$data" "$WORK/project" "$size" $arg 2>/dev/null)"
+        else
+            seeded="$(cd "$ROOT" && cargo bench --quiet --bench seed_session -- "$data" "$WORK/project" "$size" $arg 2>/dev/null)"
+        fi
         echo "== $size messages, $kind"
         (cd "$WORK/project" && CAIRN_DATA_DIR="$data" python3 "$ROOT/benches/first_frame.py" \
             --until "$LABEL" --runs 3 -- "$BIN" --session "$seeded")

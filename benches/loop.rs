@@ -192,6 +192,11 @@ fn benches(c: &mut Criterion) {
     group.bench_function("gauge::measure", |b| {
         b.iter(|| gauge::measure(ctx, model, &view, &request))
     });
+    // The gauge after a run, a prune or on opening: anchored on the last
+    // step's usage, it counts only what was added since and builds no request.
+    group.bench_function("gauge::refresh (anchored, kept read)", |b| {
+        b.iter(|| rt.block_on(gauge::refresh(ctx, model)).expect("refresh"))
+    });
     group.finish();
 }
 

@@ -351,6 +351,9 @@ class Handler(BaseHTTPRequestHandler):
         log(f"GET {self.path}")
 
     def do_POST(self):
+        # Wall-clock receipt time, for "time to first request" figures
+        # (benches/bounds.sh compares it with when it started cairn).
+        log(f"POST {self.path} received at {time.time():.3f}")
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length)
         if not self.path.rstrip("/").endswith("/chat/completions"):

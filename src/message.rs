@@ -533,6 +533,11 @@ impl MessageWithParts {
                     let input = json_text_bytes(tool.state.input());
                     input
                         + match &tool.state {
+                            // Pruned: the model sees a placeholder, and a
+                            // window-sized budget must not count what it
+                            // cleared (a session that prunes as it goes is
+                            // not one to cut).
+                            ToolState::Completed { time, .. } if time.compacted.is_some() => 64,
                             ToolState::Completed { output, .. } => output.len() + 64,
                             ToolState::Error { error, .. } => error.len() + 64,
                             _ => 64,
@@ -588,10 +593,29 @@ pub struct HistoryScan {
     cut: bool,
 }
 
-/// The budget of a loop's model view read: about two million tokens of text
-/// and code, twice the largest window a model offers today, so a cut read is
-/// always more than the window and never drops what a request could hold.
+/// The largest budget of a loop's model view read: about two million tokens
+/// of text and code, twice the largest window a model offers today. Used
+/// whole when the window is not known.
 pub const VIEW_BUDGET_BYTES: usize = 8 << 20;
+
+/// Bytes of content a loop's read holds per token of the model's window.
+/// Text and code run 3-4 bytes a token, so a cut read is about twice the
+/// window and never drops what a request could hold; after the summary's
+/// first shrink step (tool outputs cut to 2,000 characters) it is about
+/// what one summary request can carry, so reading further back would only
+/// be dropped again.
+pub const VIEW_BYTES_PER_WINDOW_TOKEN: u64 = 8;
+
+/// The budget of a loop's model view read for a model whose window is
+/// `window_tokens` (0: unknown): [`VIEW_BYTES_PER_WINDOW_TOKEN`] per token,
+/// at most [`VIEW_BUDGET_BYTES`]. A 128k window reads back 1 MiB.
+pub fn view_budget(window_tokens: u64) -> usize {
+    if window_tokens == 0 {
+        return VIEW_BUDGET_BYTES;
+    }
+    let bytes = window_tokens.saturating_mul(VIEW_BYTES_PER_WINDOW_TOKEN);
+    usize::try_from(bytes).map_or(VIEW_BUDGET_BYTES, |b| b.min(VIEW_BUDGET_BYTES))
+}
 
 /// What to do with the message just fed to a [`HistoryScan`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -811,5 +835,45 @@ mod tests {
         let mut roomy = HistoryScan::within(Some(100_000));
         assert_eq!(scan_start(&mut roomy, &history), 0);
         assert!(!roomy.was_cut());
+    }
+
+    #[test]
+    fn the_read_budget_follows_the_window_up_to_the_cap() {
+        assert_eq!(view_budget(128_000), 1_024_000);
+        assert_eq!(view_budget(8_000), 64_000);
+        assert_eq!(view_budget(1_000_000), 8_000_000);
+        assert_eq!(view_budget(2_000_000), VIEW_BUDGET_BYTES);
+        assert_eq!(view_budget(0), VIEW_BUDGET_BYTES, "unknown window");
+        assert_eq!(view_budget(u64::MAX), VIEW_BUDGET_BYTES);
+    }
+
+    #[test]
+    fn a_pruned_output_counts_as_its_placeholder() {
+        let [message, _] = turn(1, 0).map(|m| m.message);
+        let with_output = |compacted: Option<Millis>| {
+            let tool = ToolPart {
+                call_id: "call_1".into(),
+                tool: "read".into(),
+                state: ToolState::Completed {
+                    input: serde_json::json!({}),
+                    output: "x".repeat(10_000),
+                    title: String::new(),
+                    metadata: Value::Null,
+                    time: ToolTime {
+                        start: 0,
+                        end: Some(1),
+                        compacted,
+                    },
+                    attachments: Vec::new(),
+                },
+            };
+            MessageWithParts {
+                parts: vec![Part::new(&message, PartKind::Tool(tool))],
+                message: message.clone(),
+            }
+            .content_bytes()
+        };
+        assert_eq!(with_output(None), 10_064);
+        assert_eq!(with_output(Some(5)), 64);
     }
 }

@@ -225,6 +225,10 @@ fn classify(status: Option<u16>, body: &ErrorBody) -> ErrorKind {
     }
 }
 
+/// The end of an auth error's message until the client names where the key
+/// came from ([`Error::naming_key_source`]).
+pub const AUTH_ADVICE: &str = "check the API key variable for this provider";
+
 fn describe(provider: &str, kind: ErrorKind, status: Option<u16>, detail: &str) -> String {
     let http = status
         .map(|status| format!("HTTP {status}: "))
@@ -242,9 +246,9 @@ fn describe(provider: &str, kind: ErrorKind, status: Option<u16>, detail: &str) 
         ErrorKind::Server { .. } => format!(
             "{provider} failed on its side ({http}{detail}); cairn retries, and if it persists try again later"
         ),
-        ErrorKind::Auth => format!(
-            "{provider} refused the credentials ({http}{detail}); check the API key variable for this provider"
-        ),
+        ErrorKind::Auth => {
+            format!("{provider} refused the credentials ({http}{detail}); {AUTH_ADVICE}")
+        }
         ErrorKind::BadRequest => format!(
             "{provider} rejected the request ({http}{detail}); check the model name and options for this provider"
         ),

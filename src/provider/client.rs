@@ -53,6 +53,9 @@ pub struct Endpoint {
     pub base_url: String,
     /// The key itself, never its variable name; `None` for local servers.
     pub api_key: Option<String>,
+    /// Where `api_key` came from, named when the provider refuses it: the
+    /// variable (`ANTHROPIC_API_KEY`) or `api_key in the config`.
+    pub key_source: Option<String>,
     pub headers: Vec<(String, String)>,
     pub sends_prompt_cache_key: bool,
     pub uses_max_completion_tokens: bool,
@@ -73,6 +76,7 @@ impl fmt::Debug for Endpoint {
             .field("wire", &self.wire)
             .field("base_url", &self.base_url)
             .field("api_key", &self.api_key.as_ref().map(|_| "[redacted]"))
+            .field("key_source", &self.key_source)
             .field(
                 "headers",
                 &self
@@ -102,6 +106,7 @@ impl Endpoint {
             wire,
             base_url: base_url.into(),
             api_key: None,
+            key_source: None,
             headers: Vec::new(),
             sends_prompt_cache_key: false,
             uses_max_completion_tokens: false,
@@ -122,6 +127,22 @@ pub struct Provider {
     config: Endpoint,
     http: reqwest::Client,
     headers: HeaderMap,
+}
+
+/// An auth error names where the key came from when that is known, or says
+/// that none was sent; a key set without a source (in code) or sent in a
+/// configured header keeps the general advice.
+fn with_key_advice(error: Error, config: &Endpoint) -> Error {
+    let in_header = config.headers.iter().any(|(name, _)| {
+        ["authorization", "x-api-key", "api-key"]
+            .iter()
+            .any(|key| name.eq_ignore_ascii_case(key))
+    });
+    if config.key_source.is_some() || (config.api_key.is_none() && !in_header) {
+        error.naming_key_source(config.key_source.as_deref())
+    } else {
+        error
+    }
 }
 
 impl Provider {
@@ -244,12 +265,8 @@ impl Provider {
                 _ = cancel.cancelled() => return Err(Error::cancelled()),
                 text = tokio::time::timeout(stall, read_error_body(response)) => text.unwrap_or_default(),
             };
-            return Err(redact(Error::from_http(
-                &self.config.name,
-                status.as_u16(),
-                &headers,
-                &text,
-            )));
+            let error = Error::from_http(&self.config.name, status.as_u16(), &headers, &text);
+            return Err(redact(with_key_advice(error, &self.config)));
         }
         let decoder: Box<dyn WireDecoder> = match wire {
             Wire::Anthropic => Box::new(AnthropicDecoder::new()),
@@ -542,5 +559,41 @@ impl StreamState {
             self.decoder.decode(&event, &mut self.decoded)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_key_advice_is_only_as_specific_as_what_is_known() {
+        let refused = || {
+            Error::from_http(
+                "local",
+                401,
+                &HeaderMap::new(),
+                r#"{"error":{"message":"no"}}"#,
+            )
+        };
+        let mut config = Endpoint::new("local", Wire::OpenAi, "http://127.0.0.1:9/v1");
+        let keyless = with_key_advice(refused(), &config).to_string();
+        assert!(keyless.contains("no API key was sent"), "{keyless}");
+        config.headers = vec![("Authorization".into(), "Bearer x".into())];
+        let by_header = with_key_advice(refused(), &config).to_string();
+        assert!(
+            by_header.ends_with(crate::provider::classify::AUTH_ADVICE),
+            "{by_header}"
+        );
+        config.headers.clear();
+        config.api_key = Some("k".into());
+        let unnamed = with_key_advice(refused(), &config).to_string();
+        assert!(
+            unnamed.ends_with(crate::provider::classify::AUTH_ADVICE),
+            "{unnamed}"
+        );
+        config.key_source = Some("LOCAL_KEY".into());
+        let named = with_key_advice(refused(), &config).to_string();
+        assert!(named.ends_with("check LOCAL_KEY"), "{named}");
     }
 }

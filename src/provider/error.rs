@@ -85,6 +85,24 @@ impl Error {
         self
     }
 
+    /// An auth failure's advice names where the key came from: the variable
+    /// read (`ANTHROPIC_API_KEY`, or the one `api_key_env` chose), the
+    /// config's `api_key`, or that no key was sent. Other kinds are unchanged.
+    pub fn naming_key_source(mut self, source: Option<&str>) -> Self {
+        if self.kind != ErrorKind::Auth {
+            return self;
+        }
+        let advice = match source {
+            Some(source) => format!("check {source}"),
+            None => "no API key was sent: set api_key_env or api_key for this provider".into(),
+        };
+        if let Some(start) = self.message.rfind(super::classify::AUTH_ADVICE) {
+            self.message.truncate(start);
+            self.message.push_str(&advice);
+        }
+        self
+    }
+
     pub fn kind(&self) -> ErrorKind {
         self.kind
     }

@@ -172,11 +172,16 @@ pub fn resolve_provider_with_env(
         .or_else(|| preset.base_url_env.and_then(env_value))
         .unwrap_or_else(|| preset.base_url.to_owned());
     let key_variable = overrides.api_key_env.as_deref().or(preset.api_key_env);
-    let api_key = overrides
+    let inline_key = overrides
         .api_key
         .clone()
-        .filter(|key| !key.trim().is_empty())
-        .or_else(|| key_variable.and_then(env_value));
+        .filter(|key| !key.trim().is_empty());
+    let key_source = match (&inline_key, key_variable) {
+        (Some(_), _) => Some(format!("api_key for provider {name} in the config")),
+        (None, Some(variable)) => env_value(variable).map(|_| variable.to_string()),
+        (None, None) => None,
+    };
+    let api_key = inline_key.or_else(|| key_variable.and_then(env_value));
     let key_required = preset.requires_key || overrides.api_key_env.is_some();
     if let (None, Some(variable), true) = (&api_key, key_variable, key_required) {
         return Err(Error::config(format!(
@@ -185,6 +190,7 @@ pub fn resolve_provider_with_env(
     }
     let mut config = Endpoint::new(name, overrides.wire.unwrap_or(preset.wire), base_url);
     config.api_key = api_key;
+    config.key_source = key_source;
     config.headers = overrides.headers.clone();
     config.sends_prompt_cache_key = preset.sends_prompt_cache_key;
     config.uses_max_completion_tokens = preset.uses_max_completion_tokens;
@@ -221,6 +227,59 @@ mod tests {
         assert_eq!(provider.endpoint(), "http://127.0.0.1:9/v1/messages");
         assert_eq!(provider.config().api_key.as_deref(), Some("sk-ant-xyz"));
         assert!(!format!("{provider:?}").contains("sk-ant-xyz"));
+    }
+
+    #[test]
+    fn a_refused_key_is_traced_to_the_variable_or_config_it_came_from() {
+        let refusal = || {
+            crate::provider::Error::from_http(
+                "openai",
+                401,
+                &reqwest::header::HeaderMap::new(),
+                r#"{"error":{"message":"bad key"}}"#,
+            )
+        };
+        let from_env = resolve_provider_with_env(
+            "openai",
+            &ProviderOverrides::default(),
+            env_of(&[("OPENAI_API_KEY", "k")]),
+        )
+        .unwrap();
+        let source = from_env.config().key_source.as_deref();
+        assert_eq!(source, Some("OPENAI_API_KEY"));
+        let message = refusal().naming_key_source(source).to_string();
+        assert!(message.ends_with("; check OPENAI_API_KEY"), "{message}");
+        let chosen = ProviderOverrides {
+            api_key_env: Some("MY_KEY".into()),
+            ..ProviderOverrides::default()
+        };
+        let from_own = resolve_provider_with_env(
+            "openai",
+            &chosen,
+            env_of(&[("MY_KEY", "k"), ("OPENAI_API_KEY", "o")]),
+        )
+        .unwrap();
+        assert_eq!(from_own.config().key_source.as_deref(), Some("MY_KEY"));
+        let inline = ProviderOverrides {
+            api_key: Some("k".into()),
+            ..ProviderOverrides::default()
+        };
+        let from_config = resolve_provider_with_env("openai", &inline, env_of(&[])).unwrap();
+        assert_eq!(
+            from_config.config().key_source.as_deref(),
+            Some("api_key for provider openai in the config")
+        );
+        let keyless = refusal().naming_key_source(None).to_string();
+        assert!(keyless.contains("no API key was sent"), "{keyless}");
+        let overloaded = crate::provider::Error::from_http(
+            "openai",
+            529,
+            &reqwest::header::HeaderMap::new(),
+            "",
+        )
+        .naming_key_source(Some("OPENAI_API_KEY"))
+        .to_string();
+        assert!(!overloaded.contains("OPENAI_API_KEY"), "{overloaded}");
     }
 
     #[test]

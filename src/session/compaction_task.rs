@@ -27,11 +27,12 @@ use crate::session::processor::{self, Step, StepOutcome};
 use crate::session::tool_runner::ToolRunner;
 use crate::session::{Error, gauge, request};
 
-/// `cut`: the read left older messages out (a session never compacted);
-/// the summary request says so.
+/// `history` is the loop's read, consumed: the summary's head is moved out
+/// of it. `cut`: the read left older messages out (a session never
+/// compacted); the summary request says so.
 pub async fn run(
     ctx: &Arc<SessionCtx>,
-    history: &[MessageWithParts],
+    history: Vec<MessageWithParts>,
     cut: bool,
     request: &MessageWithParts,
     cancel: &CancellationToken,
@@ -59,9 +60,10 @@ pub async fn run(
     // The gauge's figure, the one the user saw: after a prune it is lower
     // than the last request's usage, and a rejected request reported none.
     let before_count = match gauge::last_used(ctx) {
-        0 => tokens_before(history),
+        0 => tokens_before(&history),
         shown => shown,
     };
+    let mid_task = was_mid_task(&history, &request.message.id);
     let tail = TailSettings {
         tail_turns: ctx.settings.compaction.tail_turns as usize,
         preserve_recent_tokens: ctx.settings.compaction.preserve_recent_tokens,
@@ -87,8 +89,9 @@ pub async fn run(
         user: &user,
         id: &summary_id,
         before_count,
+        mid_task,
     };
-    apply_summary(ctx, history, &model, &plan, summary).await
+    apply_summary(ctx, &model, &plan, summary).await
 }
 
 /// How the summary requests ended: a summary written (its message id), or
@@ -128,6 +131,9 @@ async fn summarize(
             plan,
             gauge::summary_output_tokens(ctx, model),
         );
+        if gauge::clearly_exceeds(ctx, model, &chat) {
+            continue; // far over the window: shrink without counting it exactly
+        }
         let counted = gauge::count_request(&chat);
         if gauge::request_exceeds(ctx, model, counted) {
             continue; // certain to overflow: shrink before paying for a round trip
@@ -223,6 +229,8 @@ struct Summary<'a> {
     /// The summary message's id.
     id: &'a str,
     before_count: u64,
+    /// The model stopped with work left (`was_mid_task`).
+    mid_task: bool,
 }
 
 /// Makes a written summary the compaction point: records the tail, puts the
@@ -230,7 +238,6 @@ struct Summary<'a> {
 /// the task the overflow interrupted.
 async fn apply_summary(
     ctx: &SessionCtx,
-    history: &[MessageWithParts],
     model: &ResolvedModel,
     plan: &SummaryPlan,
     summary: Summary<'_>,
@@ -270,11 +277,7 @@ async fn apply_summary(
         ctx.writer.error(&ctx.session_id, advice);
         return Ok(StepOutcome::Stop);
     }
-    if summary.auto
-        && replayed.is_none()
-        && queued.is_empty()
-        && was_mid_task(history, &request.message.id)
-    {
+    if summary.auto && replayed.is_none() && queued.is_empty() && summary.mid_task {
         continue_message(ctx, summary.user).await?;
     }
     Ok(StepOutcome::Continue)

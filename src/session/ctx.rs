@@ -106,16 +106,22 @@ pub struct SessionCtx {
 impl SessionCtx {
     /// The session's model view read (`Store::read_view`), brought up to
     /// date from the read kept by [`Self::keep_view`] when there is one.
-    /// A session never compacted is read only as far back as any window
-    /// reaches (`VIEW_BUDGET_BYTES`), and the read says it was cut.
-    /// Two readers at once are safe: the second one reads afresh.
+    /// A session never compacted is read only as far back as its model's
+    /// window can use (`message::view_budget`), and the read says it was
+    /// cut. Two readers at once are safe: the second one reads afresh.
     pub async fn read_view(&self) -> Result<LiveView, store::Error> {
         let kept = crate::shared::lock(&self.kept_view)
             .take()
             .filter(|kept| kept.session_id() == self.session_id);
-        let previous = kept.unwrap_or_else(|| {
-            LiveView::within(&self.session_id, Some(crate::message::VIEW_BUDGET_BYTES))
-        });
+        let previous = match kept {
+            Some(kept) => kept,
+            None => {
+                // Once per kept read: the window of the model in use now.
+                let window = crate::session::gauge::session_window(self).await;
+                let budget = crate::message::view_budget(window);
+                LiveView::within(&self.session_id, Some(budget))
+            }
+        };
         self.writer.store.refresh_view(previous).await
     }
 

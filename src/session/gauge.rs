@@ -214,7 +214,8 @@ pub fn measure_request(
         token::warm_up();
     }
     let calibration = ctx.accounting.calibration(&model.model);
-    let (next, counted) = match anchor.usage {
+    let (next, counted) = match anchored_count(&anchor, &calibration) {
+        Some(anchored) => anchored,
         // Nothing to anchor on: count the request as it will be sent, so the
         // per-message framing is in the figure too.
         None => {
@@ -227,38 +228,62 @@ pub fn measure_request(
             };
             (next, tokens)
         }
-        Some(usage) => {
-            let added: Vec<(u64, bool)> = anchor
-                .added
-                .iter()
-                .map(|part| {
-                    let (tokens, estimated) = view::part_tokens(part);
-                    (tokens + view::part_framing(part), estimated)
-                })
-                .collect();
-            let removed: Vec<(u64, bool)> = anchor
-                .pruned
-                .iter()
-                .map(|part| view::pruned_savings(part))
-                .collect();
-            let next = context::next_request_tokens(
-                Some(&usage),
-                (0, false),
-                added.iter().copied(),
-                removed.iter().copied(),
-                &calibration,
-            );
-            let anchor_ours = (usage.context_count() as f64 / calibration.ratio()).round() as u64;
-            let added: u64 = added.iter().map(|(tokens, _)| tokens).sum();
-            let removed: u64 = removed.iter().map(|(tokens, _)| tokens).sum();
-            (next, (anchor_ours + added).saturating_sub(removed))
-        }
     };
     Measured {
         gauge: gauge_for(ctx, model, next.tokens, next.estimated),
         counted,
         anchored: anchor.usage.is_some(),
     }
+}
+
+/// The next request's size from an anchor: the provider's usage plus our
+/// counts of the parts added since, minus what prune took off since, and
+/// that figure in our tokenizer's units. `None` without usage to anchor on.
+/// Nothing older than the anchor is counted.
+fn anchored_count(
+    anchor: &context::RequestAnchor<'_>,
+    calibration: &token::Calibration,
+) -> Option<(context::NextRequest, u64)> {
+    let usage = anchor.usage?;
+    let added: Vec<(u64, bool)> = anchor
+        .added
+        .iter()
+        .map(|part| {
+            let (tokens, estimated) = view::part_tokens(part);
+            (tokens + view::part_framing(part), estimated)
+        })
+        .collect();
+    let removed: Vec<(u64, bool)> = anchor
+        .pruned
+        .iter()
+        .map(|part| view::pruned_savings(part))
+        .collect();
+    let next = context::next_request_tokens(
+        Some(&usage),
+        (0, false),
+        added.iter().copied(),
+        removed.iter().copied(),
+        calibration,
+    );
+    let anchor_ours = (usage.context_count() as f64 / calibration.ratio()).round() as u64;
+    let added: u64 = added.iter().map(|(tokens, _)| tokens).sum();
+    let removed: u64 = removed.iter().map(|(tokens, _)| tokens).sum();
+    Some((next, (anchor_ours + added).saturating_sub(removed)))
+}
+
+/// The gauge of an anchored read (`read`: the loop's model view read, in
+/// time order: an anchor and what follows it are the same in the model's
+/// order), without building the request; `None` when nothing anchors it.
+fn anchored_gauge(
+    ctx: &SessionCtx,
+    model: &ResolvedModel,
+    read: &[MessageWithParts],
+) -> Option<ContextGauge> {
+    let anchor = context::added_since_last_request(read, &model.model);
+    let calibration = ctx.accounting.calibration(&model.model);
+    let (next, _) = anchored_count(&anchor, &calibration)?;
+    token::warm_up();
+    Some(gauge_for(ctx, model, next.tokens, next.estimated))
 }
 
 /// System prompt and tool definitions, counted (or estimated) now.
@@ -354,13 +379,37 @@ pub fn publish(ctx: &SessionCtx, gauge: ContextGauge) {
 
 /// Reads the session and publishes its gauge (after a prune, a compaction,
 /// or when a front end opens the session).
+/// Anchored on the last request's usage, only what was added since is
+/// counted and the next request is not built (on a long view that build is
+/// most of the cost); otherwise the whole request is built and counted.
 pub async fn refresh(ctx: &SessionCtx, model: &ResolvedModel) -> Result<ContextGauge, Error> {
-    let gauge = with_next_request(ctx, model, |_, view, request| {
-        measure(ctx, model, view, request)
-    })
-    .await?;
+    let context = ctx.read_view().await?;
+    let anchored = anchored_gauge(ctx, model, context.messages());
+    ctx.keep_view(context);
+    let gauge = match anchored {
+        Some(gauge) => gauge,
+        None => {
+            with_next_request(ctx, model, |_, view, request| {
+                measure(ctx, model, view, request)
+            })
+            .await?
+        }
+    };
     publish(ctx, gauge);
     Ok(gauge)
+}
+
+/// Whether a cheap estimate of `request` (characters, no tokenizer) is more
+/// than twice the usable window: no summary attempt that large can fit, so
+/// it is not worth counting exactly (counting a window's worth of history
+/// costs a large share of a second).
+pub fn clearly_exceeds(ctx: &SessionCtx, model: &ResolvedModel, request: &ChatRequest) -> bool {
+    let usable = usable(ctx, model);
+    if usable == 0 {
+        return false;
+    }
+    let messages = serde_json::to_string(&request.messages).unwrap_or_default();
+    token::estimate(&messages) as u64 > usable.saturating_mul(2)
 }
 
 /// The window of the model the session's newest user message uses; 0
@@ -461,4 +510,54 @@ pub fn after_compaction(
 /// A turn that ended normally: compactions start counting afresh.
 pub fn reset_guard(ctx: &SessionCtx) {
     lock(&ctx.accounting.guard).reset();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::context::view::test_history::{HistoryBuilder, model};
+
+    /// Old turns, an answered request with usage 5,000, then a new question.
+    fn anchored_history(old_turn_text: &str) -> Vec<MessageWithParts> {
+        let mut h = HistoryBuilder::new();
+        for _ in 0..50 {
+            h.user(old_turn_text)
+                .assistant()
+                .text(old_turn_text)
+                .finish(1);
+        }
+        h.user("the question")
+            .assistant()
+            .text("an answer")
+            .finish(5_000);
+        h.user("one more question");
+        h.build()
+    }
+
+    #[test]
+    fn the_anchored_count_is_the_usage_plus_only_what_was_added() {
+        let calibration = token::Calibration::default();
+        let short = anchored_history("old");
+        let long = anchored_history(&"much longer old text ".repeat(2_000));
+        let count = |history: &[MessageWithParts]| {
+            let anchor = context::added_since_last_request(history, &model());
+            anchored_count(&anchor, &calibration).map(|(next, ours)| (next.tokens, ours))
+        };
+        let (tokens, ours) = count(&short).expect("anchored");
+        // The answer's step-finish part and the new question, framed.
+        let added_parts = &short[short.len() - 1].parts;
+        let added: u64 = added_parts
+            .iter()
+            .map(|p| view::part_tokens(p).0 + view::part_framing(p))
+            .sum();
+        assert!(tokens > 5_000 && ours >= 5_000 + added, "{tokens} / {ours}");
+        assert!(tokens < 5_000 + 100, "only the few added tokens: {tokens}");
+        // What came before the anchor is never counted again: 50 turns a
+        // hundred times longer give the same figure.
+        assert_eq!(count(&long), Some((tokens, ours)));
+        // Nothing to anchor on: the caller counts the whole request instead.
+        let mut fresh = HistoryBuilder::new();
+        fresh.user("first question");
+        assert_eq!(count(&fresh.build()), None);
+    }
 }

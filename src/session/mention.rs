@@ -40,6 +40,10 @@ fn resolve(cwd: &Path, home: Option<&Path>, path: &str) -> PathBuf {
     }
 }
 
+/// Leads the synthetic text carrying a mentioned file's read output; the
+/// TUI shows the file part instead (and the content on Ctrl+O).
+pub const MENTION_READ_LEAD: &str = "Called the Read tool with the following input: ";
+
 /// The parts to add after the message's text for its mentions.
 pub fn attachments(text: &str, cwd: &Path, home: Option<&Path>) -> Vec<PartKind> {
     let mut parts = Vec::new();
@@ -52,7 +56,7 @@ pub fn attachments(text: &str, cwd: &Path, home: Option<&Path>) -> Vec<PartKind>
         match read_mentioned(&path) {
             Ok(Mentioned::Text { output, is_dir }) => {
                 parts.push(synthetic(format!(
-                    "Called the Read tool with the following input: {}\n{output}",
+                    "{MENTION_READ_LEAD}{}\n{output}",
                     serde_json::json!({ "path": path.display().to_string() })
                 )));
                 parts.push(PartKind::File(FilePart {

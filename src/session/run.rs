@@ -23,6 +23,7 @@ use crate::session::processor::{self, Step, StepOutcome};
 use crate::session::request::{build_request, create_compaction, new_assistant};
 use crate::session::tool_runner::ToolRunner;
 use crate::session::{Error, compaction_task, gauge, pending_subtask, prune_task};
+use crate::store::LiveView;
 
 /// How many recent tool calls the doom-loop detector looks back over.
 const DOOM_HISTORY: usize = 24;
@@ -136,12 +137,8 @@ async fn iterate(
         if cancel.is_cancelled() {
             return Ok(());
         }
-        let context = ctx.read_view().await?;
-        let read = Read {
-            history: context.messages(),
-            cut: context.was_cut(),
-        };
-        let next = decide_and_act(ctx, cancel, read, step, retries).await;
+        let mut context = ctx.read_view().await?;
+        let next = decide_and_act(ctx, cancel, &mut context, step, retries).await;
         ctx.keep_view(context);
         if next? == Next::Exit {
             return Ok(());
@@ -156,25 +153,19 @@ enum Next {
     Exit,
 }
 
-/// The session's model view read for one iteration.
-#[derive(Clone, Copy)]
-struct Read<'a> {
-    history: &'a [MessageWithParts],
-    /// Older messages were left out (a session never compacted): it must be
-    /// compacted before the model sees it.
-    cut: bool,
-}
-
 /// One iteration over the session's model view read: exit, run a pending
-/// compaction, create one, or call the model once.
+/// compaction (which consumes the read), create one, or call the model once.
+/// A read that was cut (older messages left out: a session never compacted)
+/// is compacted before the model sees it.
 async fn decide_and_act(
     ctx: &Arc<SessionCtx>,
     cancel: &CancellationToken,
-    read: Read<'_>,
+    read: &mut LiveView,
     step: &mut u32,
     retries: &mut u32,
 ) -> Result<Next, Error> {
-    let history = read.history;
+    let cut = read.was_cut();
+    let history = read.messages();
     let latest = Latest::of(history);
     if latest.is_done() {
         gauge::reset_guard(ctx);
@@ -194,7 +185,11 @@ async fn decide_and_act(
         return Ok(Next::Continue);
     }
     if let Some(request) = latest.compaction {
-        match compaction_task::run(ctx, history, read.cut, request, cancel).await? {
+        // The summary takes the read whole rather than a copy of it; the
+        // next iteration reads afresh from the new compaction point.
+        let request = request.clone();
+        let history = read.take_messages();
+        match compaction_task::run(ctx, history, cut, &request, cancel).await? {
             StepOutcome::Stop => return Ok(Next::Exit),
             _ => return Ok(Next::Continue),
         }
@@ -215,7 +210,7 @@ async fn decide_and_act(
             ctx.report_once(problem)
         })
         .await;
-    if read.cut {
+    if cut {
         // Never compacted and longer than any window: summarize what was
         // read before building a request of it.
         return compact_automatically(ctx, &user).await;

@@ -18,6 +18,10 @@ use crate::session::ctx::SessionCtx;
 use crate::session::tool_runner::{ToolFailure, finished_state, run_showing_progress};
 use crate::tool::ToolScope;
 
+/// The user message's text: what the model is told (OpenCode's wording).
+/// The TUI shows a message holding only this as the user's shell run.
+pub const SHELL_RUN_TEXT: &str = "The following tool was executed by the user";
+
 /// A recorded `!cmd` whose command has not run yet.
 pub struct ShellCall {
     assistant: Message,
@@ -45,7 +49,7 @@ pub async fn record(ctx: &SessionCtx, command: &str) -> Result<ShellCall, Error>
     };
     ctx.writer.message(&user).await?;
     let text = TextPart {
-        text: "The following tool was executed by the user".into(),
+        text: SHELL_RUN_TEXT.into(),
         synthetic: true,
         ..Default::default()
     };

@@ -62,4 +62,15 @@ impl LiveView {
     pub fn messages(&self) -> &[MessageWithParts] {
         &self.messages
     }
+
+    /// Moves the messages out, for a caller that consumes the read (a
+    /// summary of it): what is left is an empty read of the same session
+    /// and budget, which the next refresh reads afresh.
+    pub fn take_messages(&mut self) -> Vec<MessageWithParts> {
+        self.keys.clear();
+        self.revision = None;
+        self.reaches_session_start = false;
+        self.cut = false;
+        std::mem::take(&mut self.messages)
+    }
 }

@@ -229,6 +229,8 @@ pub struct App {
     pub flash: Option<String>,
     pub expand_details: bool,
     pub show_reasoning: bool,
+    /// Rows the /help overlay is scrolled down; kept in range by `view::prepare`.
+    pub help_scroll: u16,
     pub now: Millis,
     pub last_escape: Option<Millis>,
     pub last_ctrl_c: Option<Millis>,
@@ -294,6 +296,7 @@ impl App {
             flash: None,
             expand_details: false,
             show_reasoning: false,
+            help_scroll: 0,
             now: init.now,
             last_escape: None,
             last_ctrl_c: None,

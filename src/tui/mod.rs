@@ -156,6 +156,8 @@ pub async fn run(input: TuiInput) -> anyhow::Result<TuiExit> {
 #[cfg(test)]
 mod fixtures;
 #[cfg(test)]
+mod render_edges_tests;
+#[cfg(test)]
 mod render_tests;
 #[cfg(test)]
 mod session_render_tests;

@@ -21,7 +21,7 @@ fn at_widths(name: &str, height: u16, mut make: impl FnMut() -> super::app::App)
 
 #[test]
 fn a_new_session_opens_with_the_welcome_and_the_new_notice() {
-    at_widths("welcome", 16, || {
+    at_widths("welcome", 18, || {
         let mut app = app(Vec::new());
         app.flash = Some("new session started".into());
         app

@@ -34,7 +34,10 @@ pub fn run_slash(app: &mut App, input: &str) -> Vec<Effect> {
         }
         "/new" | "/clear" => app.exit = Some(TuiExit::NewSession),
         "/quit" | "/exit" | "/q" => app.exit = Some(TuiExit::Quit),
-        "/help" => app.overlay = Some(Overlay::Help),
+        "/help" => {
+            app.help_scroll = 0;
+            app.overlay = Some(Overlay::Help);
+        }
         "/agent" | "/agents" => match args {
             "" => app.switch_agent(None),
             "build" | "plan" => app.switch_agent(Some(args)),

@@ -123,6 +123,22 @@ impl Timeline {
         self.live_output.get(part_id).map(String::as_str)
     }
 
+    /// True for the answer recorded for a `!cmd`: an assistant message
+    /// whose request is a shell run's user message. It is the user's own
+    /// run, so the view shows it under the user's header.
+    pub fn is_shell_run(&self, m: usize) -> bool {
+        let Some(parent) = self.messages[m]
+            .message
+            .as_assistant()
+            .map(|a| a.parent_id.as_str())
+        else {
+            return false;
+        };
+        self.index
+            .get(parent)
+            .is_some_and(|&p| is_shell_request(&self.messages[p]))
+    }
+
     /// Blocks in display order; rebuilt only when the structure changed.
     pub fn blocks(&mut self) -> &[Block] {
         if self.blocks_stale {
@@ -255,6 +271,20 @@ impl Timeline {
     }
 
     pub fn push_note(&mut self, is_error: bool, text: String) {
+        // A failed answer's error is recorded on it first and shown whole
+        // under its header: the same text again below would be said twice.
+        let on_last_answer = self.messages.last().is_some_and(|m| {
+            m.message
+                .as_assistant()
+                .and_then(|a| a.error.as_ref())
+                // An overflow's rejected answer may be hidden: its notice stays.
+                .is_some_and(|e| {
+                    e.message == text && e.kind != crate::message::MessageErrorKind::ContextOverflow
+                })
+        });
+        if is_error && on_last_answer {
+            return;
+        }
         let after = self.messages.last().map(|m| m.message.id.clone());
         self.notes.push(Note {
             is_error,
@@ -364,11 +394,15 @@ impl Timeline {
             let is_compaction_request = message.message.is_user()
                 && !message.parts.is_empty()
                 && message.parts.iter().all(|p| p.as_compaction().is_some());
-            if !is_compaction_request {
+            // A `!cmd`'s request is shown by the run itself ([`Timeline::is_shell_run`]).
+            let is_shell_request = is_shell_request(message);
+            if !is_compaction_request && !is_shell_request {
                 self.blocks.push(Block::Header(m));
             }
-            for p in 0..message.parts.len() {
-                self.blocks.push(Block::Part(m, p));
+            if !is_shell_request {
+                for p in 0..message.parts.len() {
+                    self.blocks.push(Block::Part(m, p));
+                }
             }
             if let Some(notes) = notes_after.get(message.message.id.as_str()) {
                 self.blocks.extend(notes.iter().map(|&n| Block::Note(n)));
@@ -376,6 +410,17 @@ impl Timeline {
         }
         self.blocks_stale = false;
     }
+}
+
+/// The user message a `!cmd` records for the model: only the synthetic
+/// shell-run text.
+fn is_shell_request(message: &MessageWithParts) -> bool {
+    message.message.is_user()
+        && !message.parts.is_empty()
+        && message.parts.iter().all(|p| {
+            matches!(&p.kind, PartKind::Text(t)
+                if t.synthetic && t.text == crate::session::shell::SHELL_RUN_TEXT)
+        })
 }
 
 /// Messages an overflow left behind that would only repeat what is shown:

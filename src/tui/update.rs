@@ -178,6 +178,20 @@ fn overlay_key(app: &mut App, action: Action) -> Vec<Effect> {
         super::undo::diff_key(app, &action);
         return Vec::new();
     }
+    if app.overlay == Some(Overlay::Help) {
+        // Taller than a small terminal: it scrolls (`view::prepare` keeps it in range).
+        let by: i32 = match action {
+            Action::Up => -1,
+            Action::Down => 1,
+            Action::ScrollLines(n) => n,
+            Action::PageUp => -10,
+            Action::PageDown => 10,
+            _ => 0,
+        };
+        app.help_scroll = app
+            .help_scroll
+            .saturating_add_signed(by.clamp(-100, 100) as i16);
+    }
     let Some(Overlay::Picker(picker)) = &mut app.overlay else {
         // Read-only overlays close on Esc, Enter or q.
         if matches!(action, Action::Escape | Action::Enter | Action::Insert('q')) {
@@ -303,17 +317,32 @@ fn composer_key(app: &mut App, action: Action) -> Vec<Effect> {
         Action::ScrollBottom => app.scroll.follow(),
         Action::ToggleDetails => {
             app.expand_details = !app.expand_details;
+            app.flash = Some(toggle_notice(app.expand_details, TOGGLE_DETAILS));
             app.timeline.bump_all();
             // Expanded patch cards show their step's diff, read on demand.
             return super::undo::wanted_patch_diffs(app);
         }
         Action::ToggleReasoning => {
             app.show_reasoning = !app.show_reasoning;
+            app.flash = Some(toggle_notice(app.show_reasoning, TOGGLE_REASONING));
             app.timeline.bump_all();
         }
         Action::Resize | Action::Suspend | Action::Home | Action::End => {}
     }
     Vec::new()
+}
+
+/// What Ctrl+O and Ctrl+T toggle, for the notice saying which way it went.
+const TOGGLE_DETAILS: (&str, &str) = ("Ctrl+O", "tool output and summaries");
+const TOGGLE_REASONING: (&str, &str) = ("Ctrl+T", "reasoning");
+
+/// `Ctrl+O: tool output and summaries expanded (Ctrl+O folds)`.
+fn toggle_notice(on: bool, (key, what): (&str, &str)) -> String {
+    if on {
+        format!("{what} expanded ({key} folds)")
+    } else {
+        format!("{what} folded ({key} expands)")
+    }
 }
 
 fn page(app: &App) -> i64 {

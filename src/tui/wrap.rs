@@ -60,16 +60,28 @@ pub fn wrap_into(line: &Line<'_>, width: usize, indent: usize, out: &mut Vec<Lin
             row_width += token_width;
             continue;
         }
-        // A word wider than the row: cut it wherever the row fills up.
-        for &(c, style) in token {
-            let w = char_width(c);
-            if row_width + w > width && row_width > indent {
+        // A word wider than the row: break it after a `/` where a piece
+        // fits (paths, model names), else wherever the row fills up.
+        for piece in token.split_inclusive(|(c, _)| *c == '/') {
+            let piece_width: usize = piece.iter().map(|(c, _)| char_width(*c)).sum();
+            if row_width + piece_width > width
+                && row_width > indent
+                && piece_width <= width - indent
+            {
                 out.push(to_line(&row));
                 row = vec![(' ', Style::default()); indent];
                 row_width = indent;
             }
-            row.push((c, style));
-            row_width += w;
+            for &(c, style) in piece {
+                let w = char_width(c);
+                if row_width + w > width && row_width > indent {
+                    out.push(to_line(&row));
+                    row = vec![(' ', Style::default()); indent];
+                    row_width = indent;
+                }
+                row.push((c, style));
+                row_width += w;
+            }
         }
     }
     out.push(to_line(&row));
@@ -131,6 +143,21 @@ mod tests {
         let mut out = Vec::new();
         wrap_into(&Line::from("- abcdefghijkl"), 8, 2, &mut out);
         assert_eq!(texts(&out), ["- abcdef", "  ghijkl"]);
+    }
+
+    #[test]
+    fn a_path_wider_than_the_row_breaks_after_a_slash() {
+        let mut out = Vec::new();
+        wrap_into(
+            &Line::from("◆ build · openrouter/anthropic/claude-sonnet-4-5"),
+            30,
+            2,
+            &mut out,
+        );
+        assert_eq!(
+            texts(&out),
+            ["◆ build · openrouter/", "  anthropic/claude-sonnet-4-5"]
+        );
     }
 
     #[test]

@@ -65,7 +65,8 @@ fn after_compaction_the_model_sees_summary_tail_and_continue() {
         prompt,
         first_step,
         ..
-    } = plan_summary(&context, &request_id, TailSettings::default(), 8_000).expect("planned");
+    } = plan_summary(context.clone(), &request_id, TailSettings::default(), 8_000)
+        .expect("planned");
     assert_eq!(tail_start_id.as_deref(), Some(all[6].message.id.as_str()));
     assert_eq!(head.len(), 6);
     assert_eq!(first_step, 0);

@@ -465,3 +465,48 @@ async fn a_never_compacted_session_past_the_read_budget_is_summarized_first() {
     );
     assert!(!requests[1].contains("TURN-00"));
 }
+
+/// Issue #18: how far back a never-compacted session is read follows the
+/// model's window (8 bytes of content per token of it), not a fixed 8 MiB:
+/// with 300 KiB turns, a 50,000-token window reads back 2 turns and a
+/// 200,000-token window 6, and only those reach the summary request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_read_of_a_never_compacted_session_follows_the_window() {
+    for (window, oldest_read) in [(50_000, 38), (200_000, 34)] {
+        let server = ScriptedServer::start([
+            scenario::text("## Goal\nread big files", 3000),
+            scenario::text("Answered after the summary.", 3000),
+        ])
+        .await;
+        let project = Project::new();
+        let config = format!(
+            "model = \"scripted/test-model\"\nyolo = true\n\n\
+             [provider.scripted]\nwire = \"openai\"\nbase_url = \"{}/v1\"\n\n\
+             [provider.scripted.models.\"test-model\"]\ncontext = {window}\noutput = 8000\n",
+            server.url()
+        );
+        std::fs::write(project.path("cairn.toml"), config).expect("write cairn.toml");
+        let id = seed_heavy_session(&project).await;
+        let run = project
+            .measured(
+                &["run", "--session", &id, "one more step"],
+                Duration::from_secs(120),
+            )
+            .await;
+        assert_eq!(run.code, Some(0), "window {window}: {}", run.describe());
+        let requests = server.requests();
+        let summary = requests
+            .first()
+            .expect("a summary request")
+            .json()
+            .to_string();
+        assert!(
+            summary.contains(&format!("TURN-{oldest_read:02}")),
+            "window {window}: the oldest turn read is summarized"
+        );
+        assert!(
+            !summary.contains(&format!("TURN-{:02}", oldest_read - 1)),
+            "window {window}: the turn before is not read"
+        );
+    }
+}

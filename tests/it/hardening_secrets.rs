@@ -151,6 +151,10 @@ async fn the_key_never_reaches_disk_or_output_and_the_data_dir_is_private() {
             shown.contains("[redacted]") || shown.contains("credentials"),
             "{format}: the failure is reported: {shown}"
         );
+        assert!(
+            shown.contains(&format!("check {KEY_ENV}")),
+            "{format}: the advice names the variable the key came from: {shown}"
+        );
         assert_no_key_in_output(&output, &key, format);
     }
     assert_eq!(server.requests().len(), 4, "401 is not retried");

@@ -1,7 +1,7 @@
 //! Issue 17's rough edges, through the real binary in a pseudo-terminal:
 //! the live session cost, Ctrl+C on a busy turn, Esc Esc on a queue.
 
-use crate::scenario::{text, text_then_stall};
+use crate::scenario::{text, text_then_stall, tool_call};
 use crate::support::ScriptedServer;
 use crate::tui_pty::{Terminal, pty_dirs};
 
@@ -135,6 +135,137 @@ async fn sigterm_restores_the_terminal_and_the_session_continues() {
             reopened.type_text("\x03");
         }
         reopened.wait_exit();
+    })
+    .await
+    .expect("the terminal session");
+}
+
+/// `!cmd` is the user's own shell run on screen (`$ cmd` under their
+/// header, its output under it, no model header, no synthetic message),
+/// while the model still gets what it always got: the synthetic user text,
+/// then a `bash` call and its output.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shell_run_is_the_users_on_screen_and_unchanged_for_the_model() {
+    let server = ScriptedServer::start([]).await;
+    let (project, data, config_home) = pty_dirs(&server, true);
+    server.push(text("It printed a greeting.", 500));
+    let (p, d, c) = (
+        project.path().to_path_buf(),
+        data.path().to_path_buf(),
+        config_home.path().to_path_buf(),
+    );
+    tokio::task::spawn_blocking(move || {
+        let mut terminal = Terminal::start(&p, &d, &c, &[]);
+        terminal.wait_for("the status line", |s| s.contains("compact at"));
+        terminal.type_text("!echo shell-said-hi\r");
+        let screen = terminal.wait_for("the shell run", |s| {
+            s.contains("$ echo shell-said-hi") && s.contains("│ shell-said-hi")
+        });
+        assert!(screen.contains("▌ you · shell"), "{screen}");
+        assert!(!screen.contains("executed by the user"), "{screen}");
+        assert!(!screen.contains("◆ build"), "no model header:\n{screen}");
+        terminal.type_text("what did it print\r");
+        terminal.wait_for("the answer", |s| s.contains("It printed a greeting."));
+        for _ in 0..2 {
+            terminal.type_text("\x03");
+        }
+        terminal.wait_exit();
+    })
+    .await
+    .expect("the terminal session");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1, "the shell run alone calls no model");
+    let sent = requests[0].json().to_string();
+    for expected in [
+        "The following tool was executed by the user",
+        "echo shell-said-hi",
+        "shell-said-hi\\n",
+        "what did it print",
+    ] {
+        assert!(sent.contains(expected), "{expected} in {sent}");
+    }
+    let messages = requests[0].json()["messages"].clone();
+    let calls: Vec<&serde_json::Value> = messages
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter_map(|m| m.get("tool_calls"))
+        .collect();
+    assert_eq!(calls.len(), 1, "one bash call: {messages}");
+    assert_eq!(calls[0][0]["function"]["name"], "bash");
+}
+
+/// The cards through the real binary: a bash output the model got only the
+/// tail of is marked and counts what the card hides; a read shows the file,
+/// not the wrapper; todowrite is a checklist. A notice is whole beside the
+/// gauge at 120 columns, and Ctrl+O says which way it toggled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cards_and_notices_show_what_the_user_needs() {
+    let server = ScriptedServer::start([]).await;
+    let (project, data, config_home) = pty_dirs(&server, true);
+    let notes = project.path().join("notes.md");
+    std::fs::write(&notes, "first note\nsecond note\n").expect("notes");
+    server.push(tool_call(
+        "call_1",
+        "bash",
+        serde_json::json!({ "command": "seq 1 3000", "description": "count" }),
+        1_000,
+    ));
+    server.push(tool_call(
+        "call_2",
+        "read",
+        serde_json::json!({ "filePath": notes.display().to_string() }),
+        1_100,
+    ));
+    server.push(tool_call(
+        "call_3",
+        "todowrite",
+        serde_json::json!({ "todos": [
+            { "content": "Count", "status": "completed", "priority": "high" },
+            { "content": "Read the notes", "status": "in_progress", "priority": "high" },
+            { "content": "Plan the fix", "status": "pending", "priority": "low" },
+        ] }),
+        1_200,
+    ));
+    server.push(text("Planned.", 1_300));
+    let (p, d, c) = (
+        project.path().to_path_buf(),
+        data.path().to_path_buf(),
+        config_home.path().to_path_buf(),
+    );
+    tokio::task::spawn_blocking(move || {
+        let mut terminal = Terminal::start(&p, &d, &c, &[]);
+        terminal.wait_for("the status line", |s| s.contains("compact at"));
+        terminal.type_text("count, read and plan\r");
+        let screen = terminal.wait_for("the answer", |s| s.contains("Planned."));
+        for expected in [
+            "✂ the model got only the last 2000 lines · full output in",
+            "… 1996 more lines (Ctrl+O)",
+            "│ 3000",
+            "2 lines · ",
+            "│ 1 first note",
+            "│ 2 second note",
+            "☑ Count",
+            "◐ Read the notes",
+            "☐ Plan the fix",
+        ] {
+            assert!(screen.contains(expected), "{expected}:\n{screen}");
+        }
+        for unwanted in ["...output truncated...", "<content>", "\"status\""] {
+            assert!(!screen.contains(unwanted), "{unwanted}:\n{screen}");
+        }
+        terminal.type_text("/bogus\r");
+        terminal.wait_for("the whole notice", |s| {
+            s.contains("unknown command /bogus; /help lists them") && s.contains("compact at")
+        });
+        terminal.type_text("\x0f");
+        terminal.wait_for("the toggle's notice", |s| {
+            s.contains("tool output and summaries expanded (Ctrl+O folds)") && s.contains("│ 2980")
+        });
+        for _ in 0..2 {
+            terminal.type_text("\x03");
+        }
+        terminal.wait_exit();
     })
     .await
     .expect("the terminal session");

@@ -47,11 +47,13 @@ pub struct SummaryPlan {
 
 /// Plans the summary for the compaction request `compaction_message_id`.
 ///
-/// `context` is the store's model view read (oldest first, not reordered);
+/// `context` is the store's model view read (oldest first, not reordered),
+/// taken whole: the head is moved out of it, not copied (the read of a
+/// session never compacted holds a window's worth of history or more).
 /// `usable` is the window from `context::usable`. Returns `None` when the
 /// compaction request is not in `context`.
 pub fn plan_summary(
-    context: &[MessageWithParts],
+    mut context: Vec<MessageWithParts>,
     compaction_message_id: &str,
     settings: TailSettings,
     usable: u64,
@@ -59,8 +61,9 @@ pub fn plan_summary(
     let index = context
         .iter()
         .position(|m| m.message.id == compaction_message_id)?;
-    let request = context[index].compaction()?;
-    let mut before = context[..index].to_vec();
+    let request = context[index].compaction()?.clone();
+    context.truncate(index);
+    let mut before = context;
     let mut replay = None;
     // A question not yet answered when the window filled (automatic
     // compaction before sending) is replayed like an overflowed one:
@@ -134,7 +137,8 @@ mod tests {
         h.user("two").assistant().text("b").finish(1);
         let id = h.compaction_request(true, None);
         let context = h.build();
-        let plan = plan_summary(&context, &id, TailSettings::default(), 100_000).expect("planned");
+        let plan =
+            plan_summary(context.clone(), &id, TailSettings::default(), 100_000).expect("planned");
         // Both turns fit the 8,000 budget: nothing left to summarize but the
         // tail would be everything, so everything is summarized.
         assert_eq!(plan.tail_start_id, None);
@@ -149,7 +153,7 @@ mod tests {
             tail_turns: 1,
             ..TailSettings::default()
         };
-        let plan = plan_summary(&context, &id, one_turn, 100_000).expect("planned");
+        let plan = plan_summary(context.clone(), &id, one_turn, 100_000).expect("planned");
         assert_eq!(plan.head.len(), 2);
         assert_eq!(
             plan.tail_start_id.as_deref(),
@@ -177,7 +181,7 @@ mod tests {
             tail_turns: 0,
             ..TailSettings::default()
         };
-        let plan = plan_summary(&context, &id, no_tail, 5_000).expect("planned");
+        let plan = plan_summary(context.clone(), &id, no_tail, 5_000).expect("planned");
         assert_eq!(
             plan.replay.map(|m| m.message.id),
             Some(context[2].message.id.clone())
@@ -188,7 +192,10 @@ mod tests {
             "10,000 tokens of output cannot fit 5,000"
         );
         assert!(plan.prompt.ends_with("keep the API"));
-        assert_eq!(plan_summary(&context, "msg_missing", no_tail, 5_000), None);
+        assert_eq!(
+            plan_summary(context.clone(), "msg_missing", no_tail, 5_000),
+            None
+        );
     }
 
     #[test]
@@ -203,7 +210,7 @@ mod tests {
                 tail_turns: 0,
                 ..TailSettings::default()
             };
-            let plan = plan_summary(&context, &id, no_tail, 100_000).expect("planned");
+            let plan = plan_summary(context.clone(), &id, no_tail, 100_000).expect("planned");
             let replayed = plan.replay.map(|m| m.message.id);
             if auto {
                 assert_eq!(replayed, Some(context[2].message.id.clone()));

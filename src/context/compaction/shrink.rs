@@ -4,8 +4,10 @@
 //! characters and strips media; each later step also drops the oldest half of
 //! the turns still kept, until one turn is left.
 
+use std::borrow::Cow;
+
 use crate::context::view::{attachment_marker, truncate_for_compaction};
-use crate::message::{MessageWithParts, Part, PartKind, TextPart, ToolState};
+use crate::message::{MessageWithParts, Part, PartKind, TextPart, ToolPart, ToolState};
 
 use super::tail::turn_starts;
 
@@ -42,13 +44,14 @@ pub fn note_omitted_history(head: &mut [MessageWithParts]) {
 
 /// The input for attempt `step` of a summary request, or `None` when nothing
 /// more can be dropped (the caller then reports that compaction cannot help).
-pub fn shrink_step(history: &[MessageWithParts], step: u32) -> Option<Vec<MessageWithParts>> {
+/// Step 0 is `history` itself, not a copy.
+pub fn shrink_step(history: &[MessageWithParts], step: u32) -> Option<Cow<'_, [MessageWithParts]>> {
     if step == 0 {
-        return Some(history.to_vec());
+        return Some(Cow::Borrowed(history));
     }
     let mut shrunk: Vec<MessageWithParts> = history.iter().map(shrink_message).collect();
     if step == 1 {
-        return Some(shrunk);
+        return Some(Cow::Owned(shrunk));
     }
     let starts = turn_starts(&shrunk);
     let turns = starts.len();
@@ -76,43 +79,72 @@ pub fn shrink_step(history: &[MessageWithParts], step: u32) -> Option<Vec<Messag
         tokens: None,
     };
     note_message.parts.insert(0, note);
-    Some(tail)
+    Some(Cow::Owned(tail))
 }
 
+/// A copy of `message` as step 1 sends it. Built part by part: a tool output
+/// is copied only up to its cut, never whole first (on a read that reaches
+/// a window's worth of history, a whole copy would double it).
 fn shrink_message(message: &MessageWithParts) -> MessageWithParts {
-    let mut message = message.clone();
-    for part in &mut message.parts {
-        let replaced = match &mut part.kind {
-            PartKind::File(file) => Some(PartKind::Text(TextPart {
-                text: attachment_marker(file),
-                synthetic: true,
-                ..TextPart::default()
-            })),
-            PartKind::Tool(tool) => {
-                match &mut tool.state {
-                    ToolState::Completed {
-                        output,
-                        attachments,
-                        ..
-                    } => {
-                        *output = truncate_for_compaction(output, SHRUNK_TOOL_OUTPUT_CHARS);
-                        attachments.clear();
-                    }
-                    ToolState::Error { error, .. } => {
-                        *error = truncate_for_compaction(error, SHRUNK_TOOL_OUTPUT_CHARS);
-                    }
-                    ToolState::Pending { .. } | ToolState::Running { .. } => {}
-                }
-                None
-            }
-            _ => None,
-        };
-        if let Some(kind) = replaced {
-            part.kind = kind;
-        }
-        part.tokens = None;
+    MessageWithParts {
+        message: message.message.clone(),
+        parts: message.parts.iter().map(shrink_part).collect(),
     }
-    message
+}
+
+fn shrink_part(part: &Part) -> Part {
+    let kind = match &part.kind {
+        PartKind::File(file) => PartKind::Text(TextPart {
+            text: attachment_marker(file),
+            synthetic: true,
+            ..TextPart::default()
+        }),
+        PartKind::Tool(tool) => PartKind::Tool(ToolPart {
+            call_id: tool.call_id.clone(),
+            tool: tool.tool.clone(),
+            state: shrink_state(&tool.state),
+        }),
+        other => other.clone(),
+    };
+    Part {
+        id: part.id.clone(),
+        message_id: part.message_id.clone(),
+        session_id: part.session_id.clone(),
+        kind,
+        tokens: None,
+    }
+}
+
+fn shrink_state(state: &ToolState) -> ToolState {
+    match state {
+        ToolState::Completed {
+            input,
+            output,
+            title,
+            metadata,
+            time,
+            attachments: _,
+        } => ToolState::Completed {
+            input: input.clone(),
+            output: truncate_for_compaction(output, SHRUNK_TOOL_OUTPUT_CHARS),
+            title: title.clone(),
+            metadata: metadata.clone(),
+            time: time.clone(),
+            attachments: Vec::new(),
+        },
+        ToolState::Error {
+            input,
+            error,
+            metadata,
+            time,
+        } => ToolState::Error {
+            input: input.clone(),
+            error: truncate_for_compaction(error, SHRUNK_TOOL_OUTPUT_CHARS),
+            metadata: metadata.clone(),
+            time: time.clone(),
+        },
+        ToolState::Pending { .. } | ToolState::Running { .. } => state.clone(),
+    }
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ use unicode_width::UnicodeWidthChar;
 
 use crate::tui::app::App;
 use crate::tui::completion::MAX_SHOWN;
+use crate::tui::wrap::{str_width, wrap_into};
 
 /// The composer grows with its text up to this many rows, then scrolls.
 const MAX_TEXT_ROWS: u16 = 8;
@@ -130,12 +131,33 @@ pub fn draw(app: &App, frame: &mut Frame<'_>, area: Rect) {
     }
 }
 
+/// The completion popup above the composer. A description that does not
+/// fit wraps at words under itself (not under the command), and the whole
+/// entry is highlighted when selected.
 pub fn draw_completion(app: &App, frame: &mut Frame<'_>, composer: Rect) {
-    let rows = app.completion.len().min(MAX_SHOWN) as u16;
+    let width = composer.width.min(72);
+    let mut lines: Vec<Line<'static>> = Vec::new();
+    for (i, c) in app.completion.iter().take(MAX_SHOWN).enumerate() {
+        let style = if i == app.completion_selected {
+            Style::default().fg(Color::Black).bg(Color::Cyan)
+        } else {
+            Style::default().bg(Color::DarkGray)
+        };
+        let name = format!(" {:<12} ", c.insert);
+        let indent = str_width(&name);
+        let entry = Line::from(vec![Span::raw(name), Span::raw(c.detail.clone())]);
+        let mut rows = Vec::new();
+        wrap_into(&entry, width as usize, indent, &mut rows);
+        for row in rows {
+            let text = row.to_string();
+            let pad = (width as usize).saturating_sub(str_width(&text));
+            lines.push(Line::styled(format!("{text}{}", " ".repeat(pad)), style));
+        }
+    }
+    let rows = lines.len() as u16;
     if rows == 0 || composer.y < rows {
         return;
     }
-    let width = composer.width.min(72);
     let area = Rect {
         x: composer.x,
         y: composer.y - rows,
@@ -143,22 +165,6 @@ pub fn draw_completion(app: &App, frame: &mut Frame<'_>, composer: Rect) {
         height: rows,
     };
     frame.render_widget(Clear, area);
-    let lines: Vec<Line<'static>> = app
-        .completion
-        .iter()
-        .take(MAX_SHOWN)
-        .enumerate()
-        .map(|(i, c)| {
-            let style = if i == app.completion_selected {
-                Style::default().fg(Color::Black).bg(Color::Cyan)
-            } else {
-                Style::default().bg(Color::DarkGray)
-            };
-            let text = format!(" {:<12} {}", c.insert, c.detail);
-            let padded = format!("{text:<w$}", w = width as usize);
-            Line::styled(padded, style)
-        })
-        .collect();
     frame.render_widget(Paragraph::new(lines), area);
 }
 

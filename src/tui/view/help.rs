@@ -7,45 +7,89 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 
 use crate::tui::completion::SLASH_COMMANDS;
+use crate::tui::wrap::wrap_into;
 
 use super::popup_area;
 
 const KEYS: &[(&str, &str)] = &[
     ("Enter", "send (queued while the agent works)"),
     ("Shift/Alt+Enter, Ctrl+J", "new line"),
-    ("Esc", "interrupt; twice clears queued messages"),
-    ("Ctrl+C", "clear input; twice quits"),
+    ("Esc", "interrupt; twice puts queued messages back to edit"),
+    ("Ctrl+C", "interrupt, else clear input; twice quits"),
     ("Tab", "switch agent build ↔ plan"),
     ("PgUp/PgDn, wheel, Home/End", "scroll the transcript"),
-    ("Ctrl+O", "expand tool output, summaries and change diffs"),
-    ("Ctrl+T", "show reasoning"),
+    (
+        "Ctrl+O",
+        "expand or fold tool output, summaries and change diffs",
+    ),
+    ("Ctrl+T", "show or fold reasoning"),
     ("Up/Down", "history"),
     ("Ctrl+A/E/K/U/W, Alt+B/F", "line editing"),
     ("@path", "mention a file · !cmd runs a shell command"),
 ];
 
-pub fn draw(frame: &mut Frame<'_>, area: Rect) {
-    let key_style = Style::default().fg(Color::Cyan);
-    let mut lines: Vec<Line<'static>> = KEYS
-        .iter()
-        .map(|(k, what)| {
-            Line::from(vec![
-                Span::styled(format!("{k:<27}"), key_style),
-                Span::raw(*what),
-            ])
-        })
-        .collect();
-    lines.push(Line::default());
-    for (name, args, what) in SLASH_COMMANDS {
-        let command = format!("{name} {args}");
-        lines.push(Line::from(vec![
-            Span::styled(format!("{command:<27}"), key_style),
-            Span::raw(*what),
-        ]));
-    }
+/// Width of the key column when the popup is wide enough for two columns.
+const KEY_COLUMN: usize = 27;
+/// Below this many cells for descriptions, keys go on their own rows.
+const MIN_DESCRIPTION: usize = 24;
+
+/// Rows the help can scroll down in `area` before its last row shows.
+pub fn max_scroll(area: Rect) -> u16 {
+    let rows = help_lines(area).len() as u16;
+    rows.saturating_sub(area.height.saturating_sub(2))
+}
+
+/// The help, scrolled down `scroll` rows when taller than `area`; the title
+/// says so.
+pub fn draw(frame: &mut Frame<'_>, area: Rect, scroll: u16) {
+    let lines = help_lines(area);
+    let title = if lines.len() as u16 + 2 > area.height {
+        " help · ↑↓ scroll · Esc closes "
+    } else {
+        " help · Esc closes "
+    };
     let rect = popup_area(frame, area, 86, lines.len() as u16 + 2);
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .title(" help · Esc closes ");
-    frame.render_widget(Paragraph::new(lines).block(block), rect);
+    let block = Block::default().borders(Borders::ALL).title(title);
+    frame.render_widget(Paragraph::new(lines).block(block).scroll((scroll, 0)), rect);
+}
+
+/// Keys, then slash commands, wrapped to the popup's width in `area`.
+fn help_lines(area: Rect) -> Vec<Line<'static>> {
+    let inner = (area.width.min(86) as usize).saturating_sub(2);
+    let mut entries: Vec<(String, &str)> = KEYS
+        .iter()
+        .map(|(k, what)| ((*k).to_string(), *what))
+        .collect();
+    let commands = entries.len();
+    entries.extend(
+        SLASH_COMMANDS
+            .iter()
+            .map(|(name, args, what)| (format!("{name} {args}"), *what)),
+    );
+    let mut lines = Vec::new();
+    for (i, (key, what)) in entries.iter().enumerate() {
+        if i == commands {
+            lines.push(Line::default());
+        }
+        entry_lines(key, what, inner, &mut lines);
+    }
+    lines
+}
+
+/// One key or command and what it does, wrapped at words to `width`: the
+/// description's continuation rows line up under it, or, when the popup is
+/// too narrow for two columns, the key takes a row and the description the
+/// indented rows under it.
+fn entry_lines(key: &str, what: &str, width: usize, out: &mut Vec<Line<'static>>) {
+    let key_style = Style::default().fg(Color::Cyan);
+    if width >= KEY_COLUMN + MIN_DESCRIPTION {
+        let line = Line::from(vec![
+            Span::styled(format!("{key:<KEY_COLUMN$}"), key_style),
+            Span::raw(what.to_string()),
+        ]);
+        wrap_into(&line, width, KEY_COLUMN, out);
+    } else {
+        out.push(Line::styled(key.trim_end().to_string(), key_style));
+        wrap_into(&Line::raw(format!("  {what}")), width, 2, out);
+    }
 }

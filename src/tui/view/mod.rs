@@ -5,6 +5,7 @@
 //! Reads state only: no I/O, no awaiting, no mutation (the measuring half of a
 //! frame is `Viewport::prepare`, run just before).
 
+pub mod card_body;
 pub mod composer;
 pub mod context;
 pub mod diff;
@@ -40,15 +41,19 @@ pub struct Areas {
 }
 
 pub fn areas(app: &App, area: Rect) -> Areas {
-    let activity_rows = status::activity_lines(app).len() as u16;
+    let activity_rows = activity_rows(app, area.width).len() as u16;
     let composer_rows = composer::height(app, area.width)
         .min(area.height / 2)
         .max(2);
+    let status_rows = status::rows(app, area.width as usize)
+        .height()
+        .min(area.height / 2)
+        .max(1);
     let [transcript, activity, composer, status] = Layout::vertical([
         Constraint::Min(1),
         Constraint::Length(activity_rows),
         Constraint::Length(composer_rows),
-        Constraint::Length(1),
+        Constraint::Length(status_rows),
     ])
     .areas(area);
     // The welcome takes the top of the transcript's room when it fits whole;
@@ -77,6 +82,7 @@ pub fn areas(app: &App, area: Rect) -> Areas {
 
 /// Measures and caches what the next frame shows; call before [`draw`].
 pub fn prepare(app: &mut App, area: Rect) {
+    app.help_scroll = app.help_scroll.min(help::max_scroll(area));
     let transcript = areas(app, area).transcript;
     let awaiting: HashSet<String> = app
         .permissions
@@ -132,7 +138,10 @@ pub fn draw(app: &App, frame: &mut Frame<'_>) {
             at,
         );
     }
-    frame.render_widget(Paragraph::new(status::activity_lines(app)), areas.activity);
+    frame.render_widget(
+        Paragraph::new(activity_rows(app, areas.activity.width)),
+        areas.activity,
+    );
     composer::draw(app, frame, areas.composer);
     status::draw(app, frame, areas.status);
     if !app.completion.is_empty() && app.overlay.is_none() && app.permissions.is_empty() {
@@ -140,7 +149,7 @@ pub fn draw(app: &App, frame: &mut Frame<'_>) {
     }
     match &app.overlay {
         Some(Overlay::Context(breakdown)) => context::draw(breakdown.as_ref(), frame, area),
-        Some(Overlay::Help) => help::draw(frame, area),
+        Some(Overlay::Help) => help::draw(frame, area, app.help_scroll),
         Some(Overlay::Picker(picker)) => picker::draw(picker, frame, area),
         Some(Overlay::UndoConflict(files)) => undo::draw(files, frame, area),
         Some(Overlay::Diff(view)) => diff::draw(view, frame, area),
@@ -155,6 +164,16 @@ pub fn draw(app: &App, frame: &mut Frame<'_>) {
             areas.transcript,
         );
     }
+}
+
+/// The activity lines wrapped at words to `width`: a retry's reason (the
+/// provider's error) is read whole, not cut at the edge.
+fn activity_rows(app: &App, width: u16) -> Vec<Line<'static>> {
+    let mut rows = Vec::new();
+    for line in status::activity_lines(app) {
+        super::wrap::wrap_into(&line, usize::from(width).max(1), 2, &mut rows);
+    }
+    rows
 }
 
 /// A centred rectangle of at most `width` x `height`, cleared for a popup.

@@ -13,7 +13,7 @@ use ratatui::widgets::Paragraph;
 use crate::bus::SessionStatus;
 use crate::context::ContextGauge;
 use crate::tui::app::App;
-use crate::tui::wrap::str_width;
+use crate::tui::wrap::{str_width, wrap_into};
 
 use super::transcript::short;
 
@@ -71,15 +71,40 @@ pub fn gauge_spans(gauge: &ContextGauge, cost: f64, room: usize) -> Vec<Span<'st
     ]
 }
 
-pub fn draw(app: &App, frame: &mut Frame<'_>, area: Rect) {
+/// The status area for one width: a notice that does not fit on the status
+/// line gets rows of its own above it (wrapped at words, never cut); agent
+/// and model wrap (a model name breaks after a `/`) rather than being cut;
+/// a gauge that does not fit beside them gets its own row under them.
+pub struct StatusRows {
+    pub notice: Vec<Line<'static>>,
+    /// Agent and model (and a notice that fits), wrapped.
+    pub left: Vec<Line<'static>>,
+    /// Drawn right-aligned on the first `left` row.
+    pub right: Vec<Span<'static>>,
+    /// The gauge on its own last row, when it does not fit beside `left`.
+    pub gauge_row: Option<Vec<Span<'static>>>,
+}
+
+impl StatusRows {
+    pub fn height(&self) -> u16 {
+        (self.notice.len() + self.left.len() + usize::from(self.gauge_row.is_some())) as u16
+    }
+}
+
+fn spans_width(spans: &[Span<'_>]) -> usize {
+    spans.iter().map(|s| str_width(&s.content)).sum()
+}
+
+pub fn rows(app: &App, width: usize) -> StatusRows {
     let agent_color = if app.agent == "plan" {
         Color::Yellow
     } else {
         Color::LightBlue
     };
+    let agent = format!(" {} ", app.agent);
     let mut left = vec![
         Span::styled(
-            format!(" {} ", app.agent),
+            agent.clone(),
             Style::default()
                 .fg(Color::Black)
                 .bg(agent_color)
@@ -90,31 +115,94 @@ pub fn draw(app: &App, frame: &mut Frame<'_>, area: Rect) {
             Style::default().fg(Color::Gray),
         ),
     ];
-    if let Some(flash) = &app.flash {
-        left.push(Span::styled(
-            format!("  {flash}"),
-            Style::default().fg(Color::Yellow),
-        ));
-    }
-    let left_width: usize = left.iter().map(|s| str_width(&s.content)).sum();
-    let right = match &app.gauge {
-        Some(gauge) => {
-            let room = (area.width as usize).saturating_sub(left_width.min(30) + 2);
-            gauge_spans(gauge, app.session.cost, room)
-        }
+    let left_width = spans_width(&left);
+    let gauge = |room: usize| match &app.gauge {
+        Some(gauge) => gauge_spans(gauge, app.session.cost, room),
         None => vec![Span::styled(
             format!("${:.2}", app.session.cost),
             Style::default().fg(Color::Gray),
         )],
     };
-    let right_width: usize = right.iter().map(|s| str_width(&s.content)).sum::<usize>() + 1;
-    let right_rect = Rect {
-        x: area.right().saturating_sub(right_width as u16),
-        width: (right_width as u16).min(area.width),
+    let mut right = gauge(width.saturating_sub(left_width + 2));
+    let mut gauge_row = None;
+    if left_width + 1 + spans_width(&right) + 1 > width {
+        gauge_row = Some(gauge(width.saturating_sub(1)));
+        right = Vec::new();
+    }
+    let mut notice = Vec::new();
+    if let Some(flash) = &app.flash {
+        let style = Style::default().fg(Color::Yellow);
+        let inline = format!("  {flash}");
+        let right_width = spans_width(&right) + usize::from(!right.is_empty());
+        if !flash.contains('\n') && left_width + str_width(&inline) + right_width < width {
+            left.push(Span::styled(inline, style));
+        } else {
+            for line in flash.lines() {
+                let row = Line::styled(format!(" {line}"), style);
+                wrap_into(&row, width.saturating_sub(1).max(1), 1, &mut notice);
+            }
+        }
+    }
+    let mut left_rows = Vec::new();
+    let indent = str_width(&agent) + 1;
+    wrap_into(&Line::from(left), width.max(1), indent, &mut left_rows);
+    StatusRows {
+        notice,
+        left: left_rows,
+        right,
+        gauge_row,
+    }
+}
+
+pub fn draw(app: &App, frame: &mut Frame<'_>, area: Rect) {
+    let rows = rows(app, area.width as usize);
+    // The status rows stay at the bottom; the notice gets the rows left
+    // above them.
+    let fixed = (rows.left.len() + usize::from(rows.gauge_row.is_some())) as u16;
+    let notice_rows = area.height.saturating_sub(fixed);
+    frame.render_widget(
+        Paragraph::new(rows.notice),
+        Rect {
+            height: notice_rows,
+            ..area
+        },
+    );
+    let below_notice = Rect {
+        y: area.y + notice_rows,
+        height: area.height - notice_rows,
         ..area
     };
-    frame.render_widget(Paragraph::new(Line::from(left)), area);
-    frame.render_widget(Paragraph::new(Line::from(right)), right_rect);
+    let left_rows = rows.left.len() as u16;
+    frame.render_widget(Paragraph::new(rows.left), below_notice);
+    draw_right(
+        frame,
+        Rect {
+            height: 1,
+            ..below_notice
+        },
+        rows.right,
+    );
+    if let Some(gauge) = rows.gauge_row
+        && left_rows < below_notice.height
+    {
+        let last = Rect {
+            y: below_notice.y + left_rows,
+            height: 1,
+            ..below_notice
+        };
+        draw_right(frame, last, gauge);
+    }
+}
+
+/// `spans` right-aligned on the row `line`, one cell from its end.
+fn draw_right(frame: &mut Frame<'_>, line: Rect, spans: Vec<Span<'static>>) {
+    let width = spans_width(&spans) + 1;
+    let rect = Rect {
+        x: line.right().saturating_sub(width as u16),
+        width: (width as u16).min(line.width),
+        ..line
+    };
+    frame.render_widget(Paragraph::new(Line::from(spans)), rect);
 }
 
 /// The rows between transcript and composer; empty (no rows) when idle.

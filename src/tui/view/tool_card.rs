@@ -1,5 +1,7 @@
 //! A tool call as a card: status icon, tool name, key argument, status with
-//! elapsed time or duration, and an output preview (diff for edits).
+//! elapsed time or duration, and an output preview (diff for edits; the
+//! per-tool bodies are in `card_body`). A `!cmd` run is drawn as the
+//! user's own: `$ command`, then the same preview.
 //!
 //! Pure: draws from the part, the live output and the clock it is given.
 
@@ -10,7 +12,9 @@ use serde_json::Value;
 use crate::clock::Millis;
 use crate::message::{ToolPart, ToolState};
 
-use crate::tui::wrap::wrap_into;
+use crate::tui::wrap::{str_width, wrap_into};
+
+use super::card_body;
 
 /// Preview lines of a collapsed card; Ctrl+O shows up to `EXPANDED_LINES`.
 const PREVIEW_LINES: usize = 4;
@@ -51,7 +55,44 @@ pub fn tool_card(tool: &ToolPart, cx: &CardInputs<'_>, width: usize) -> Vec<Line
         Style::default().fg(Color::DarkGray),
     ));
     let mut out = vec![Line::from(head)];
+    out.extend(body_lines(tool, cx, width));
+    out
+}
 
+/// A `!cmd` run, as the user's own: `$ command` (wrapped whole, the user
+/// typed it) and its status, then the output as any bash card shows it.
+pub fn shell_run_card(tool: &ToolPart, cx: &CardInputs<'_>, width: usize) -> Vec<Line<'static>> {
+    let (icon, icon_style, status) = status_of(tool, cx);
+    let command = tool
+        .state
+        .input()
+        .get("command")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let mut out = Vec::new();
+    for (i, line) in command.lines().enumerate() {
+        let lead = if i == 0 { "$ " } else { "  " };
+        let row = Line::from(vec![
+            Span::styled(lead, Style::default().fg(Color::Cyan)),
+            Span::styled(
+                line.to_string(),
+                Style::default().add_modifier(Modifier::BOLD),
+            ),
+        ]);
+        wrap_into(&row, width, 2, &mut out);
+    }
+    out.push(Line::from(vec![
+        Span::styled(format!("  {icon} "), icon_style),
+        Span::styled(status, Style::default().fg(Color::DarkGray)),
+    ]));
+    out.extend(body_lines(tool, cx, width));
+    out
+}
+
+/// The card's output preview under its head, each row behind the gutter,
+/// and the blank line ending the block.
+fn body_lines(tool: &ToolPart, cx: &CardInputs<'_>, width: usize) -> Vec<Line<'static>> {
+    let mut out = Vec::new();
     let limit = if cx.expanded {
         EXPANDED_LINES
     } else {
@@ -63,7 +104,7 @@ pub fn tool_card(tool: &ToolPart, cx: &CardInputs<'_>, width: usize) -> Vec<Line
         ToolState::Pending { .. } => {}
         ToolState::Running { .. } => {
             if let Some(output) = cx.live_output {
-                body.extend(tail(output, limit).map(plain));
+                body.extend(card_body::tail(output, limit));
             }
         }
         ToolState::Completed {
@@ -82,26 +123,26 @@ pub fn tool_card(tool: &ToolPart, cx: &CardInputs<'_>, width: usize) -> Vec<Line
             }
             match metadata.get("diff").and_then(Value::as_str) {
                 Some(diff) => body.extend(diff_lines(diff, limit * 3)),
-                None if tool.tool == "bash" => body.extend(tail(output, limit).map(plain)),
-                None => {
-                    let total = output.lines().count();
-                    body.extend(output.lines().take(limit).map(plain));
-                    if total > limit {
-                        body.push(more(total - limit));
-                    }
-                }
+                None => body.extend(card_body::completed(&tool.tool, output, metadata, limit)),
             }
         }
-        ToolState::Error { error, .. } => body.extend(
-            error
-                .lines()
-                .take(limit.max(3))
-                .map(|l| Line::styled(l.to_string(), Style::default().fg(Color::Red))),
-        ),
+        ToolState::Error { error, .. } => {
+            let total = error.lines().count();
+            body.extend(
+                error
+                    .lines()
+                    .take(limit)
+                    .map(|l| Line::styled(l.to_string(), Style::default().fg(Color::Red))),
+            );
+            if total > limit {
+                body.push(more(total - limit));
+            }
+        }
     }
+    let room = width.saturating_sub(4).max(8);
     for line in body {
         let mut row = Vec::new();
-        wrap_into(&line, width.saturating_sub(4).max(8), 0, &mut row);
+        wrap_into(&line, room, hanging_indent(&line, room), &mut row);
         for mut r in row {
             r.spans.insert(0, gutter.clone());
             out.push(r);
@@ -109,6 +150,15 @@ pub fn tool_card(tool: &ToolPart, cx: &CardInputs<'_>, width: usize) -> Vec<Line
     }
     out.push(Line::default());
     out
+}
+
+/// A body line of several spans starts with a mark (`◐ `, a line number,
+/// `✂ `): its continuation rows line up under the text after the mark.
+fn hanging_indent(line: &Line<'_>, room: usize) -> usize {
+    match line.spans.as_slice() {
+        [mark, _, ..] if str_width(&mark.content) <= room / 2 => str_width(&mark.content),
+        _ => 0,
+    }
 }
 
 fn status_of(tool: &ToolPart, cx: &CardInputs<'_>) -> (&'static str, Style, String) {
@@ -132,11 +182,18 @@ fn status_of(tool: &ToolPart, cx: &CardInputs<'_>) -> (&'static str, Style, Stri
                 format!("running {secs}s"),
             )
         }
-        ToolState::Completed { time, .. } => (
-            "✓",
-            Style::default().fg(Color::Green),
-            duration(time.end.unwrap_or(time.start) - time.start),
-        ),
+        ToolState::Completed { time, output, .. } => {
+            let took = duration(time.end.unwrap_or(time.start) - time.start);
+            let lines = (tool.tool == "read")
+                .then(|| card_body::read_line_count(output))
+                .flatten();
+            let status = match lines {
+                Some(1) => format!("1 line · {took}"),
+                Some(lines) => format!("{lines} lines · {took}"),
+                None => took,
+            };
+            ("✓", Style::default().fg(Color::Green), status)
+        }
         ToolState::Error { time, .. } => (
             "✗",
             Style::default().fg(Color::Red),
@@ -226,19 +283,15 @@ fn truncate(text: &str, room: usize) -> String {
     format!("{kept}…")
 }
 
-fn tail(output: &str, limit: usize) -> impl Iterator<Item = &str> {
-    let lines: Vec<&str> = output.lines().collect();
-    let skip = lines.len().saturating_sub(limit);
-    lines.into_iter().skip(skip)
-}
-
-fn plain(line: &str) -> Line<'static> {
+pub(super) fn plain(line: &str) -> Line<'static> {
     Line::styled(line.to_string(), Style::default().fg(Color::Gray))
 }
 
-fn more(hidden: usize) -> Line<'static> {
+/// The line standing for `hidden` lines that Ctrl+O shows.
+pub(super) fn more(hidden: usize) -> Line<'static> {
+    let noun = if hidden == 1 { "line" } else { "lines" };
     Line::styled(
-        format!("… {hidden} more lines (Ctrl+O)"),
+        format!("… {hidden} more {noun} (Ctrl+O)"),
         Style::default().fg(Color::DarkGray),
     )
 }

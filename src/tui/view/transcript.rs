@@ -11,11 +11,12 @@ use ratatui::text::{Line, Span};
 
 use crate::clock::Millis;
 use crate::message::{Message, MessageErrorKind, Part, PartKind, Role, ToolState};
+use crate::session::mention::MENTION_READ_LEAD;
 use crate::tui::markdown::{WrapMemo, render_markdown, render_markdown_reusing};
 use crate::tui::timeline::{Block, Timeline};
 use crate::tui::wrap::wrap_into;
 
-use super::tool_card::{CardInputs, tool_card};
+use super::tool_card::{CardInputs, shell_run_card, tool_card};
 
 /// Summary lines shown before Ctrl+O expands a compaction summary.
 const SUMMARY_PREVIEW_LINES: usize = 3;
@@ -52,7 +53,15 @@ pub fn block_lines(
 ) -> Vec<Line<'static>> {
     let messages = cx.timeline.messages();
     match block {
-        Block::Header(m) => header(&messages[m].message),
+        Block::Header(m) if cx.timeline.is_shell_run(m) => shell_run_header(&messages[m].message),
+        Block::Header(m) => header(&messages[m].message, width),
+        Block::Part(m, p) if cx.timeline.is_shell_run(m) => {
+            let part = &messages[m].parts[p];
+            match &part.kind {
+                PartKind::Tool(tool) => shell_run_card(tool, &card_inputs(cx, part, tool), width),
+                _ => Vec::new(),
+            }
+        }
         Block::Part(m, p) => {
             let message = &messages[m];
             part_lines(cx, &message.message, &message.parts[p], width, memo)
@@ -79,9 +88,51 @@ pub fn block_lines(
     }
 }
 
+/// A `!cmd` run is the user's: their header, with `interrupted` when they
+/// stopped it.
+fn shell_run_header(message: &Message) -> Vec<Line<'static>> {
+    let mut spans = vec![Span::styled(
+        "▌ you",
+        Style::default()
+            .fg(Color::Cyan)
+            .add_modifier(Modifier::BOLD),
+    )];
+    spans.push(Span::styled(
+        " · shell",
+        Style::default().fg(Color::DarkGray),
+    ));
+    let aborted = message
+        .as_assistant()
+        .and_then(|a| a.error.as_ref())
+        .is_some_and(|e| e.kind == MessageErrorKind::Aborted);
+    if aborted {
+        spans.push(Span::styled(
+            "  interrupted",
+            Style::default().fg(Color::Red),
+        ));
+    }
+    vec![Line::from(spans)]
+}
+
+fn card_inputs<'a>(
+    cx: &BlockInputs<'a>,
+    part: &Part,
+    tool: &crate::message::ToolPart,
+) -> CardInputs<'a> {
+    CardInputs {
+        live_output: cx.timeline.live_output(&part.id),
+        now: cx.now,
+        expanded: cx.expand_details,
+        awaiting_permission: cx.awaiting.contains(&tool.call_id),
+    }
+}
+
 /// Every block ends with its own blank line, so headers need none before them.
-fn header(message: &Message) -> Vec<Line<'static>> {
+/// A header wider than the pane wraps at words under its text, and an
+/// error is shown whole, every line of it, under the header.
+fn header(message: &Message, width: usize) -> Vec<Line<'static>> {
     let mut out = Vec::new();
+    let mut error_lines = Vec::new();
     let line = match &message.role {
         Role::User(_) => Line::styled(
             "▌ you",
@@ -131,17 +182,41 @@ fn header(message: &Message) -> Vec<Line<'static>> {
                     Style::default().fg(Color::DarkGray),
                 ),
             ];
-            if let Some(error) = &a.error {
-                let text = match error.kind {
-                    MessageErrorKind::Aborted => "  interrupted".to_string(),
-                    _ => format!("  ✗ {}", error.message.lines().next().unwrap_or("")),
-                };
-                spans.push(Span::styled(text, Style::default().fg(Color::Red)));
+            match &a.error {
+                Some(error) if error.kind == MessageErrorKind::Aborted => spans.push(Span::styled(
+                    "  interrupted",
+                    Style::default().fg(Color::Red),
+                )),
+                Some(error) => error_lines = error_rows(&error.message, width),
+                None => {}
             }
             Line::from(spans)
         }
     };
-    out.push(line);
+    // Under the text after `◆ ` / `━━ `.
+    let indent = if message.as_assistant().is_some_and(|a| a.summary) {
+        3
+    } else {
+        2
+    };
+    wrap_into(&line, width, indent, &mut out);
+    out.extend(error_lines);
+    out
+}
+
+/// An answer's error under its header: `✗ ` and every line of the message,
+/// wrapped at words with continuation rows under the text.
+fn error_rows(message: &str, width: usize) -> Vec<Line<'static>> {
+    let style = Style::default().fg(Color::Red);
+    let mut out = Vec::new();
+    for (i, text) in message.lines().enumerate() {
+        let lead = if i == 0 { "  ✗ " } else { "    " };
+        let line = Line::from(vec![
+            Span::styled(lead, style),
+            Span::styled(text.to_string(), style),
+        ]);
+        wrap_into(&line, width, 4, &mut out);
+    }
     out
 }
 
@@ -154,6 +229,11 @@ fn part_lines(
 ) -> Vec<Line<'static>> {
     let is_summary = message.as_assistant().is_some_and(|a| a.summary);
     match &part.kind {
+        PartKind::Text(text)
+            if message.is_user() && text.synthetic && text.text.starts_with(MENTION_READ_LEAD) =>
+        {
+            mention_lines(&text.text, cx.expand_details, width)
+        }
         PartKind::Text(text) if message.is_user() => {
             let style = if text.synthetic {
                 Style::default().fg(Color::DarkGray)
@@ -195,15 +275,7 @@ fn part_lines(
         PartKind::Reasoning(reasoning) => {
             reasoning_lines(&reasoning.text, cx.show_reasoning, width)
         }
-        PartKind::Tool(tool) => {
-            let card = CardInputs {
-                live_output: cx.timeline.live_output(&part.id),
-                now: cx.now,
-                expanded: cx.expand_details,
-                awaiting_permission: cx.awaiting.contains(&tool.call_id),
-            };
-            tool_card(tool, &card, width)
-        }
+        PartKind::Tool(tool) => tool_card(tool, &card_inputs(cx, part, tool), width),
         PartKind::Compaction(c) => {
             let mut label = format!(
                 "━━ compaction requested ({})",
@@ -252,6 +324,33 @@ fn part_lines(
         PartKind::StepStart(_) | PartKind::StepFinish(_) => Vec::new(),
     }
 }
+
+/// A mentioned file's attached content: the `📎` line after it names the
+/// file, so it shows only on Ctrl+O, as a read card shows a file (numbered
+/// lines, not the wrapper the model gets).
+fn mention_lines(text: &str, expanded: bool, width: usize) -> Vec<Line<'static>> {
+    if !expanded {
+        return Vec::new();
+    }
+    let output = text.split_once('\n').map_or("", |(_, output)| output);
+    let Some(body) = super::card_body::read_body(output, MENTION_EXPANDED_LINES) else {
+        return Vec::new();
+    };
+    let gutter = Span::styled("┃ ", Style::default().fg(Color::Cyan));
+    let mut out = Vec::new();
+    for line in body {
+        let mut rows = Vec::new();
+        wrap_into(&line, width.saturating_sub(2).max(8), 0, &mut rows);
+        for mut row in rows {
+            row.spans.insert(0, gutter.clone());
+            out.push(row);
+        }
+    }
+    out
+}
+
+/// Lines of a mentioned file Ctrl+O shows, as for a tool card.
+const MENTION_EXPANDED_LINES: usize = 200;
 
 /// Files a patch card names before "and N more": the card is one line.
 const PATCH_FILES_SHOWN: usize = 3;

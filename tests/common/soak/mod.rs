@@ -389,6 +389,17 @@ pub async fn run(turns: usize, context: u64, output: u64, enough: Option<Enough>
             rss_kib: rss_kib("VmRSS:"),
             summaries_before,
         });
+        if (turn + 1) % 100 == 0 {
+            // Progress of a long soak, so a run stopped early still says
+            // how its step time and memory went.
+            let last = report.turns.len() - 100..report.turns.len();
+            eprintln!(
+                "soak progress: {} turns, {:.1} ms per step over the last 100, RSS {} KiB",
+                turn + 1,
+                report.step_time(last).as_secs_f64() * 1000.0,
+                rss_kib("VmRSS:")
+            );
+        }
         if enough.is_some_and(|enough| {
             server.seen.summaries.load(Ordering::Relaxed) >= enough.summaries
                 && server.seen.pruned_requests.load(Ordering::Relaxed) >= enough.pruned_requests
