@@ -10,6 +10,8 @@
 //! `--http [--require-header NAME=VALUE]`: streamable HTTP instead of stdio,
 //! on 127.0.0.1 at a free port, whose URL is the first line printed; with a
 //! required header, requests without it get 401.
+//! `--odd-names` also lists tools named `*`, `a/b` and `Echo` (permission
+//! patterns are built from tool names the server chooses).
 
 use std::convert::Infallible;
 use std::io::Write;
@@ -30,7 +32,12 @@ struct Fixture {
     /// Set by `grow`: the `extra` tool is listed from then on. Shared, as
     /// the HTTP server makes a handler per session.
     grown: Arc<AtomicBool>,
+    /// `--odd-names`: see the header.
+    odd_names: bool,
 }
+
+/// Tool names with a glob character, a slash, or another case.
+const ODD_NAMES: [&str; 3] = ["*", "a/b", "Echo"];
 
 fn tool(name: &str, description: &str, properties: Value) -> Tool {
     serde_json::from_value(json!({
@@ -62,6 +69,9 @@ impl Fixture {
         ];
         if self.grown.load(Ordering::SeqCst) {
             tools.push(tool("extra", "Appears after grow", json!({})));
+        }
+        if self.odd_names {
+            tools.extend(ODD_NAMES.map(|name| tool(name, "Says it ran", json!({}))));
         }
         tools
     }
@@ -180,6 +190,9 @@ impl ServerHandler for Fixture {
                 CallToolResult::success(vec![ContentBlock::text("grown")])
             }
             "extra" => CallToolResult::success(vec![ContentBlock::text("extra ran")]),
+            odd if self.odd_names && ODD_NAMES.contains(&odd) => {
+                CallToolResult::success(vec![ContentBlock::text(format!("{odd} ran"))])
+            }
             other => return Err(ErrorData::invalid_params(format!("no tool {other}"), None)),
         };
         Ok(result.into())
@@ -217,7 +230,11 @@ async fn main() -> anyhow::Result<()> {
             .map(|(name, value)| (name.to_string(), value.to_string()));
         return serve_http(required).await;
     }
-    let service = Fixture::default().serve(rmcp::transport::stdio()).await?;
+    let fixture = Fixture {
+        odd_names: args.iter().any(|arg| arg == "--odd-names"),
+        ..Fixture::default()
+    };
+    let service = fixture.serve(rmcp::transport::stdio()).await?;
     service.waiting().await?;
     Ok(())
 }

@@ -100,19 +100,7 @@ pub fn use_local_server(
     model: ModelRef,
 ) {
     let provider = config.provider.entry(model.provider.clone()).or_default();
-    provider.base_url = crate::config::NonEmpty::new(server.base_url()).ok();
-    // The window the server reported is its first model's.
-    if let Some(context) = server
-        .context
-        .filter(|_| server.models.first() == Some(&model.model))
-    {
-        let settings = provider.models.entry(model.model.clone()).or_default();
-        settings.context.get_or_insert(context);
-        // A catalog model's output limit is for its full trained window;
-        // within the smaller window the server runs, keep room for input
-        // (the same share the context probe of a local model leaves).
-        settings.output.get_or_insert((context / 4).max(1));
-    }
+    crate::session::models::serve_from(provider, server);
     tracing::info!(model = %model, url = %server.base_url(), context = ?server.context, "using a local server");
     config.model = Some(model);
 }
@@ -179,23 +167,18 @@ impl App {
         self.config.model.clone().or_else(default_model_from_env)
     }
 
-    /// `provider/model` choices for `/model`: the default, then every model
-    /// named in `[provider.NAME.models]`.
-    pub fn model_choices(&self) -> Vec<String> {
-        let mut choices: Vec<String> = self
-            .default_model()
-            .iter()
-            .map(ToString::to_string)
-            .collect();
-        for (provider, settings) in &self.config.provider {
-            for model in settings.models.keys() {
-                let name = format!("{provider}/{model}");
-                if !choices.contains(&name) {
-                    choices.push(name);
-                }
-            }
-        }
-        choices
+    /// What `/model` offers (see `model_choices`), with the models of the
+    /// local servers found so far.
+    pub fn model_choices(
+        &self,
+        servers: &[crate::provider::discover::LocalServer],
+    ) -> Vec<crate::session::model_choices::ModelChoice> {
+        crate::session::model_choices::choices(
+            &self.config,
+            self.default_model().as_ref(),
+            servers,
+            |variable| std::env::var(variable).ok(),
+        )
     }
 
     /// Finds or creates the session and starts its runtime.

@@ -62,6 +62,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
 
 /// The one place that decides what each command does.
 fn dispatch(cli: Cli, loaded: Loaded) -> anyhow::Result<u8> {
+    let flag_model = cli.config_flags().model;
     match cli.command {
         None => {
             let choice = match (cli.resume_last, cli.session) {
@@ -69,9 +70,9 @@ fn dispatch(cli: Cli, loaded: Loaded) -> anyhow::Result<u8> {
                 (true, None) => SessionChoice::Latest,
                 (false, None) => SessionChoice::New,
             };
-            run_tui(choice, loaded)
+            run_tui(choice, flag_model, loaded)
         }
-        Some(Command::Run(args)) => run_headless(args, loaded),
+        Some(Command::Run(args)) => run_headless(args, flag_model, loaded),
         Some(Command::Sessions) => list_sessions(loaded),
         Some(Command::Config { .. }) => {
             let mut stdout = std::io::stdout().lock();
@@ -106,6 +107,33 @@ async fn mcp_command(app: &App, args: &str) -> anyhow::Result<u8> {
     Ok(EXIT_OK)
 }
 
+/// `cairn run /model`: what `/model provider/model` can switch to, one per
+/// line grouped by provider (local ones marked), or one `models` event.
+async fn list_models(app: &App, format: cairn::cli::Format) -> anyhow::Result<u8> {
+    use cairn::provider::discover;
+    let candidates = discover::candidates().map_err(anyhow::Error::msg)?;
+    let servers = discover::discover(&candidates, discover::BUDGET).await;
+    let choices = app.model_choices(&servers);
+    let mut stdout = std::io::stdout().lock();
+    if format == cairn::cli::Format::Json {
+        let models: Vec<serde_json::Value> = choices
+            .iter()
+            .map(|c| serde_json::json!({ "model": c.name(), "local": c.local }))
+            .collect();
+        let event = serde_json::json!({ "type": "models", "models": models });
+        writeln!(stdout, "{event}")?;
+        return Ok(EXIT_OK);
+    }
+    if choices.is_empty() {
+        writeln!(stdout, "{}", discover::ADVICE)?;
+        return Ok(EXIT_FAILURE);
+    }
+    for choice in &choices {
+        writeln!(stdout, "{}", choice.label())?;
+    }
+    Ok(EXIT_OK)
+}
+
 /// How long `cairn run` waits for MCP servers before its first request.
 const MCP_RUN_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
@@ -128,7 +156,11 @@ fn open_app_with(config: config::Config) -> anyhow::Result<App> {
 }
 
 /// `cairn run`: one message, answered without the TUI.
-fn run_headless(args: RunArgs, mut loaded: Loaded) -> anyhow::Result<u8> {
+fn run_headless(
+    args: RunArgs,
+    flag_model: Option<String>,
+    mut loaded: Loaded,
+) -> anyhow::Result<u8> {
     let runtime = runtime()?;
     // Nothing configured: a local server that answers is the model.
     runtime.block_on(cairn::app::discover_local_model(&mut loaded.config))?;
@@ -142,9 +174,18 @@ fn run_headless(args: RunArgs, mut loaded: Loaded) -> anyhow::Result<u8> {
     if let Some(rest) = message.trim().strip_prefix("/mcp") {
         return runtime.block_on(mcp_command(&app, rest.trim()));
     }
+    if matches!(message.trim(), "/model" | "/models") {
+        return runtime.block_on(list_models(&app, args.format));
+    }
     let code = runtime.block_on(async {
+        let continued = choice != SessionChoice::New;
         let (session, handle) = app.start(choice, Mode::Headless).await?;
         tracing::info!(session = %session.id, "headless run");
+        // A continued session follows its last model; `--model` given on
+        // this command line is chosen for it, as `/model` would.
+        if let Some(model) = flag_model.filter(|_| continued) {
+            choose_model(&app, &session.id, &model).await?;
+        }
         let mut stdout = std::io::stdout().lock();
         let mut stderr = std::io::stderr().lock();
         if let Some(command) = headless::HistoryCommand::parse(&message) {
@@ -194,7 +235,11 @@ fn run_headless(args: RunArgs, mut loaded: Loaded) -> anyhow::Result<u8> {
 
 /// `cairn`: the terminal UI, reopened on another session when the user
 /// picks one with `/sessions` or `/new`.
-fn run_tui(mut choice: SessionChoice, loaded: Loaded) -> anyhow::Result<u8> {
+fn run_tui(
+    mut choice: SessionChoice,
+    mut flag_model: Option<String>,
+    loaded: Loaded,
+) -> anyhow::Result<u8> {
     use std::io::IsTerminal;
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         anyhow::bail!("cairn's terminal UI needs a terminal; in scripts use `cairn run \"...\"`");
@@ -207,7 +252,7 @@ fn run_tui(mut choice: SessionChoice, loaded: Loaded) -> anyhow::Result<u8> {
     runtime()?.block_on(async {
         loop {
             let mut input = match app.default_model() {
-                Some(_) => tui_input(&app, choice).await?,
+                Some(_) => tui_input(&app, choice, &found, flag_model.take()).await?,
                 None => first_run_input(&app, &found).await?,
             };
             input.notice = notice.take();
@@ -242,6 +287,14 @@ fn run_tui(mut choice: SessionChoice, loaded: Loaded) -> anyhow::Result<u8> {
     })
 }
 
+/// `--model` on a continued session: chosen for its next prompts, as
+/// `/model` does (a continued session otherwise keeps its last model).
+async fn choose_model(app: &App, session_id: &str, model: &str) -> anyhow::Result<()> {
+    let model = cairn::message::ModelRef::parse(model).map_err(anyhow::Error::msg)?;
+    app.store.set_chosen_model(session_id, Some(&model)).await?;
+    Ok(())
+}
+
 /// How to come back to the session just left.
 fn resume_hint(session_id: &str) -> String {
     format!("resume with `cairn --continue` or `cairn --session {session_id}`")
@@ -269,15 +322,39 @@ fn with_model(
     Ok(config)
 }
 
-/// Searches for local servers after the first frame; the TUI shows the result.
-fn spawn_discovery(found: &Found) -> anyhow::Result<tokio::sync::oneshot::Receiver<Discovered>> {
+/// Searches for local servers after the first frame: their models join
+/// `/model`'s choices and are reached where they answered; on the first-run
+/// screen the result replaces its text.
+fn spawn_discovery(
+    app: &App,
+    found: &Found,
+    first_run: bool,
+) -> anyhow::Result<tokio::sync::oneshot::Receiver<Discovered>> {
     use cairn::provider::discover;
     let candidates = discover::candidates().map_err(anyhow::Error::msg)?;
     let (tx, rx) = tokio::sync::oneshot::channel();
     let found = found.clone();
+    let config = app.config.clone();
+    let default = app.default_model();
+    let models = app.models.clone();
     tokio::spawn(async move {
         let servers = discover::discover(&candidates, discover::BUDGET).await;
-        let _ = tx.send(discovered(&servers));
+        models.learn_local(&servers);
+        let choices = cairn::session::model_choices::choices(
+            &config,
+            default.as_ref(),
+            &servers,
+            |variable| std::env::var(variable).ok(),
+        );
+        let text = if first_run {
+            first_run_text(&servers)
+        } else {
+            String::new()
+        };
+        let _ = tx.send(Discovered {
+            models: choices,
+            text,
+        });
         if let Ok(mut found) = found.lock() {
             *found = servers;
         }
@@ -285,18 +362,14 @@ fn spawn_discovery(found: &Found) -> anyhow::Result<tokio::sync::oneshot::Receiv
     Ok(rx)
 }
 
-/// The first-run screen's text and `/model` entries for what was found.
-fn discovered(servers: &[LocalServer]) -> Discovered {
+/// The first-run screen's text for what was found.
+fn first_run_text(servers: &[LocalServer]) -> String {
     if servers.is_empty() {
-        return Discovered {
-            models: Vec::new(),
-            text: format!(
-                "{FIRST_RUN}\n\nNo local server answered (llama-server :8080, Ollama :11434, LM Studio :1234, vLLM :8000)."
-            ),
-        };
+        return format!(
+            "{FIRST_RUN}\n\nNo local server answered (llama-server :8080, Ollama :11434, LM Studio :1234, vLLM :8000)."
+        );
     }
     let mut text = String::from("cairn found local model servers:\n");
-    let mut models = Vec::new();
     for server in servers {
         let window = server
             .context
@@ -310,17 +383,27 @@ fn discovered(servers: &[LocalServer]) -> Discovered {
         for model in &server.models {
             let name = format!("{}/{model}", server.flavour.provider());
             text.push_str(&format!("    {name}  (local)\n"));
-            models.push(name);
         }
     }
     text.push_str("\nPress Esc, then type /model to pick one or /model provider/model.");
-    Discovered { models, text }
+    text
 }
 
-async fn tui_input(app: &App, choice: SessionChoice) -> anyhow::Result<TuiInput> {
+/// `flag_model`: `--model` given when the TUI was started; a reopened
+/// session is switched to it (it would otherwise keep its last model).
+async fn tui_input(
+    app: &App,
+    choice: SessionChoice,
+    found: &Found,
+    flag_model: Option<String>,
+) -> anyhow::Result<TuiInput> {
+    let continued = choice != SessionChoice::New;
     // Subscribe before reading the history, so no event falls in between.
     let events = app.bus.subscribe();
     let (session, handle) = app.start(choice, Mode::Interactive).await?;
+    if let Some(model) = flag_model.filter(|_| continued) {
+        choose_model(app, &session.id, &model).await?;
+    }
     // Only the newest page: a long session opens as fast as a short one,
     // and older pages are read as the user scrolls back.
     let history = app
@@ -348,8 +431,18 @@ async fn tui_input(app: &App, choice: SessionChoice) -> anyhow::Result<TuiInput>
             })
         })
     });
+    // What the next prompt will use: a chosen model, else the session's
+    // last one, else the default (a reopened session keeps its model).
+    let last = history
+        .iter()
+        .rev()
+        .find_map(|m| m.message.as_user().map(|user| user.model.clone()));
     let model = app
-        .default_model()
+        .store
+        .chosen_model(&session.id)
+        .await?
+        .or(last)
+        .or_else(|| app.default_model())
         .map(|m| m.to_string())
         .unwrap_or_default();
     let sessions = app.store.list_sessions(50).await?;
@@ -364,7 +457,7 @@ async fn tui_input(app: &App, choice: SessionChoice) -> anyhow::Result<TuiInput>
         history,
         events,
         commands: handle.sender(),
-        models: app.model_choices(),
+        models: app.model_choices(&found.lock().map(|s| s.clone()).unwrap_or_default()),
         model_label: model,
         agent: app.config.default_agent.as_str().to_string(),
         gauge: None,
@@ -372,7 +465,7 @@ async fn tui_input(app: &App, choice: SessionChoice) -> anyhow::Result<TuiInput>
         sessions,
         read_history: Some(read_history),
         keymap: KeyMap::default(),
-        discovery: None,
+        discovery: Some(spawn_discovery(app, found, false)?),
         mcp: app.tools.mcp().cloned(),
         notice: None,
         message_counts,
@@ -403,7 +496,7 @@ async fn first_run_input(app: &App, found: &Found) -> anyhow::Result<TuiInput> {
         agent: app.config.default_agent.as_str().to_string(),
         gauge: None,
         first_run: Some(format!("{FIRST_RUN}\n\nLooking for a local server...")),
-        discovery: Some(spawn_discovery(found)?),
+        discovery: Some(spawn_discovery(app, found, true)?),
         models: Vec::new(),
         sessions: Vec::new(),
         read_history: None,
@@ -414,7 +507,9 @@ async fn first_run_input(app: &App, found: &Found) -> anyhow::Result<TuiInput> {
     })
 }
 
-const FIRST_RUN: &str = "cairn needs a model provider. Either:\n\n  export ANTHROPIC_API_KEY=...      (Claude)\n  export OPENAI_API_KEY=...         (OpenAI)\n\nor a local server (llama.cpp's llama-server, Ollama, vLLM, LM Studio):\n\n  cairn --model llamacpp/local      (llama-server on http://localhost:8080/v1)\n  cairn --model ollama/qwen3-coder  (Ollama on http://localhost:11434/v1)\n\nor set `model = \"provider/model\"` in ~/.config/cairn/config.toml (see config.example.toml).";
+/// The first-run screen's one paragraph on setting up; what the search
+/// for local servers found follows it.
+const FIRST_RUN: &str = "cairn needs a model. Set a provider's key (ANTHROPIC_API_KEY, OPENAI_API_KEY, OPENROUTER_API_KEY, ...) and start cairn again; or start a local server (llama-server, Ollama, LM Studio, vLLM) and pick its model here with /model provider/model; or set `model = \"provider/model\"` in ~/.config/cairn/config.toml (see config.example.toml).";
 
 /// `cairn sessions`: newest first, one line each; a header row above them
 /// when a person reads it (stdout is a terminal), none for scripts, which

@@ -1,8 +1,9 @@
 //! Slash commands in `cairn run`: the TUI's commands that make sense without
 //! a screen, done through the same session commands and core functions.
 //!
-//! `/compact [focus]`, `/prune`, `/context`, `/export` and `/skills` run instead of
-//! being sent to the model. The TUI's screen commands (`/new`, `/model`,
+//! `/compact [focus]`, `/prune`, `/context`, `/export`, `/skills` and
+//! `/model provider/model` (kept for the session's next prompts) run instead of
+//! being sent to the model. The TUI's screen commands (`/new`,
 //! `/sessions`, ...) are refused with what to use in a script instead. Any
 //! other message starting with `/` (a path such as `/etc/hosts is empty?`, a
 //! word the user means) is sent to the model as text, as before.
@@ -58,8 +59,6 @@ const SCREEN_ONLY: &[(&str, &str)] = &[
         "/resume",
         "run `cairn sessions`, then `cairn run --session ID`",
     ),
-    ("/model", "pass --model PROVIDER/MODEL"),
-    ("/models", "pass --model PROVIDER/MODEL"),
     ("/agent", "pass --agent NAME"),
     ("/agents", "pass --agent NAME"),
     ("/copy", "the answer is on stdout"),
@@ -94,6 +93,15 @@ pub fn parse(message: &str) -> Result<Option<Slash>, String> {
         "/context" => Slash::Context,
         "/export" => Slash::Export((!args.is_empty()).then(|| args.to_string())),
         "/skills" => Slash::Skills,
+        "/model" | "/models" if args.is_empty() => {
+            return Err(format!(
+                "{name} needs a model: {name} provider/model (`cairn run {name}` alone lists them)"
+            ));
+        }
+        "/model" | "/models" => Slash::Served(Command::UseModel {
+            model: crate::message::ModelRef::parse(args)
+                .map_err(|error| format!("{name}: {error}"))?,
+        }),
         other => {
             return match SCREEN_ONLY.iter().find(|(screen, _)| *screen == other) {
                 Some((_, instead)) => Err(format!(
@@ -360,9 +368,21 @@ mod tests {
     }
 
     #[test]
+    fn model_names_a_model_or_is_a_usage_error() {
+        assert!(matches!(
+            parse("/model openai/gpt-5"),
+            Ok(Some(Slash::Served(Command::UseModel { model }))) if model.to_string() == "openai/gpt-5"
+        ));
+        let error = parse("/model gpt-5").expect_err("no provider");
+        assert!(error.contains("provider/model"), "{error}");
+        let error = parse("/models").expect_err("no model");
+        assert!(error.contains("lists them"), "{error}");
+    }
+
+    #[test]
     fn screen_commands_say_what_to_use_instead() {
-        let error = parse("/model openai/gpt-5").expect_err("needs a screen");
-        assert!(error.contains("--model"), "{error}");
+        let error = parse("/agent plan").expect_err("needs a screen");
+        assert!(error.contains("--agent"), "{error}");
         let error = parse("/sessions").expect_err("needs a screen");
         assert!(error.contains("cairn sessions"), "{error}");
     }

@@ -232,6 +232,76 @@ pub fn lookup(model_id: &str) -> Option<ModelInfo> {
         .copied()
 }
 
+/// The catalog's models each hosted preset serves, as its API names them,
+/// for `/model` to offer once the provider's key is set. Every name is a
+/// catalog entry (a test checks it), so limits and prices are known.
+const SERVED: &[(&str, &[&str])] = &[
+    (
+        "anthropic",
+        &[
+            "claude-sonnet-4-5",
+            "claude-opus-4-5",
+            "claude-haiku-4-5",
+            "claude-opus-4-1",
+            "claude-sonnet-4-0",
+            "claude-3-7-sonnet-latest",
+            "claude-3-5-haiku-latest",
+        ],
+    ),
+    (
+        "openai",
+        &[
+            "gpt-5",
+            "gpt-5-mini",
+            "gpt-5-nano",
+            "gpt-5-codex",
+            "gpt-4.1",
+            "gpt-4.1-mini",
+            "gpt-4.1-nano",
+            "gpt-4o",
+            "gpt-4o-mini",
+            "o3",
+            "o3-mini",
+            "o4-mini",
+        ],
+    ),
+    (
+        "openrouter",
+        &[
+            "anthropic/claude-sonnet-4.5",
+            "anthropic/claude-opus-4.5",
+            "anthropic/claude-haiku-4.5",
+            "openai/gpt-5",
+            "openai/gpt-5-mini",
+            "qwen/qwen3-coder",
+            "moonshotai/kimi-k2",
+            "z-ai/glm-4.6",
+            "deepseek/deepseek-chat",
+            "openai/gpt-oss-120b",
+        ],
+    ),
+    ("deepseek", &["deepseek-chat", "deepseek-reasoner"]),
+    (
+        "groq",
+        &[
+            "openai/gpt-oss-120b",
+            "openai/gpt-oss-20b",
+            "moonshotai/kimi-k2-instruct",
+            "llama-3.3-70b-versatile",
+            "llama-3.1-8b-instant",
+        ],
+    ),
+];
+
+/// The catalog models `provider` (a preset name) serves; none for a
+/// provider cairn has no list for (local servers are asked instead).
+pub fn served_by(provider: &str) -> &'static [&'static str] {
+    SERVED
+        .iter()
+        .find(|(name, _)| *name == provider)
+        .map_or(&[], |(_, models)| *models)
+}
+
 /// OpenAI models served only by the Responses API: the codex family
 /// (`gpt-5-codex`, `gpt-5.1-codex-max`, `codex-mini-latest`) and the `-pro`
 /// reasoning models (`o1-pro`, `o3-pro`, `gpt-5-pro`).
@@ -283,10 +353,19 @@ pub struct ContextProbe {
 /// A probe must not hold up startup when the server is not running.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
 
+/// How long the probe waits for a llama-server still loading its model (it
+/// answers 503 until the model is in memory) before using the fallback: long
+/// enough for a small model, short enough not to stall a first prompt much.
+const LOADING_WAIT: Duration = Duration::from_secs(2);
+
+/// The pause between two asks while the server loads.
+const LOADING_RETRY: Duration = Duration::from_millis(200);
+
 /// Asks a local server for its context size: llama-server `GET {root}/props`
-/// (`default_generation_settings.n_ctx`), then Ollama `POST {root}/api/show`
-/// (`num_ctx` parameter, else the model's trained length). Falls back to
-/// `fallback` with a warning.
+/// (`default_generation_settings.n_ctx`; asked again for up to
+/// [`LOADING_WAIT`] while it answers 503, loading), then Ollama
+/// `POST {root}/api/show` (`num_ctx` parameter, else the model's trained
+/// length). Falls back to `fallback` with a warning that says why.
 pub async fn probe_context(base_url: &str, model_id: &str, fallback: u64) -> ContextProbe {
     let root = base_url.trim_end_matches('/');
     let root = root.strip_suffix("/v1").unwrap_or(root);
@@ -294,7 +373,17 @@ pub async fn probe_context(base_url: &str, model_id: &str, fallback: u64) -> Con
         Ok(client) => client,
         Err(error) => return fallback_probe(fallback, &format!("cannot set up HTTP: {error}")),
     };
-    let props = get_json(client.get(format!("{root}/props"))).await;
+    let props = match llama_server_props(&client, root).await {
+        Props::Answered(props) => Some(props),
+        Props::Loading => {
+            let why = format!(
+                "the server at {root} was still loading its model (503) after {} s",
+                LOADING_WAIT.as_secs()
+            );
+            return fallback_probe(fallback, &why);
+        }
+        Props::Other => None,
+    };
     if let Some(n_ctx) = props.as_ref().and_then(llama_server_context) {
         return ContextProbe {
             context: n_ctx,
@@ -318,6 +407,45 @@ pub async fn probe_context(base_url: &str, model_id: &str, fallback: u64) -> Con
         fallback,
         &format!("{root} answered neither /props (llama-server) nor /api/show (Ollama)"),
     )
+}
+
+/// What `/props` gave.
+enum Props {
+    Answered(Value),
+    /// 503 until [`LOADING_WAIT`] ran out.
+    Loading,
+    /// Anything else: not a llama-server, not running, not JSON.
+    Other,
+}
+
+/// `GET {root}/props`, asked again every [`LOADING_RETRY`] while the server
+/// answers 503 (loading), for at most [`LOADING_WAIT`].
+async fn llama_server_props(client: &reqwest::Client, root: &str) -> Props {
+    let deadline = tokio::time::Instant::now() + LOADING_WAIT;
+    loop {
+        let response = match client.get(format!("{root}/props")).send().await {
+            Ok(response) => response,
+            Err(_) => return Props::Other,
+        };
+        if response.status() == reqwest::StatusCode::SERVICE_UNAVAILABLE {
+            if tokio::time::Instant::now() + LOADING_RETRY > deadline {
+                return Props::Loading;
+            }
+            tokio::time::sleep(LOADING_RETRY).await;
+            continue;
+        }
+        if !response.status().is_success() {
+            return Props::Other;
+        }
+        return match response
+            .bytes()
+            .await
+            .map(|body| serde_json::from_slice(&body))
+        {
+            Ok(Ok(props)) => Props::Answered(props),
+            _ => Props::Other,
+        };
+    }
 }
 
 fn fallback_probe(fallback: u64, why: &str) -> ContextProbe {
@@ -372,6 +500,21 @@ pub(crate) fn ollama_context(show: &Value) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_served_model_is_in_the_catalog_and_its_provider_is_a_preset() {
+        for (provider, models) in SERVED {
+            assert!(
+                super::super::presets::preset(provider).is_some(),
+                "{provider} is not a preset"
+            );
+            for model in *models {
+                assert!(lookup(model).is_some(), "{provider}/{model} has no entry");
+            }
+        }
+        assert!(served_by("anthropic").contains(&"claude-sonnet-4-5"));
+        assert!(served_by("ollama").is_empty());
+    }
 
     #[test]
     fn lookup_matches_snapshots_routers_and_tags() {

@@ -36,6 +36,10 @@ pub enum Command {
     /// Answered once every command sent before it has been served (commands
     /// are served in order): how `cairn run` knows a `/prune` is done.
     Sync { reply: oneshot::Sender<()> },
+    /// `/model provider/model` in `cairn run`: checks the model can be used,
+    /// then keeps it as the model of the session's next prompt (one that
+    /// names none), for this run and later ones; reported as a notice.
+    UseModel { model: ModelRef },
     /// `/permissions`: list the "always" answers this project remembers, or
     /// forget one (`/permissions revoke N`); the result is a notice.
     Permissions { revoke: Option<i64> },

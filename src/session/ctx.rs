@@ -54,6 +54,10 @@ pub trait ModelSource: Send + Sync {
     /// A message for the user saying what is missing (unknown provider, unset
     /// key variable) and how to fix it.
     async fn resolve(&self, model: &ModelRef) -> Result<Arc<ResolvedModel>, String>;
+
+    /// Local servers found answering after start-up: their models are
+    /// reached where they answered. A source with nothing to learn ignores it.
+    fn learn_local(&self, _servers: &[crate::provider::discover::LocalServer]) {}
 }
 
 #[derive(Debug, Clone)]
@@ -143,19 +147,21 @@ impl SessionCtx {
     }
 }
 
-/// The agent and model of the newest user message, else the defaults.
+/// The agent and model of the newest user message, else the defaults; a
+/// model chosen with `cairn run "/model ..."` and not yet used wins.
 pub async fn last_user_or_default(ctx: &SessionCtx) -> Result<UserMessage, Error> {
-    let recent = ctx
-        .writer
-        .store
-        .messages_before(&ctx.session_id, None, 20)
-        .await?;
-    Ok(recent
+    let store = &ctx.writer.store;
+    let recent = store.messages_before(&ctx.session_id, None, 20).await?;
+    let mut user = recent
         .iter()
         .find_map(|m| m.message.as_user().cloned())
         .unwrap_or_else(|| UserMessage {
             agent: ctx.settings.default_agent.clone(),
             model: ctx.default_model.clone(),
             system: None,
-        }))
+        });
+    if let Some(chosen) = store.chosen_model(&ctx.session_id).await? {
+        user.model = chosen;
+    }
+    Ok(user)
 }

@@ -11,6 +11,7 @@
 //! - `agent_files`     custom agents from Markdown files (.cairn, .claude)
 //! - `prompt`          the system prompt and instruction files
 //! - `models`          provider/model -> client, limits, prices
+//! - `model_choices`   what `/model` offers (keyed, configured, local models)
 //! - `gauge`           the gauge, overflow and `/context` for this session
 //! - `accounting`      what the gauge learns from each answer
 //! - `prune_task`      clearing old tool outputs (the rule is `context::prune`)
@@ -39,6 +40,7 @@ pub mod export;
 pub mod gauge;
 pub mod lock;
 pub mod mention;
+pub mod model_choices;
 pub mod models;
 pub mod pending_subtask;
 pub mod processor;

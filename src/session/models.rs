@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use crate::config::{self, ProviderConfig};
 use crate::message::ModelRef;
 use crate::provider::catalog::{self, Limits, Prices};
+use crate::provider::discover::LocalServer;
 use crate::provider::{ProviderOverrides, presets};
 use crate::session::ctx::{ModelSource, ResolvedModel};
 
@@ -26,14 +27,15 @@ const UNKNOWN_MODEL_LIMITS: Limits = Limits {
 };
 
 pub struct ConfiguredModels {
-    providers: BTreeMap<String, ProviderConfig>,
+    /// The config's tables, plus where local servers found later answer.
+    providers: std::sync::Mutex<BTreeMap<String, ProviderConfig>>,
     resolved: tokio::sync::Mutex<HashMap<ModelRef, Arc<ResolvedModel>>>,
 }
 
 impl ConfiguredModels {
     pub fn new(config: &config::Config) -> Self {
         Self {
-            providers: config.provider.clone(),
+            providers: std::sync::Mutex::new(config.provider.clone()),
             resolved: Default::default(),
         }
     }
@@ -50,12 +52,43 @@ impl ModelSource for ConfiguredModels {
         resolved.insert(model.clone(), found.clone());
         Ok(found)
     }
+
+    /// A local preset the config does not point anywhere is reached at the
+    /// server found for it (which may listen on another port).
+    fn learn_local(&self, servers: &[LocalServer]) {
+        let mut providers = crate::shared::lock(&self.providers);
+        for server in servers {
+            let settings = providers
+                .entry(server.flavour.provider().to_string())
+                .or_default();
+            if settings.base_url.is_none() {
+                serve_from(settings, server);
+                // Nothing resolved before is kept with the old URL.
+                if let Ok(mut resolved) = self.resolved.try_lock() {
+                    resolved.retain(|model, _| model.provider != server.flavour.provider());
+                }
+            }
+        }
+    }
+}
+
+/// Points a provider's table at `server`: its URL, and the window it
+/// reported for its first model (the one it has loaded).
+pub fn serve_from(settings: &mut ProviderConfig, server: &LocalServer) {
+    settings.base_url = config::NonEmpty::new(server.base_url()).ok();
+    if let (Some(context), Some(first)) = (server.context, server.models.first()) {
+        let model = settings.models.entry(first.clone()).or_default();
+        model.context.get_or_insert(context);
+        // A catalog model's output limit is for its full trained window;
+        // within the smaller window the server runs, keep room for input
+        // (the same share the context probe of a local model leaves).
+        model.output.get_or_insert((context / 4).max(1));
+    }
 }
 
 impl ConfiguredModels {
     async fn build(&self, model: &ModelRef) -> Result<ResolvedModel, String> {
-        let custom = self
-            .providers
+        let custom = crate::shared::lock(&self.providers)
             .get(&model.provider)
             .cloned()
             .unwrap_or_default();

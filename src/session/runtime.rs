@@ -207,6 +207,7 @@ async fn handle(
             let _ = reply.send(());
         }
         Command::Permissions { revoke } => remembered::command(ctx, revoke).await?,
+        Command::UseModel { model } => use_model(ctx, model).await?,
         Command::Undo { force, reply } => {
             let _ = reply.send(undo_or_redo(ctx, running.is_some(), Some(force)).await);
         }
@@ -230,6 +231,24 @@ async fn handle(
             });
         }
     }
+    Ok(())
+}
+
+/// `/model` from `cairn run`: a model that cannot be resolved (unknown
+/// provider, unset key) is refused with why, and nothing changes.
+async fn use_model(ctx: &SessionCtx, model: ModelRef) -> Result<(), Error> {
+    if let Err(why) = ctx.models.resolve(&model).await {
+        ctx.writer.error(&ctx.session_id, why);
+        return Ok(());
+    }
+    ctx.writer
+        .store
+        .set_chosen_model(&ctx.session_id, Some(&model))
+        .await?;
+    ctx.writer.notice(
+        &ctx.session_id,
+        format!("model {model}: this session's next prompts use it"),
+    );
     Ok(())
 }
 
@@ -264,9 +283,12 @@ async fn write_prompt(
 ) -> Result<(), Error> {
     let previous = last_user_or_default(ctx).await?;
     let agent = agent.unwrap_or(previous.agent);
+    let chosen = ctx.writer.store.chosen_model(&ctx.session_id).await?;
     // As in OpenCode: a model named with the prompt (the TUI's /model), else
-    // the agent's own `[agent.NAME] model`, else the session's last one.
+    // one chosen with `cairn run "/model ..."`, else the agent's own
+    // `[agent.NAME] model`, else the session's last one.
     let model = model
+        .or_else(|| chosen.clone())
         .or_else(|| ctx.agents.get(&agent).model.clone())
         .unwrap_or(previous.model);
     let message = Message {
@@ -280,6 +302,13 @@ async fn write_prompt(
         }),
     };
     ctx.writer.message(&message).await?;
+    // The message now carries the choice: later prompts follow it from there.
+    if chosen.is_some() {
+        ctx.writer
+            .store
+            .set_chosen_model(&ctx.session_id, None)
+            .await?;
+    }
     let part = Part::new(
         &message,
         PartKind::Text(TextPart {

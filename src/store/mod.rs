@@ -37,7 +37,7 @@ pub use reads::CONTEXT_PAGE;
 pub use remembered::RememberedRule;
 pub use schema::SCHEMA_VERSION;
 
-use crate::message::{Message, MessageWithParts, Part, Session};
+use crate::message::{Message, MessageWithParts, ModelRef, Part, Session};
 use cache::DecodedCache;
 use error::During;
 use sessions::EncodedSession;
@@ -136,6 +136,28 @@ impl Store {
         let encoded = EncodedSession::encode(session, "update session")?;
         self.write("update session", move |connection| {
             sessions::update(connection, &encoded)
+        })
+        .await
+    }
+
+    /// The model `/model` chose for the session's next prompt, if any.
+    pub async fn chosen_model(&self, id: &str) -> Result<Option<ModelRef>, Error> {
+        let id = id.to_string();
+        let name = self
+            .snapshot("read the chosen model", move |connection| {
+                sessions::chosen_model(connection, &id)
+            })
+            .await?;
+        // A value that no longer parses is no choice: the defaults apply.
+        Ok(name.and_then(|name| ModelRef::parse(&name).ok()))
+    }
+
+    /// Chooses `model` for the session's next prompt; `None` clears it.
+    pub async fn set_chosen_model(&self, id: &str, model: Option<&ModelRef>) -> Result<(), Error> {
+        let id = id.to_string();
+        let name = model.map(ToString::to_string);
+        self.write("choose the model", move |connection| {
+            sessions::set_chosen_model(connection, &id, name.as_deref())
         })
         .await
     }

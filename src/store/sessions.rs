@@ -90,13 +90,17 @@ pub(crate) fn create(connection: &Connection, session: &EncodedSession) -> Resul
     Ok(())
 }
 
-/// Updates everything but the totals, which only part writes change.
+/// Updates everything but the totals, which only part writes change, and
+/// the model chosen for the next prompt (`data.model`, not a `Session` field).
 pub(crate) fn update(connection: &Connection, session: &EncodedSession) -> Result<(), Error> {
     const OPERATION: &str = "update session";
     let changed = connection
         .prepare_cached(
             "UPDATE session SET parent_id = ?2, directory = ?3, title = ?4, time_created = ?5,
-             time_updated = ?6, data = ?7 WHERE id = ?1",
+             time_updated = ?6,
+             data = CASE WHEN json_extract(data, '$.model') IS NULL THEN ?7
+                 ELSE json_set(?7, '$.model', json_extract(data, '$.model')) END
+             WHERE id = ?1",
         )
         .during(OPERATION)?
         .execute(params![
@@ -113,6 +117,44 @@ pub(crate) fn update(connection: &Connection, session: &EncodedSession) -> Resul
         return Err(Error::SessionNotFound {
             operation: OPERATION,
             id: session.id.clone(),
+        });
+    }
+    Ok(())
+}
+
+/// The model `/model` chose for the session's next prompt, kept in the
+/// session's `data` as `model` until a prompt uses it.
+pub(crate) fn chosen_model(connection: &Connection, id: &str) -> Result<Option<String>, Error> {
+    const OPERATION: &str = "read the chosen model";
+    let model: Option<Option<String>> = connection
+        .prepare_cached("SELECT json_extract(data, '$.model') FROM session WHERE id = ?1")
+        .during(OPERATION)?
+        .query_row(params![id], |row| row.get(0))
+        .optional()
+        .during(OPERATION)?;
+    Ok(model.flatten())
+}
+
+/// Sets (or, with `None`, clears) the session's chosen model.
+pub(crate) fn set_chosen_model(
+    connection: &Connection,
+    id: &str,
+    model: Option<&str>,
+) -> Result<(), Error> {
+    const OPERATION: &str = "choose the model";
+    let changed = connection
+        .prepare_cached(
+            "UPDATE session SET data = CASE WHEN ?2 IS NULL THEN json_remove(data, '$.model')
+                 ELSE json_set(data, '$.model', ?2) END
+             WHERE id = ?1",
+        )
+        .during(OPERATION)?
+        .execute(params![id, model])
+        .during(OPERATION)?;
+    if changed == 0 {
+        return Err(Error::SessionNotFound {
+            operation: OPERATION,
+            id: id.to_string(),
         });
     }
     Ok(())
@@ -355,6 +397,49 @@ impl SessionRow {
             serde_json::to_value(tokens).map_err(decode_error(self.id.clone()))?,
         );
         serde_json::from_value(Value::Object(fields)).map_err(decode_error(self.id))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::message::{ModelRef, Session};
+    use crate::store::Store;
+
+    #[tokio::test]
+    async fn the_chosen_model_survives_session_updates_and_reopening_until_cleared() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("cairn.db");
+        let store = Store::open(&path).expect("open");
+        let mut session = Session {
+            id: "ses_1".into(),
+            title: String::new(),
+            directory: "/p".into(),
+            parent_id: None,
+            time_created: 1,
+            time_updated: 1,
+            cost: 0.0,
+            tokens: Default::default(),
+        };
+        store.create_session(&session).await.expect("create");
+        assert_eq!(store.chosen_model("ses_1").await.expect("read"), None);
+        let model = ModelRef::new("openrouter", "qwen/qwen3-coder");
+        store
+            .set_chosen_model("ses_1", Some(&model))
+            .await
+            .expect("choose");
+        session.title = "Renamed".into();
+        store.update_session(&session).await.expect("update");
+        drop(store);
+        let store = Store::open(&path).expect("reopen");
+        assert_eq!(
+            store.chosen_model("ses_1").await.expect("read"),
+            Some(model)
+        );
+        let read = store.get_session("ses_1").await.expect("get");
+        assert_eq!(read.map(|s| s.title), Some("Renamed".to_string()));
+        store.set_chosen_model("ses_1", None).await.expect("clear");
+        assert_eq!(store.chosen_model("ses_1").await.expect("read"), None);
+        assert!(store.set_chosen_model("ses_none", None).await.is_err());
     }
 }
 

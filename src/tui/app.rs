@@ -5,6 +5,7 @@
 //! ([`App::apply_event`]); user actions in `update`. Nothing here does I/O:
 //! work for the outside world leaves as [`Effect`]s that the runner performs.
 
+use crate::session::model_choices::ModelChoice;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -213,7 +214,7 @@ pub struct App {
     pub model_label: String,
     /// Chosen with /model; `None` leaves the session's default.
     pub model: Option<ModelRef>,
-    pub models: Vec<String>,
+    pub models: Vec<ModelChoice>,
     pub sessions: Vec<Session>,
     /// Stored message counts of `sessions` when the TUI opened; the open
     /// session's own count is kept live from the timeline.
@@ -272,7 +273,7 @@ pub struct AppInit {
     pub agent: String,
     pub gauge: Option<ContextGauge>,
     pub first_run: Option<String>,
-    pub models: Vec<String>,
+    pub models: Vec<ModelChoice>,
     pub sessions: Vec<Session>,
     pub now: Millis,
 }

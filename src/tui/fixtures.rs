@@ -145,10 +145,7 @@ pub fn app(history: Vec<MessageWithParts>) -> App {
         agent: "build".into(),
         gauge: Some(gauge(62_000)),
         first_run: None,
-        models: vec![
-            "anthropic/claude-sonnet-4-5".into(),
-            "llamacpp/local".into(),
-        ],
+        models: choices(&["anthropic/claude-sonnet-4-5", "llamacpp/local"]),
         sessions: vec![session()],
         now: NOW,
     })
@@ -185,4 +182,19 @@ pub fn render(app: &mut App, width: u16, height: u16) -> String {
         })
         .expect("drawing to a test backend");
     terminal.backend().to_string()
+}
+
+/// `/model` choices from `provider/model` names; local presets marked local.
+pub fn choices(names: &[&str]) -> Vec<crate::session::model_choices::ModelChoice> {
+    names
+        .iter()
+        .map(|name| {
+            let model = crate::message::ModelRef::parse(name).expect("provider/model");
+            crate::session::model_choices::ModelChoice {
+                local: crate::provider::presets::preset(&model.provider)
+                    .is_some_and(|preset| preset.is_local),
+                model,
+            }
+        })
+        .collect()
 }

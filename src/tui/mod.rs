@@ -38,6 +38,7 @@ pub mod view;
 pub mod viewport;
 pub mod wrap;
 
+use crate::session::model_choices::ModelChoice;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
@@ -89,8 +90,8 @@ pub struct TuiInput {
     pub gauge: Option<ContextGauge>,
     /// Why no provider is usable; shows the first-run screen when `Some`.
     pub first_run: Option<String>,
-    /// `provider/model` entries for `/model`.
-    pub models: Vec<String>,
+    /// What `/model` offers, grouped by provider.
+    pub models: Vec<ModelChoice>,
     /// Sessions of this directory for `/sessions`, newest first.
     pub sessions: Vec<Session>,
     /// See [`History`]; without it the TUI shows only `history`, and a lag
@@ -125,9 +126,9 @@ pub enum TuiExit {
 /// the first frame.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Discovered {
-    /// `provider/model` entries for `/model`.
-    pub models: Vec<String>,
-    /// The first-run screen's new text.
+    /// What `/model` offers now, with the local servers' models.
+    pub models: Vec<ModelChoice>,
+    /// The first-run screen's new text (unused in a session).
     pub text: String,
 }
 

@@ -359,9 +359,7 @@ fn edit_dialog_shows_the_diff_that_will_be_applied() {
 #[test]
 fn first_run_screen_explains_how_to_configure_a_provider() {
     let mut app = app(Vec::new());
-    app.overlay = Some(Overlay::FirstRun(
-        "No provider is configured: no API key found in the environment.".into(),
-    ));
+    app.overlay = Some(Overlay::FirstRun(crate::provider::discover::ADVICE.into()));
     assert_snapshot!(render(&mut app, 90, 24));
 }
 
@@ -380,13 +378,13 @@ fn model_picker_filters_as_you_type() {
     use super::action::Action;
     use super::update::update;
     let mut app = app(Vec::new());
-    app.models = vec![
-        "anthropic/claude-sonnet-4-5".into(),
-        "openai/gpt-5".into(),
-        "ollama/qwen3-coder:30b".into(),
-        "ollama/llama3.2:latest".into(),
-        "lmstudio/qwen/qwen3-4b".into(),
-    ];
+    app.models = super::fixtures::choices(&[
+        "anthropic/claude-sonnet-4-5",
+        "openai/gpt-5",
+        "ollama/qwen3-coder:30b",
+        "ollama/llama3.2:latest",
+        "lmstudio/qwen/qwen3-4b",
+    ]);
     for c in "/model".chars() {
         update(&mut app, Action::Insert(c));
     }

@@ -314,8 +314,20 @@ fn apply_internal(app: &mut App, message: Internal) -> Vec<Effect> {
         },
         Internal::Discovered(found) => {
             app.models = found.models;
-            if matches!(app.overlay, Some(super::app::Overlay::FirstRun(_))) {
-                app.overlay = Some(super::app::Overlay::FirstRun(found.text));
+            match &mut app.overlay {
+                Some(super::app::Overlay::FirstRun(_)) => {
+                    app.overlay = Some(super::app::Overlay::FirstRun(found.text));
+                }
+                // An open `/model` picker takes the new list, keeping the filter.
+                Some(super::app::Overlay::Picker(picker))
+                    if picker.kind == super::app::PickerKind::Model =>
+                {
+                    picker.entries = super::slash::model_entries(&app.models);
+                    picker.selected = picker
+                        .selected
+                        .min(picker.visible().len().saturating_sub(1));
+                }
+                _ => {}
             }
         }
         Internal::Mcp(statuses, prompts) => {
@@ -642,6 +654,31 @@ mod tests {
         let message = internal_rx.recv().await.expect("the reply comes back");
         let _ = apply_internal(&mut app, message);
         assert_eq!(app.overlay, Some(Overlay::Context(Some(breakdown))));
+    }
+
+    #[test]
+    fn an_open_model_picker_takes_the_models_found_later_and_keeps_its_filter() {
+        let mut app = app(Vec::new());
+        super::super::slash::run_slash(&mut app, "/model");
+        if let Some(Overlay::Picker(picker)) = &mut app.overlay {
+            picker.filter = "qwen".into();
+        }
+        let models = crate::tui::fixtures::choices(&[
+            "anthropic/claude-sonnet-4-5",
+            "ollama/qwen3:8b",
+            "ollama/qwen3-coder:30b",
+        ]);
+        let found = super::super::Discovered {
+            models,
+            text: String::new(),
+        };
+        apply_internal(&mut app, Internal::Discovered(found));
+        let Some(Overlay::Picker(picker)) = &app.overlay else {
+            panic!("the picker stays open");
+        };
+        let visible: Vec<&str> = picker.visible().iter().map(|(v, _)| v.as_str()).collect();
+        assert_eq!(visible, ["ollama/qwen3:8b", "ollama/qwen3-coder:30b"]);
+        assert_eq!(picker.filter, "qwen");
     }
 
     #[tokio::test]

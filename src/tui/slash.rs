@@ -108,23 +108,35 @@ pub(super) fn pick_model(app: &mut App, name: &str) {
     }
 }
 
+/// `/model`: every choice, grouped by provider (the picker shows a header
+/// per provider), the current model selected.
 fn open_model_picker(app: &mut App) {
     if app.models.is_empty() {
-        app.flash = Some("no models configured; set [model] in config.toml or pass --model".into());
+        app.flash = Some(
+            "no models to choose from: set a provider's key, start a local server, or set [model] in config.toml"
+                .into(),
+        );
         return;
     }
     let selected = app
         .models
         .iter()
-        .position(|m| *m == app.model_label)
+        .position(|m| m.name() == app.model_label)
         .unwrap_or(0);
     app.overlay = Some(Overlay::Picker(Picker {
         kind: PickerKind::Model,
         title: "model".into(),
-        entries: app.models.iter().map(|m| (m.clone(), m.clone())).collect(),
+        entries: model_entries(&app.models),
         selected,
         filter: String::new(),
     }));
+}
+
+/// The model picker's (value, label) rows.
+pub(super) fn model_entries(
+    models: &[crate::session::model_choices::ModelChoice],
+) -> Vec<(String, String)> {
+    models.iter().map(|m| (m.name(), m.label())).collect()
 }
 
 /// `/skills`: the skills the model is offered from the session's directory

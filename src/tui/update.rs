@@ -218,8 +218,7 @@ fn overlay_key(app: &mut App, action: Action) -> Vec<Effect> {
         Action::Escape => app.overlay = None,
         Action::Enter => {
             let kind = picker.kind;
-            let Some((value, label)) = picker.visible().get(picker.selected).copied().cloned()
-            else {
+            let Some((value, _)) = picker.visible().get(picker.selected).copied().cloned() else {
                 app.overlay = None;
                 return Vec::new();
             };
@@ -230,7 +229,7 @@ fn overlay_key(app: &mut App, action: Action) -> Vec<Effect> {
                 }
                 PickerKind::Model => {
                     app.model = ModelRef::parse(&value).ok();
-                    app.model_label = label;
+                    app.model_label = value;
                 }
                 PickerKind::Session => {
                     if value != app.session.id {

@@ -431,7 +431,7 @@ async fn json_format_ends_with_a_result_event_when_the_run_fails() {
 
     // A usage error, before any session work, still ends with a result.
     let usage = project
-        .cairn(&["run", "--format", "json", "/model", "x/y"])
+        .cairn(&["run", "--format", "json", "/agent", "plan"])
         .await;
     assert_eq!(usage.status.code(), Some(2), "{}", describe(&usage));
     let last: Value = serde_json::from_str(text_of(&usage.stdout).lines().last().expect("a line"))

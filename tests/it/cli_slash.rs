@@ -161,10 +161,10 @@ async fn a_screen_command_is_a_usage_error_and_a_path_is_text() {
     let server = ScriptedServer::start([text("That file lists host names.", 300)]).await;
     let project = Project::new();
     project.use_scripted(&server);
-    let output = project.cairn(&["run", "/model", "openai/gpt-5"]).await;
+    let output = project.cairn(&["run", "/agent", "plan"]).await;
     assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
     assert!(
-        text_of(&output.stderr).contains("pass --model PROVIDER/MODEL"),
+        text_of(&output.stderr).contains("pass --agent NAME"),
         "{}",
         describe(&output)
     );

@@ -291,3 +291,75 @@ fn unconfigured_terminal(
         &env,
     )
 }
+
+/// A llama-server still loading its model answers 503 to everything; it
+/// answers `/props` once the model is in memory (here after `loading` asks).
+fn loading_llama_server(loading: usize) -> impl Fn(&RecordedRequest) -> ScriptedResponse {
+    let asked = std::sync::atomic::AtomicUsize::new(0);
+    move |request| match request.path.as_str() {
+        "/props" if asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst) < loading => {
+            ScriptedResponse::json(
+                503,
+                r#"{"error":{"code":503,"message":"Loading model","type":"unavailable_error"}}"#,
+            )
+        }
+        "/props" => ok(json!({"default_generation_settings": {"n_ctx": 8192}})),
+        "/v1/chat/completions" => scenario::text("Loaded now.", 100),
+        _ => not_found(),
+    }
+}
+
+#[tokio::test]
+async fn the_window_probe_waits_for_a_loading_llama_server() {
+    let server = ScriptedServer::answering(loading_llama_server(3)).await;
+    let probe = cairn::provider::catalog::probe_context(
+        &format!("{}/v1", server.url()),
+        "house-model",
+        32_768,
+    )
+    .await;
+    assert_eq!(probe.context, 8192);
+    assert_eq!(probe.warning, None);
+}
+
+#[tokio::test]
+async fn the_window_probe_gives_up_on_a_server_that_keeps_loading_and_says_so() {
+    let server = ScriptedServer::answering(loading_llama_server(usize::MAX)).await;
+    let started = Instant::now();
+    let probe = cairn::provider::catalog::probe_context(
+        &format!("{}/v1", server.url()),
+        "house-model",
+        32_768,
+    )
+    .await;
+    let waited = started.elapsed();
+    assert_eq!(probe.context, 32_768);
+    let warning = probe.warning.expect("the fallback is said");
+    assert!(
+        warning.contains("still loading its model (503) after 2 s")
+            && warning.contains("assuming 32768 tokens"),
+        "{warning}"
+    );
+    assert!(
+        waited >= Duration::from_millis(1700) && waited < Duration::from_secs(4),
+        "bounded near 2 s: {waited:?}"
+    );
+}
+
+/// Through `cairn run`: the window `/context` reports is the one the
+/// server gave once loaded, not the fallback.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_uses_the_window_of_a_llama_server_that_finished_loading() {
+    let server = ScriptedServer::answering(loading_llama_server(2)).await;
+    let project = Project::new();
+    let config = format!(
+        "model = \"llamacpp/house-model\"\n[provider.llamacpp]\nbase_url = \"{}/v1\"\n",
+        server.url()
+    );
+    std::fs::write(project.path("cairn.toml"), config).expect("write cairn.toml");
+    let output = project.cairn(&["run", "/context"]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let stdout = text_of(&output.stdout);
+    assert!(stdout.contains("(8,192 window"), "{}", describe(&output));
+    assert!(!stdout.contains("32,768"), "{}", describe(&output));
+}

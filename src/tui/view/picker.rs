@@ -1,34 +1,36 @@
 //! A list picker overlay (`/model`, `/sessions`): typing filters, Up/Down,
-//! Enter, Esc.
+//! Enter, Esc. The model picker shows a header row per provider.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
-use ratatui::style::{Color, Style};
+use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Paragraph};
 
-use crate::tui::app::Picker;
+use crate::tui::app::{Picker, PickerKind};
 
 use super::popup_area;
 
 pub fn draw(picker: &Picker, frame: &mut Frame<'_>, area: Rect) {
     let rows = (area.height.saturating_sub(6) as usize).max(1);
-    let first = (picker.selected + 1).saturating_sub(rows);
     let visible = picker.visible();
-    let mut lines: Vec<Line<'static>> = visible
+    let listed = with_headers(picker, &visible);
+    let selected_row = listed
         .iter()
-        .enumerate()
+        .position(|(index, _)| *index == Some(picker.selected))
+        .unwrap_or(0);
+    let first = (selected_row + 1).saturating_sub(rows);
+    let mut lines: Vec<Line<'static>> = listed
+        .into_iter()
         .skip(first)
         .take(rows)
-        .map(|(i, (_, label))| {
-            if i == picker.selected {
-                Line::styled(
-                    format!("▶ {label}"),
-                    Style::default().fg(Color::Black).bg(Color::Cyan),
-                )
-            } else {
-                Line::raw(format!("  {label}"))
-            }
+        .map(|(index, text)| match index {
+            Some(i) if i == picker.selected => Line::styled(
+                format!("▶ {text}"),
+                Style::default().fg(Color::Black).bg(Color::Cyan),
+            ),
+            Some(_) => Line::raw(format!("  {text}")),
+            None => Line::styled(text, Style::default().add_modifier(Modifier::BOLD)),
         })
         .collect();
     if visible.is_empty() {
@@ -48,4 +50,22 @@ pub fn draw(picker: &Picker, frame: &mut Frame<'_>, area: Rect) {
             ),
         });
     frame.render_widget(Paragraph::new(lines).block(block), rect);
+}
+
+/// The rows to show: each entry with its index in `visible`, and for the
+/// model picker a header row (`None`) where the provider changes.
+fn with_headers(picker: &Picker, visible: &[&(String, String)]) -> Vec<(Option<usize>, String)> {
+    let mut rows = Vec::with_capacity(visible.len() + 4);
+    let mut group = None;
+    for (i, (value, label)) in visible.iter().enumerate() {
+        if picker.kind == PickerKind::Model {
+            let provider = value.split('/').next().unwrap_or_default();
+            if group != Some(provider) {
+                group = Some(provider);
+                rows.push((None, provider.to_string()));
+            }
+        }
+        rows.push((Some(i), label.clone()));
+    }
+    rows
 }
