@@ -406,7 +406,7 @@ impl Hub {
             .ask(
                 "mcp",
                 vec![pattern.clone()],
-                vec![pattern],
+                crate::permission::exact_always(&pattern),
                 format!("{} (MCP server {})", tool, server.name),
                 json!({"server": server.name, "tool": tool, "input": input}),
             )

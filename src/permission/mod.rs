@@ -186,6 +186,18 @@ fn glob_chars(text: &[char], pattern: &[char]) -> bool {
     pattern[p..].iter().all(|c| *c == '*')
 }
 
+/// The patterns an "always" answer may store for a call named by `text`.
+/// A name that itself holds `*` or `?` (an MCP server chooses its tools'
+/// names) would, stored as a pattern, allow more than this call, and rules
+/// have no escape for them: such a call is allowed once at a time.
+pub fn exact_always(text: &str) -> Vec<String> {
+    if text.contains(['*', '?']) {
+        Vec::new()
+    } else {
+        vec![text.to_string()]
+    }
+}
+
 /// Why a permission check did not let the tool proceed.
 #[derive(thiserror::Error, Debug, Clone, PartialEq)]
 pub enum PermissionError {
@@ -620,11 +632,12 @@ pub fn denied_message(permission: &str, what: &str, rule: Option<&Rule>) -> Stri
 }
 
 fn headless_message(request: &PermissionRequest) -> String {
-    let pattern = request
-        .always
+    // Without an "always" pattern the call's own name is advised, unless
+    // that name would be read as a wildcard (see `exact_always`).
+    let pattern = request.always.first().or(request
+        .patterns
         .first()
-        .or(request.patterns.first())
-        .map_or("*", String::as_str);
+        .filter(|p| !exact_always(p).is_empty()));
     let why = if request.reasons.is_empty() {
         String::new()
     } else {
@@ -633,13 +646,21 @@ fn headless_message(request: &PermissionRequest) -> String {
             request.reasons.join("; ")
         )
     };
+    let permission = &request.permission;
+    let what = request.patterns.join(", ");
+    let Some(pattern) = pattern else {
+        return format!(
+            "Permission `{permission}` for {what} needs an answer, but cairn is running without \
+             a terminal to ask in, so it was refused.{why} Its name holds a wildcard character, \
+             so no rule can allow it alone; run with --yolo to allow everything not explicitly \
+             denied."
+        );
+    };
     format!(
         "Permission `{permission}` for {what} needs an answer, but cairn is running without a \
          terminal to ask in, so it was refused.{why} To allow it, add to the config:\n\
          [permission.{permission}]\n\"{pattern}\" = \"allow\"\n\
-         or run with --yolo to allow everything not explicitly denied.",
-        permission = request.permission,
-        what = request.patterns.join(", "),
+         or run with --yolo to allow everything not explicitly denied."
     )
 }
 
@@ -652,6 +673,35 @@ mod tests {
             permission: "read".into(),
             patterns: vec![path.into()],
             ..Default::default()
+        }
+    }
+
+    /// Names an MCP server chooses: only a name without wildcard
+    /// characters may be stored as an "always" pattern or advised as a rule.
+    #[test]
+    fn a_name_holding_a_wildcard_is_never_offered_as_a_pattern() {
+        let cases: [(&str, bool); 6] = [
+            ("fixture/echo", true),
+            ("fixture/a/b", true),
+            ("fixture/*", false),
+            ("fixture/e?ho", false),
+            ("*/echo", false),
+            ("fix*/echo", false),
+        ];
+        for (name, offered) in cases {
+            assert_eq!(!exact_always(name).is_empty(), offered, "{name}");
+            let request = PermissionRequest {
+                permission: "mcp".into(),
+                patterns: vec![name.into()],
+                always: exact_always(name),
+                ..Default::default()
+            };
+            let advice = headless_message(&request);
+            assert_eq!(
+                advice.contains(&format!("\"{name}\" = \"allow\"")),
+                offered,
+                "{advice}"
+            );
         }
     }
 

@@ -138,6 +138,12 @@ async fn odd_tool_names_and_server_prefixes_are_not_let_through() {
                 result.contains("needs an answer"),
                 "{tool} under {rule}: {result}"
             );
+            // The tool named `*` is never advised as `"fixture/*"`, which
+            // would allow every tool of the server.
+            assert!(
+                !result.contains("\"fixture/*\" = \"allow\""),
+                "{tool} under {rule}: {result}"
+            );
         }
     }
 }
