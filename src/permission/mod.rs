@@ -338,9 +338,16 @@ impl Permissions {
             .expect("permission lock is never poisoned: no panics while held");
         let mut verdict = (Action::Allow, None);
         for pattern in &request.patterns {
-            // `approved` comes after `rules`, so a match there wins.
+            let ruled = evaluate(&request.permission, pattern, &self.rules);
+            // A deny in the rules (config, defaults, an agent's own) holds
+            // over any "always" answer: an answer given for the session, or
+            // a broad one, must not reopen what a rule closed.
+            if ruled.0 == Action::Deny {
+                return (Action::Deny, ruled.1.cloned());
+            }
+            // Otherwise `approved` comes after `rules`, so a match there wins.
             let decided = match evaluate(&request.permission, pattern, &approved) {
-                (_, None) => evaluate(&request.permission, pattern, &self.rules),
+                (_, None) => ruled,
                 found => found,
             };
             match decided {
@@ -735,5 +742,27 @@ mod tests {
         assert!(agent.is_yolo());
         assert_eq!(agent.check(&read_of("/p/notes.txt")).0, Action::Allow);
         assert_eq!(agent.check(&read_of("/p/secret.txt")).0, Action::Deny);
+    }
+
+    /// "Always" answers, exact or broad, given in the session or to a
+    /// subagent, never reopen what a rule denies (here the agent's own).
+    #[test]
+    fn an_always_answer_never_overrides_a_deny_rule() {
+        let session = Permissions::new(default_rules(), Bus::new(), Mode::Headless);
+        let agent = session.for_agent(&[Rule::new("read", "*secret*", Action::Deny)]);
+        for approval in ["/p/secret.txt", "*", "/p/*"] {
+            session.approve("read", approval);
+            assert_eq!(
+                agent.check(&read_of("/p/secret.txt")).0,
+                Action::Deny,
+                "{approval}"
+            );
+            assert_eq!(
+                session.check(&read_of("/p/secret.txt")).0,
+                Action::Allow,
+                "{approval}"
+            );
+        }
+        assert_eq!(agent.check(&read_of("/p/notes.txt")).0, Action::Allow);
     }
 }
