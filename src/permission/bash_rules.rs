@@ -126,7 +126,9 @@ impl Ask {
     fn push(&mut self, pattern: &str, reason: Option<String>) {
         if !self.patterns.iter().any(|p| p == pattern) {
             self.patterns.push(pattern.to_string());
-            self.always.push(pattern.to_string());
+            // A command or path holding `*` or `?` would, stored, allow
+            // more than itself (`rm *.tmp` would match `rm -rf ~ x.tmp`).
+            self.always.extend(super::exact_always(pattern));
         }
         if let Some(reason) = reason
             && !self.reasons.iter().any(|(_, r)| *r == reason)

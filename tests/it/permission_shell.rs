@@ -383,6 +383,44 @@ fn always_offers_are_narrow_and_broad_only_for_read_only_verbs() {
     }
 }
 
+/// An "always" answer is stored as a pattern, and `*` / `?` in a pattern
+/// match anything, spaces and slashes included. A command that holds them
+/// must not become a pattern: "always `rm *.tmp`" would allow
+/// `rm -rf ~ x.tmp`. Each row: the command answered "always", then a later
+/// command that must still ask.
+#[test]
+fn an_always_answer_never_stores_a_command_that_holds_a_wildcard() {
+    let root = project();
+    let cases: &[(&str, &str)] = &[
+        ("rm *.tmp", "rm -rf ~ x.tmp"),
+        ("ls ?", "ls -la /etc; rm -rf x"),
+        ("cat src/*.rs", "cat src/../../etc/passwd; x.rs"),
+        ("echo a > *.log", "echo a > ../outside/x.log"),
+        ("chmod 644 *", "chmod 777 /etc/passwd"),
+    ];
+    for (answered, later) in cases {
+        let rules = permissions(ALLOW_SET, false);
+        for ask in plan(answered, root.path(), root.path()).asks {
+            assert!(
+                ask.always.iter().all(|p| !p.contains(['*', '?'])),
+                "{answered:?}: {:?}",
+                ask.always
+            );
+            for pattern in &ask.always {
+                rules.approve(&ask.permission, pattern);
+            }
+        }
+        assert_eq!(
+            verdict(later, &rules, root.path()),
+            Ask,
+            "after always {answered:?}, {later:?}"
+        );
+    }
+    // A command without wildcards is still offered "always", exactly.
+    let asks = plan("rm build.tmp", root.path(), root.path()).asks;
+    assert_eq!(asks[0].always, ["rm build.tmp"]);
+}
+
 #[test]
 fn reasons_name_the_part_that_needs_an_answer() {
     let root = project();
