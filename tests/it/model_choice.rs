@@ -196,9 +196,7 @@ async fn the_picker_offers_a_local_server_found_after_start_and_switches_to_it()
         terminal.wait_for("the local answer", |s| {
             s.contains("local qwen3-coder:30b here.")
         });
-        terminal.type_text("\x03");
-        terminal.type_text("\x03");
-        terminal.wait_exit();
+        terminal.quit();
     })
     .await
     .expect("terminal session");
@@ -273,9 +271,7 @@ async fn tui_continue_with_a_model_flag_switches_the_session() {
         terminal.wait_for("the session", |s| s.contains("First answer."));
         terminal.type_text("again\r");
         terminal.wait_for("the answer", |s| s.contains("Second answer."));
-        terminal.type_text("\x03");
-        terminal.type_text("\x03");
-        terminal.wait_exit();
+        terminal.quit();
     })
     .await
     .expect("terminal session");
@@ -314,9 +310,7 @@ async fn tui_reopened_session_shows_the_model_it_will_use() {
             .unwrap_or_default()
             .to_string();
         assert!(status.contains("scripted/other-model"), "{screen}");
-        terminal.type_text("\x03");
-        terminal.type_text("\x03");
-        terminal.wait_exit();
+        terminal.quit();
     })
     .await
     .expect("terminal session");

@@ -237,9 +237,7 @@ async fn first_screen_lists_the_local_server_and_model_switches_to_it() {
         });
         terminal.type_text("say hello\r");
         terminal.wait_for("the answer", |s| s.contains("Hello from the local model."));
-        terminal.type_text("\x03");
-        terminal.type_text("\x03");
-        terminal.wait_exit();
+        terminal.quit();
     })
     .await
     .expect("terminal session");
@@ -256,9 +254,7 @@ async fn first_screen_with_nothing_found_gives_advice_and_stays_usable() {
         terminal.type_text("\x1b");
         terminal.type_text("/model nonsense\r");
         terminal.wait_for("the parse error", |s| s.contains("/model nonsense"));
-        terminal.type_text("\x03");
-        terminal.type_text("\x03");
-        terminal.wait_exit();
+        terminal.quit();
     })
     .await
     .expect("terminal session");

@@ -18,9 +18,7 @@ const COMMAND: &str = "touch made-by-the-model";
 
 /// Quits the TUI (Ctrl+C twice) and waits for the process to end.
 fn quit(mut terminal: Terminal) {
-    terminal.type_text("\x03");
-    terminal.type_text("\x03");
-    terminal.wait_exit();
+    terminal.quit();
 }
 
 /// Answers the open dialog "Always allow" the exact command, as a person

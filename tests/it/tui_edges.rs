@@ -85,10 +85,7 @@ async fn ctrl_c_interrupts_a_busy_turn_and_esc_esc_returns_the_queue() {
             s.contains("queued message back in the composer") && s.contains("queued words")
         });
         terminal.type_text("\x03");
-        for _ in 0..2 {
-            terminal.type_text("\x03");
-        }
-        terminal.wait_exit();
+        terminal.quit();
     })
     .await
     .expect("the terminal session");
@@ -131,10 +128,7 @@ async fn sigterm_restores_the_terminal_and_the_session_continues() {
         reopened.wait_for("the same transcript", |s| {
             s.contains("a long job") && s.contains("compact at")
         });
-        for _ in 0..2 {
-            reopened.type_text("\x03");
-        }
-        reopened.wait_exit();
+        reopened.quit();
     })
     .await
     .expect("the terminal session");
@@ -166,10 +160,7 @@ async fn a_shell_run_is_the_users_on_screen_and_unchanged_for_the_model() {
         assert!(!screen.contains("◆ build"), "no model header:\n{screen}");
         terminal.type_text("what did it print\r");
         terminal.wait_for("the answer", |s| s.contains("It printed a greeting."));
-        for _ in 0..2 {
-            terminal.type_text("\x03");
-        }
-        terminal.wait_exit();
+        terminal.quit();
     })
     .await
     .expect("the terminal session");
@@ -262,10 +253,7 @@ async fn cards_and_notices_show_what_the_user_needs() {
         terminal.wait_for("the toggle's notice", |s| {
             s.contains("tool output and summaries expanded (Ctrl+O folds)") && s.contains("│ 2980")
         });
-        for _ in 0..2 {
-            terminal.type_text("\x03");
-        }
-        terminal.wait_exit();
+        terminal.quit();
     })
     .await
     .expect("the terminal session");

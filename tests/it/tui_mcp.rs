@@ -60,9 +60,7 @@ async fn mcp_servers_prompts_and_failures_in_the_terminal() {
         });
         terminal.type_text("view src/a.rs naming\r");
         terminal.wait_for("the answer", |s| s.contains("Reviewed in the TUI."));
-        terminal.type_text("\x03");
-        terminal.type_text("\x03");
-        terminal.wait_exit();
+        terminal.quit();
     })
     .await
     .expect("the terminal session");

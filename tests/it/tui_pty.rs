@@ -25,6 +25,14 @@ pub(crate) struct Terminal {
 }
 
 impl Terminal {
+    /// Quits as a user does (Ctrl+C twice on an idle, empty composer) and
+    /// waits for the process to end.
+    pub(crate) fn quit(&mut self) {
+        self.type_text("\x03");
+        self.type_text("\x03");
+        self.wait_exit();
+    }
+
     pub(crate) fn start(project: &Path, data: &Path, config: &Path, args: &[&str]) -> Self {
         Self::start_with_env(project, data, config, args, &[])
     }

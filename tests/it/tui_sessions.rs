@@ -42,10 +42,7 @@ async fn a_new_session_welcomes_until_something_is_sent_and_new_says_so() {
         terminal.wait_for("the notice and the welcome again", |s| {
             s.contains("new session started") && s.contains(&version) && !s.contains("Hello back.")
         });
-        for _ in 0..2 {
-            terminal.type_text("\x03");
-        }
-        terminal.wait_exit();
+        terminal.quit();
     })
     .await
     .expect("the terminal session");
@@ -74,10 +71,7 @@ async fn sessions_show_message_counts_and_a_header_in_a_terminal() {
             s.contains("2 messages") && s.contains("just now")
         });
         terminal.type_text("\x1b");
-        for _ in 0..2 {
-            terminal.type_text("\x03");
-        }
-        terminal.wait_exit();
+        terminal.quit();
 
         let mut listing = Terminal::start(&p, &d, &c, &["sessions"]);
         let screen = listing.wait_for("the listing", |s| s.contains("2 msg"));
@@ -118,10 +112,7 @@ async fn an_overflow_says_cairn_compacts_and_shows_the_message_once() {
         let screen = terminal.wait_for("the answer after compacting", |s| {
             s.contains("Answered after compacting.")
         });
-        for _ in 0..2 {
-            terminal.type_text("\x03");
-        }
-        terminal.wait_exit();
+        terminal.quit();
         screen
     })
     .await
@@ -182,10 +173,7 @@ async fn a_single_esc_keeps_the_queue_until_enter() {
         terminal.wait_for("the queued message answered", |s| {
             s.contains("Queued one answered.")
         });
-        for _ in 0..2 {
-            terminal.type_text("\x03");
-        }
-        terminal.wait_exit();
+        terminal.quit();
     })
     .await
     .expect("the terminal session");
@@ -214,10 +202,7 @@ async fn a_multi_line_paste_without_bracketed_paste_is_one_message() {
         });
         terminal.type_text("\r");
         terminal.wait_for("the answer", |s| s.contains("One message received."));
-        for _ in 0..2 {
-            terminal.type_text("\x03");
-        }
-        terminal.wait_exit();
+        terminal.quit();
     })
     .await
     .expect("the terminal session");
@@ -374,10 +359,7 @@ async fn a_closed_terminal_ends_cairn_even_with_sighup_ignored() {
         reopened.wait_for("the same transcript", |s| {
             s.contains("remember the tea") && s.contains("Noted.")
         });
-        for _ in 0..2 {
-            reopened.type_text("\x03");
-        }
-        reopened.wait_exit();
+        reopened.quit();
     })
     .await
     .expect("the terminal session");

@@ -132,10 +132,7 @@ async fn the_subtask_card_follows_the_child_and_the_child_opens_and_closes() {
         terminal.wait_for("the parent once more", |s| {
             !s.contains("child of") && s.contains("Done: the child saw the gate open.")
         });
-        for _ in 0..2 {
-            terminal.type_text("\x03");
-        }
-        terminal.wait_exit();
+        terminal.quit();
     })
     .await
     .expect("the terminal session");

@@ -70,10 +70,7 @@ fn fixed(paths: &[PathBuf; 3]) -> Terminal {
 
 fn quit(mut terminal: Terminal) {
     terminal.type_text("\x03");
-    for _ in 0..2 {
-        terminal.type_text("\x03");
-    }
-    terminal.wait_exit();
+    terminal.quit();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
