@@ -146,6 +146,39 @@ impl Snapshots {
         write_private(&path, &exclude).map_err(|source| Error::Io { path, source })
     }
 
+    /// Holds the store for one snapshot or restore, which write its index:
+    /// another session of this process or another cairn waits its turn
+    /// instead of failing on git's `index.lock`. The lock is the kernel's
+    /// (`flock`), gone with its process, so an `index.lock` found while it
+    /// is held was left by a git killed mid-write (cairn killed with -9)
+    /// and is removed: a crash never blocks later snapshots.
+    fn lock(&self) -> Result<std::fs::File, Error> {
+        let path = self.git_dir.join("cairn.lock");
+        let io = |source| Error::Io {
+            path: path.clone(),
+            source,
+        };
+        let file = crate::paths::private_file_options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(io)?;
+        file.lock().map_err(io)?;
+        let stale = self.git_dir.join("index.lock");
+        match std::fs::remove_file(&stale) {
+            Ok(()) => tracing::warn!("removed {} left by a git killed mid-write", stale.display()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(source) => {
+                return Err(Error::Io {
+                    path: stale,
+                    source,
+                });
+            }
+        }
+        Ok(file)
+    }
+
     /// Records the working tree now.
     ///
     /// One walk of the tree (`ls-files --others --modified`: what differs
@@ -155,6 +188,11 @@ impl Snapshots {
     /// tree. Nothing changed: the walk and a cached `write-tree`, no hashing.
     pub fn track(&self) -> Result<Snapshot, Error> {
         self.ready()?;
+        let _store = self.lock()?;
+        self.track_locked()
+    }
+
+    fn track_locked(&self) -> Result<Snapshot, Error> {
         let listed = self.candidates(&[])?;
         // A nested repository is listed as `dir/`: only `git add` knows how
         // to record it (as a gitlink), so take the slower, general way.
@@ -254,11 +292,12 @@ impl Snapshots {
     /// [`Self::track`].
     pub fn track_paths(&self, paths: &[String]) -> Result<Snapshot, Error> {
         self.ready()?;
+        let _store = self.lock()?;
         let mut skipped = Vec::new();
         if !paths.is_empty() {
             let listed = self.candidates(paths)?;
             if listed.iter().any(|path| path.ends_with('/')) {
-                return self.track();
+                return self.track_locked();
             }
             skipped = self.record(listed)?;
         }
@@ -364,6 +403,7 @@ impl Snapshots {
         if paths.is_empty() {
             return Ok(());
         }
+        let _store = self.lock()?;
         let mut args = vec!["ls-tree", "-r", "-z", "--name-only", hash, "--"];
         let literal: Vec<String> = paths.iter().map(|p| format!(":(literal){p}")).collect();
         args.extend(literal.iter().map(String::as_str));

@@ -407,3 +407,18 @@ fn an_incremental_snapshot_equals_one_taken_from_scratch() {
         .track()
         .expect("a nested repository does not fail the snapshot");
 }
+
+/// A git killed mid-write (cairn killed with -9 during a snapshot) leaves
+/// `index.lock` behind; the next snapshot must not fail on it forever.
+#[test]
+fn a_lock_left_by_a_killed_git_does_not_block_later_snapshots() {
+    let f = fixture(DEFAULT_MAX_FILE_BYTES);
+    std::fs::write(f.project.join("a.txt"), "one\n").expect("write");
+    let before = f.store.track().expect("track");
+    std::fs::write(f.store.git_dir().join("index.lock"), "").expect("stale lock");
+    std::fs::write(f.project.join("a.txt"), "two\n").expect("write");
+    let after = f.store.track().expect("a stale lock is cleared");
+    let changes = f.store.changes(&before.hash, &after.hash).expect("changes");
+    assert_eq!(changes.len(), 1);
+    assert!(!f.store.git_dir().join("index.lock").exists());
+}
