@@ -164,7 +164,7 @@ impl Snapshots {
             .write(true)
             .open(&path)
             .map_err(io)?;
-        file.lock().map_err(io)?;
+        flock(&file).map_err(io)?;
         let stale = self.git_dir.join("index.lock");
         match std::fs::remove_file(&stale) {
             Ok(()) => tracing::warn!("removed {} left by a git killed mid-write", stale.display()),
@@ -574,6 +574,24 @@ pub fn collect(data_dir: &Path, max_age_days: u32) -> Vec<(PathBuf, Error)> {
         }
     }
     failed
+}
+
+/// Waits for an exclusive `flock` on `file`; the kernel drops it with the
+/// file or its process.
+fn flock(file: &std::fs::File) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd as _;
+    loop {
+        // SAFETY: flock only reads the descriptor, which `file` keeps open
+        // for the duration of the call.
+        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
+        if rc == 0 {
+            return Ok(());
+        }
+        let error = std::io::Error::last_os_error();
+        if error.raw_os_error() != Some(libc::EINTR) {
+            return Err(error);
+        }
+    }
 }
 
 fn text(output: Output) -> String {
