@@ -23,6 +23,8 @@ async fn mcp_servers_prompts_and_failures_in_the_terminal() {
         starts.display()
     ));
     std::fs::write(&config, toml).expect("config");
+    // The user trusts their project's servers (the trust suite covers not trusting).
+    crate::tui_pty::trust_in_terminal_env(project.path(), data.path(), config_home.path());
 
     let (project_path, data_path, config_path) = (
         project.path().to_path_buf(),
