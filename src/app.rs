@@ -125,7 +125,10 @@ impl ProjectRisks {
         let servers =
             crate::mcp::config::discover(&config.mcp, &env.root, home.as_deref(), &config.trust);
         for risk in &servers.risks {
-            risks.add(std::slice::from_ref(risk), !config.trust.trusts(std::slice::from_ref(risk)));
+            risks.add(
+                std::slice::from_ref(risk),
+                !config.trust.trusts(std::slice::from_ref(risk)),
+            );
         }
         let agents = crate::session::agent_files::project_risks(&env);
         risks.add(&agents, !config.trust.trusts(&agents));
@@ -303,8 +306,9 @@ impl App {
         let config = &self.config;
         let rules = crate::permission::ruleset(&config.permission, config.yolo);
         let restrictions = crate::permission::config_rules(&config.restrictions);
-        let permissions =
-            Arc::new(Permissions::new(rules, self.bus.clone(), mode).with_restrictions(restrictions));
+        let permissions = Arc::new(
+            Permissions::new(rules, self.bus.clone(), mode).with_restrictions(restrictions),
+        );
         let mut env = Environment::discover(Path::new(&session.directory));
         env.config_dir = crate::paths::config_dir();
         env.extra_instructions = config.instructions.clone();

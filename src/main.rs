@@ -136,7 +136,10 @@ fn trust_project(cwd: &std::path::Path, loaded: &Loaded, revoke: bool) -> anyhow
         if removed == 0 {
             writeln!(stdout, "this project was not trusted")?;
         } else {
-            writeln!(stdout, "trust revoked: the project's risky settings no longer apply")?;
+            writeln!(
+                stdout,
+                "trust revoked: the project's risky settings no longer apply"
+            )?;
         }
         return Ok(EXIT_OK);
     }

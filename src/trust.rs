@@ -290,7 +290,10 @@ mod tests {
         store
             .trust(&[root.clone()], &[risk(&root, "yolo", "true")], 1)
             .expect("write");
-        let mode = std::fs::metadata(store.path()).expect("exists").permissions().mode();
+        let mode = std::fs::metadata(store.path())
+            .expect("exists")
+            .permissions()
+            .mode();
         assert_eq!(mode & 0o777, 0o600);
         std::fs::write(store.path(), "{not json").expect("write");
         let error = store.trusts(&[risk(&root, "yolo", "true")]).unwrap_err();

@@ -192,12 +192,13 @@ pub fn load(options: &LoadOptions) -> Result<Loaded, Error> {
 
     // Every layer was validated alone and keeps each key's type, so this
     // should not fail; if it does, say so rather than panic.
-    let mut config: Config = Value::Table(merged)
-        .try_into()
-        .map_err(|error: toml::de::Error| Error::Merged {
-            files: files.clone(),
-            message: error.message().trim_end().to_owned(),
-        })?;
+    let mut config: Config =
+        Value::Table(merged)
+            .try_into()
+            .map_err(|error: toml::de::Error| Error::Merged {
+                files: files.clone(),
+                message: error.message().trim_end().to_owned(),
+            })?;
     config.restrictions = project.restrictions;
     config.trust = options.trust.clone();
     for name in &project.shadowed {

@@ -19,8 +19,8 @@ use serde::{Deserialize, Serialize};
 
 pub use error::Error;
 pub use load::{LoadOptions, Loaded, Origin, Overrides, Trust, load};
-pub use project::quote_arg;
 pub use permission::PermissionConfig;
+pub use project::quote_arg;
 pub use value::{Fraction, ModelRef, NonEmpty};
 
 /// Default number of lines a tool result keeps before it is truncated.

@@ -258,7 +258,9 @@ pub fn summary(config: &ServerConfig) -> String {
 /// The 1-based line where `"name"` first appears as a key in `text`.
 fn json_line(text: &str, name: &str) -> Option<usize> {
     let quoted = serde_json::to_string(name).ok()?;
-    let offset = text.find(&format!("{quoted}:")).or_else(|| text.find(&quoted))?;
+    let offset = text
+        .find(&format!("{quoted}:"))
+        .or_else(|| text.find(&quoted))?;
     Some(text[..offset].matches('\n').count() + 1)
 }
 

@@ -789,10 +789,8 @@ mod tests {
     /// over the user's allow, and under yolo only the denies stay.
     #[test]
     fn restrictions_only_make_an_answer_stricter() {
-        let user: PermissionConfig = toml::from_str(
-            "[bash]\n\"*\" = \"allow\"\n\"rm *\" = \"deny\"\n",
-        )
-        .expect("valid");
+        let user: PermissionConfig =
+            toml::from_str("[bash]\n\"*\" = \"allow\"\n\"rm *\" = \"deny\"\n").expect("valid");
         let project: PermissionConfig =
             toml::from_str("bash = \"ask\"\nedit = \"deny\"\n").expect("valid");
         let bash = |command: &str| PermissionRequest {
@@ -819,7 +817,11 @@ mod tests {
                 .with_restrictions(config_rules(&project));
             assert_eq!(permissions.check(&request).0, want, "{yolo} {request:?}");
             let agent = permissions.for_agent(&[Rule::new("edit", "*", Action::Allow)]);
-            assert_eq!(agent.check(&edit).0, Action::Deny, "agents keep restrictions");
+            assert_eq!(
+                agent.check(&edit).0,
+                Action::Deny,
+                "agents keep restrictions"
+            );
         }
     }
 

@@ -67,12 +67,17 @@ pub fn project_risks(env: &Environment) -> Vec<crate::trust::Risk> {
                 continue;
             };
             let allowed = agent.permission.unwrap_or_default().into_iter();
-            for rule in allowed.filter(|rule| rule.action == crate::config::permission::Action::Allow) {
+            for rule in
+                allowed.filter(|rule| rule.action == crate::config::permission::Action::Allow)
+            {
                 risks.push(crate::trust::Risk {
                     root: root.clone(),
                     file: file.clone(),
                     line: None,
-                    key: format!("agent {name}: permission.{}.{:?}", rule.permission, rule.pattern),
+                    key: format!(
+                        "agent {name}: permission.{}.{:?}",
+                        rule.permission, rule.pattern
+                    ),
                     value: "\"allow\"".to_string(),
                 });
             }

@@ -177,9 +177,8 @@ fn trust_key(app: &mut App, action: &Action) -> Vec<Effect> {
         }
         Action::Insert('c' | 'C') | Action::Escape | Action::Enter => {
             app.overlay = None;
-            app.flash = Some(
-                "the project's settings are not applied; `cairn trust` trusts it".into(),
-            );
+            app.flash =
+                Some("the project's settings are not applied; `cairn trust` trusts it".into());
         }
         _ => {}
     }

@@ -106,7 +106,12 @@ pub fn indicator(statuses: &[Status]) -> Option<Span<'static>> {
     }
     let enabled = statuses
         .iter()
-        .filter(|s| !matches!(s.state, State::Disabled | State::Untrusted | State::Shadowed))
+        .filter(|s| {
+            !matches!(
+                s.state,
+                State::Disabled | State::Untrusted | State::Shadowed
+            )
+        })
         .count();
     let ready = statuses.iter().filter(|s| s.state == State::Ready).count();
     (ready < enabled).then(|| {
