@@ -183,12 +183,10 @@ impl App {
         collect_snapshots(data_dir, config.snapshot.max_age_days);
         let root = Environment::discover(&cwd).root;
         let home = directories::BaseDirs::new().map(|dirs| dirs.home_dir().to_path_buf());
-        let mcp = crate::mcp::Hub::discovered(crate::mcp::config::discover(
-            &config.mcp,
-            &root,
-            home.as_deref(),
-            &config.trust,
-        ));
+        let mut discovery =
+            crate::mcp::config::discover(&config.mcp, &root, home.as_deref(), &config.trust);
+        discovery.held.extend(config.held_mcp.iter().cloned());
+        let mcp = crate::mcp::Hub::discovered(discovery);
         Ok(Self {
             config,
             store,

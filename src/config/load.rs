@@ -199,6 +199,7 @@ pub fn load(options: &LoadOptions) -> Result<Loaded, Error> {
                 files: files.clone(),
                 message: error.message().trim_end().to_owned(),
             })?;
+    config.held_mcp = project.held_mcp();
     config.restrictions = project.restrictions;
     config.trust = options.trust.clone();
     for name in &project.shadowed {
@@ -218,6 +219,29 @@ pub fn load(options: &LoadOptions) -> Result<Loaded, Error> {
     })
 }
 
+impl ProjectPart {
+    /// Its servers that do not start: shadowed, or held until trusted.
+    fn held_mcp(&self) -> Vec<crate::mcp::config::Held> {
+        use crate::mcp::State;
+        let file = self
+            .file
+            .as_ref()
+            .and_then(|file| file.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .unwrap_or_default();
+        let shadowed = self.shadowed.iter().map(|name| crate::mcp::config::Held {
+            name: format!("{name} ({file})"),
+            state: State::Shadowed,
+            note: "your own server of that name is used instead".to_string(),
+        });
+        let held = self.held.iter().map(|name| crate::mcp::config::Held {
+            name: name.clone(),
+            state: State::Untrusted,
+            note: format!("from {file}; not started until you trust the project (`cairn trust`)"),
+        });
+        shadowed.chain(held).collect()
+    }
+}
+
 /// The project file, split into what applies now and what waits for trust.
 #[derive(Default)]
 struct ProjectPart {
@@ -225,8 +249,10 @@ struct ProjectPart {
     risks: Vec<crate::trust::Risk>,
     restrictions: super::PermissionConfig,
     shadowed: Vec<String>,
+    held: Vec<String>,
     trusted: bool,
     root: Option<PathBuf>,
+    file: Option<PathBuf>,
 }
 
 fn split_project(
@@ -257,8 +283,10 @@ fn split_project(
         risks: split.risks,
         restrictions: split.restrictions,
         shadowed: split.shadowed,
+        held: split.held,
         trusted,
         root: Some(root),
+        file: Some(path.to_path_buf()),
     }
 }
 

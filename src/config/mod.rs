@@ -68,6 +68,9 @@ pub struct Config {
     /// project's `.mcp.json`, `opencode.json` and agent files.
     #[serde(skip)]
     pub trust: Trust,
+    /// The project file's MCP servers that do not start, for `/mcp`.
+    #[serde(skip)]
+    pub held_mcp: Vec<crate::mcp::config::Held>,
 }
 
 impl Default for Config {
@@ -92,6 +95,7 @@ impl Default for Config {
             mcp: BTreeMap::new(),
             restrictions: PermissionConfig::new(),
             trust: Trust::default(),
+            held_mcp: Vec::new(),
         }
     }
 }

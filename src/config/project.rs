@@ -40,6 +40,8 @@ pub struct Split {
     pub restrictions: PermissionConfig,
     /// `[mcp.NAME]` entries dropped because the user has a server of that name.
     pub shadowed: Vec<String>,
+    /// Untrusted: the `[mcp.NAME]` entries held back.
+    pub held: Vec<String>,
 }
 
 /// What `split` needs besides the file.
@@ -104,6 +106,7 @@ pub fn split(mut table: Table, cx: &Context<'_>) -> Split {
             split.risks.push(risk(key, server_summary(server)));
         }
         if !cx.trusted {
+            split.held = servers.keys().cloned().collect();
             table.remove("mcp");
         }
     }

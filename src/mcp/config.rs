@@ -276,7 +276,7 @@ fn read_json_text(path: &Path) -> Option<(Value, String)> {
 }
 
 /// A repository's server that does not start, and why.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Held {
     pub name: String,
     pub state: super::State,
