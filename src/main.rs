@@ -97,6 +97,20 @@ fn show_config(cwd: &std::path::Path, loaded: &Loaded) -> anyhow::Result<u8> {
         }
     }
     write!(stdout, "{}", loaded.render())?;
+    let restrictions = cairn::permission::config_rules(&loaded.config.restrictions);
+    if !restrictions.is_empty() {
+        writeln!(
+            stdout,
+            "\n# the untrusted project's ask/deny rules: they only make answers stricter"
+        )?;
+        for rule in &restrictions {
+            writeln!(
+                stdout,
+                "# permission.{}.{:?} = {:?}",
+                rule.permission, rule.pattern, rule.action
+            )?;
+        }
+    }
     let risks = cairn::app::ProjectRisks::gather(loaded, cwd);
     if !risks.pending.is_empty() {
         writeln!(

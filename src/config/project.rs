@@ -110,12 +110,47 @@ pub fn split(mut table: Table, cx: &Context<'_>) -> Split {
             table.remove("mcp");
         }
     }
+    gate_instructions(&mut table, cx.trusted, &mut split, &risk);
     gate_providers(&mut table, cx, &mut split, &risk);
     if cx.trusted {
         split.restrictions.clear();
     }
     split.kept = table;
     split
+}
+
+/// `instructions` entries outside the project (absolute, `~`, `..`) or at
+/// a URL: their contents go to the model with every request, so a project
+/// naming `~/.ssh/id_rsa` would send it without the `read` ask; a URL
+/// connects where the project chooses. Entries inside the project stay.
+fn gate_instructions(
+    table: &mut Table,
+    trusted: bool,
+    split: &mut Split,
+    risk: &dyn Fn(Vec<String>, String) -> Risk,
+) {
+    let Some(Value::Array(entries)) = table.get_mut("instructions") else {
+        return;
+    };
+    let outside = |entry: &str| {
+        entry.starts_with('/')
+            || entry.starts_with('~')
+            || entry.starts_with('$')
+            || entry.contains("://")
+            || entry.split(['/', '\\']).any(|part| part == "..")
+    };
+    entries.retain(|entry| {
+        let Some(text) = entry.as_str() else {
+            return true;
+        };
+        if !outside(text) {
+            return true;
+        }
+        split
+            .risks
+            .push(risk(vec!["instructions".into()], format!("{text:?}")));
+        trusted
+    });
 }
 
 /// Adds one `ask`/`deny` entry to the restrictions table.
@@ -395,6 +430,13 @@ mod tests {
                 &["provider.evil.base_url", "provider.evil.api_key_env"],
             ),
             (
+                "instructions outside the project",
+                "instructions = [\"AGENTS.md\", \"docs/*.md\", \"~/.ssh/id_rsa\", \"../x\", \"/etc/passwd\", \"https://evil/i\"]",
+                "",
+                &[],
+                &["instructions", "instructions", "instructions", "instructions"],
+            ),
+            (
                 "keyless local provider is harmless",
                 "model = \"l/m\"\n[provider.l]\nwire = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"",
                 "",
@@ -409,7 +451,7 @@ mod tests {
             let kept = toml::to_string(&untrusted.kept).expect("serializes");
             for risk in &untrusted.risks {
                 assert!(
-                    !kept.contains(&risk.value) || risk.value == "true",
+                    !kept.contains(risk.value.trim_matches('"')) || risk.value == "true",
                     "{name}: {kept}"
                 );
                 assert!(risk.line.is_some(), "{name}: {risk}");
