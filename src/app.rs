@@ -111,6 +111,8 @@ pub fn use_local_server(
 pub struct ProjectRisks {
     pub all: Vec<crate::trust::Risk>,
     pub pending: Vec<crate::trust::Risk>,
+    /// Warnings for the repository's servers named like the user's.
+    pub shadowed: Vec<String>,
 }
 
 impl ProjectRisks {
@@ -124,6 +126,17 @@ impl ProjectRisks {
         let home = directories::BaseDirs::new().map(|dirs| dirs.home_dir().to_path_buf());
         let servers =
             crate::mcp::config::discover(&config.mcp, &env.root, home.as_deref(), &config.trust);
+        risks.shadowed = servers
+            .held
+            .iter()
+            .filter(|held| held.state == crate::mcp::State::Shadowed)
+            .map(|held| {
+                format!(
+                    "the project's MCP server {} is ignored: {}",
+                    held.name, held.note
+                )
+            })
+            .collect();
         for risk in &servers.risks {
             risks.add(
                 std::slice::from_ref(risk),

@@ -253,6 +253,9 @@ fn run_headless(
     let runtime = runtime()?;
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let risks = cairn::app::ProjectRisks::gather(&loaded, &cwd);
+    for warning in &risks.shadowed {
+        eprintln!("warning: {warning}");
+    }
     if !risks.pending.is_empty() {
         eprintln!("{}", cairn::trust::headless_notice(&risks.pending));
     }
@@ -353,6 +356,9 @@ fn run_tui(
             };
             input.notice = notice.take();
             input.untrusted = risks.pending.iter().map(ToString::to_string).collect();
+            if input.notice.is_none() {
+                input.notice = risks.shadowed.first().cloned();
+            }
             let session_id = input.session.id.clone();
             match cairn::tui::run(input).await? {
                 TuiExit::Quit => {

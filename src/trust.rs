@@ -264,7 +264,7 @@ mod tests {
         assert!(!store.trusts(std::slice::from_ref(&yolo)).expect("read"));
         assert!(store.trusts(&[]).expect("nothing risky"));
         store
-            .trust(&[root.clone()], std::slice::from_ref(&yolo), 1)
+            .trust(std::slice::from_ref(&root), std::slice::from_ref(&yolo), 1)
             .expect("write");
         assert!(store.trusts(std::slice::from_ref(&yolo)).expect("read"));
         assert!(!store.trusts(&[yolo.clone(), server.clone()]).expect("read"));
@@ -276,7 +276,10 @@ mod tests {
                 .trusts(&[risk(Path::new("/q"), "yolo", "true")])
                 .expect("read")
         );
-        assert_eq!(store.revoke(&[root.clone()]).expect("revoke"), 1);
+        assert_eq!(
+            store.revoke(std::slice::from_ref(&root)).expect("revoke"),
+            1
+        );
         assert!(!store.trusts(&[yolo]).expect("read"));
     }
 
@@ -288,7 +291,11 @@ mod tests {
         let store = Store::in_dir(data.path());
         let root = PathBuf::from("/p");
         store
-            .trust(&[root.clone()], &[risk(&root, "yolo", "true")], 1)
+            .trust(
+                std::slice::from_ref(&root),
+                &[risk(&root, "yolo", "true")],
+                1,
+            )
             .expect("write");
         let mode = std::fs::metadata(store.path())
             .expect("exists")

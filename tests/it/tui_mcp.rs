@@ -121,13 +121,18 @@ async fn the_trust_dialog_enter_keeps_out_t_trusts() {
 
         // Again: the same dialog; `t` trusts, and fx starts in this process.
         let mut terminal = Terminal::start(&project_path, &data_path, &config_path, &[]);
-        terminal.wait_for("the trust dialog again", |s| s.contains("untrusted project"));
+        terminal.wait_for("the trust dialog again", |s| {
+            s.contains("untrusted project")
+        });
         terminal.type_text("t");
         terminal.wait_for("trusted", |s| s.contains("project trusted"));
         terminal.type_text("/mcp\r");
         terminal.wait_for("fx ready", |s| s.contains("fx  ready  7 tools"));
         assert_eq!(
-            std::fs::read_to_string(&starts_seen).unwrap_or_default().lines().count(),
+            std::fs::read_to_string(&starts_seen)
+                .unwrap_or_default()
+                .lines()
+                .count(),
             1
         );
         terminal.type_text("\x1b");
