@@ -396,7 +396,11 @@ fn overflow_compacted(tokens: CompactedTokens) -> App {
         with_parts(c.clone(), vec![part("prt_c", &c, compaction)]),
         with_parts(
             summary.clone(),
-            vec![part("prt_d", &summary, text("Goal: repair the lexer."))],
+            vec![part(
+                "prt_d",
+                &summary,
+                text("## Goal\nRepair the lexer.\n\n## Done\n- split tokens\n- ran the tests"),
+            )],
         ),
         with_parts(
             replay.clone(),
@@ -454,6 +458,8 @@ fn an_overflow_shows_one_notice_with_the_markers_figures() {
         );
         assert!(!text.contains("does not fit"), "{width}: {text}");
         assert_eq!(text.matches("fix the parser").count(), 1, "{text}");
+        // The fold under the summary wraps rather than losing its key.
+        assert!(text.contains("more lines (Ctrl+O)"), "{width}: {text}");
     }
     assert_snapshot!(screen);
 }

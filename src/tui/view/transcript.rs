@@ -267,10 +267,11 @@ fn part_lines(
             let hidden = lines.len().saturating_sub(SUMMARY_PREVIEW_LINES);
             lines.truncate(SUMMARY_PREVIEW_LINES);
             if hidden > 0 {
-                lines.push(Line::styled(
+                let fold = Line::styled(
                     format!("… summary continues, {hidden} more lines (Ctrl+O)"),
                     Style::default().fg(Color::DarkGray),
-                ));
+                );
+                wrap_into(&fold, width, 2, &mut lines);
             }
             lines.push(Line::default());
             lines
