@@ -18,8 +18,8 @@ const KEYS: &[(&str, &str)] = &[
     ("Ctrl+C", "interrupt, else clear input; twice quits"),
     ("Tab", "switch agent build ↔ plan"),
     (
-        "PgUp/PgDn, wheel, Ctrl+Home/End",
-        "scroll the transcript (Home/End too while the input is empty)",
+        "PgUp/PgDn, Ctrl+Home/End",
+        "scroll the transcript; so do the wheel, and Home/End while the input is empty",
     ),
     (
         "Ctrl+O",
