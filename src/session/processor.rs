@@ -85,6 +85,10 @@ pub async fn process(step: Step<'_>, runner: &mut ToolRunner) -> Result<StepOutc
         sent_tokens,
         retries,
     } = step;
+    if summary {
+        // A compaction summarizes the steps before it, patches included.
+        ctx.snapshot_chain.settle().await;
+    }
     let writer = &ctx.writer;
     writer.message(&assistant).await?;
     let start = Part::new(&assistant, PartKind::StepStart(StepStartPart::default()));

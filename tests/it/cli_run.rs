@@ -155,6 +155,7 @@ async fn json_format_prints_one_event_per_line() {
 async fn run_without_keys(config: &str) -> Output {
     let project = Project::new();
     std::fs::write(project.path("cairn.toml"), config).expect("write cairn.toml");
+    project.trust();
     project.cairn(&["run", "hello"]).await
 }
 
