@@ -540,7 +540,11 @@ async fn instruction_urls_are_fetched_once_and_a_failure_is_shown() {
         ),
     )
     .expect("write config");
-    let output = project.cairn(&["run", "what do my notes say?"]).await;
+    // Instructions at a URL in a project's config wait for trust:
+    // this run trusts the project, as a user who wrote the config would.
+    let output = project
+        .cairn(&["run", "--trust-project", "what do my notes say?"])
+        .await;
     assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
     let requests = server.requests();
     assert_eq!(requests.len(), 2);
