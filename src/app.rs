@@ -105,6 +105,57 @@ pub fn use_local_server(
     config.model = Some(model);
 }
 
+/// The risky settings of the project in `cwd` (see `crate::trust`): all
+/// of them, and those not applied because the user has not trusted them.
+#[derive(Debug, Default)]
+pub struct ProjectRisks {
+    pub all: Vec<crate::trust::Risk>,
+    pub pending: Vec<crate::trust::Risk>,
+    /// Warnings for the repository's servers named like the user's.
+    pub shadowed: Vec<String>,
+}
+
+impl ProjectRisks {
+    /// Gathers the project file's (from loading), the repository's MCP
+    /// servers and its agent files' `allow` rules.
+    pub fn gather(loaded: &crate::config::Loaded, cwd: &Path) -> Self {
+        let config = &loaded.config;
+        let mut risks = Self::default();
+        risks.add(&loaded.project_risks, !loaded.project_trusted);
+        let env = Environment::discover(cwd);
+        let home = directories::BaseDirs::new().map(|dirs| dirs.home_dir().to_path_buf());
+        let servers =
+            crate::mcp::config::discover(&config.mcp, &env.root, home.as_deref(), &config.trust);
+        risks.shadowed = servers
+            .held
+            .iter()
+            .filter(|held| held.state == crate::mcp::State::Shadowed)
+            .map(|held| {
+                format!(
+                    "the project's MCP server {} is ignored: {}",
+                    held.name, held.note
+                )
+            })
+            .collect();
+        for risk in &servers.risks {
+            risks.add(
+                std::slice::from_ref(risk),
+                !config.trust.trusts(std::slice::from_ref(risk)),
+            );
+        }
+        let agents = crate::session::agent_files::project_risks(&env);
+        risks.add(&agents, !config.trust.trusts(&agents));
+        risks
+    }
+
+    fn add(&mut self, risks: &[crate::trust::Risk], pending: bool) {
+        self.all.extend_from_slice(risks);
+        if pending {
+            self.pending.extend_from_slice(risks);
+        }
+    }
+}
+
 /// Which session to open.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SessionChoice {
@@ -145,11 +196,10 @@ impl App {
         collect_snapshots(data_dir, config.snapshot.max_age_days);
         let root = Environment::discover(&cwd).root;
         let home = directories::BaseDirs::new().map(|dirs| dirs.home_dir().to_path_buf());
-        let mcp = crate::mcp::Hub::new(crate::mcp::config::discover(
-            &config.mcp,
-            &root,
-            home.as_deref(),
-        ));
+        let mut discovery =
+            crate::mcp::config::discover(&config.mcp, &root, home.as_deref(), &config.trust);
+        discovery.held.extend(config.held_mcp.iter().cloned());
+        let mcp = crate::mcp::Hub::discovered(discovery);
         Ok(Self {
             config,
             store,
@@ -266,13 +316,26 @@ impl App {
     fn session_ctx(&self, session: &Session, mode: Mode, default_model: ModelRef) -> SessionCtx {
         let config = &self.config;
         let rules = crate::permission::ruleset(&config.permission, config.yolo);
-        let permissions = Arc::new(Permissions::new(rules, self.bus.clone(), mode));
+        let restrictions = crate::permission::config_rules(&config.restrictions);
+        let permissions = Arc::new(
+            Permissions::new(rules, self.bus.clone(), mode).with_restrictions(restrictions),
+        );
         let mut env = Environment::discover(Path::new(&session.directory));
         env.config_dir = crate::paths::config_dir();
         env.extra_instructions = config.instructions.clone();
         // Agent files first, config `[agent.NAME]` last: the config has the last word.
-        let files =
-            crate::session::agent_files::load(&crate::session::agent_files::directories(&env));
+        let untrusted = if config
+            .trust
+            .trusts(&crate::session::agent_files::project_risks(&env))
+        {
+            Vec::new()
+        } else {
+            crate::session::agent_files::project_directories(&env)
+        };
+        let files = crate::session::agent_files::load(
+            &crate::session::agent_files::directories(&env),
+            &untrusted,
+        );
         let configured = config.agent.iter().map(|(name, agent)| {
             (
                 name.clone(),

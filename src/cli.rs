@@ -71,6 +71,13 @@ pub enum Command {
         #[command(flatten)]
         config: ConfigFlags,
     },
+    /// Trust the project in this directory: list the settings its files ask
+    /// for (permissions, MCP servers, provider URLs) and apply them from now on.
+    Trust {
+        /// Forget this project's trust instead.
+        #[arg(long)]
+        revoke: bool,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -86,6 +93,10 @@ pub struct RunArgs {
     pub session: Option<String>,
     #[command(flatten)]
     pub config: ConfigFlags,
+    /// Apply the project's risky settings (permissions, MCP servers, provider
+    /// URLs) for this run without storing trust: for CI that vetted the repository.
+    #[arg(long)]
+    pub trust_project: bool,
     /// The message to send; several words are joined with spaces.
     #[arg(required = true, value_name = "MESSAGE")]
     pub message: Vec<String>,
@@ -103,11 +114,18 @@ impl Cli {
     /// The config flags that apply to the chosen command: those given after
     /// the subcommand win, those given before it (`cairn --model X run ...`)
     /// fill in the rest.
+    /// `cairn run --trust-project`.
+    pub fn trusts_project(&self) -> bool {
+        matches!(&self.command, Some(Command::Run(run)) if run.trust_project)
+    }
+
     pub fn config_flags(&self) -> ConfigFlags {
         let after = match &self.command {
             Some(Command::Run(run)) => &run.config,
             Some(Command::Config { config }) => config,
-            Some(Command::Sessions) | None => return self.config.clone(),
+            Some(Command::Sessions | Command::Trust { .. }) | None => {
+                return self.config.clone();
+            }
         };
         ConfigFlags {
             model: after.model.clone().or_else(|| self.config.model.clone()),

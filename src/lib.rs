@@ -48,4 +48,5 @@ pub mod snapshot;
 pub mod store;
 pub mod token;
 pub mod tool;
+pub mod trust;
 pub mod tui;

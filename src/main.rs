@@ -50,18 +50,24 @@ fn exit_code_of(error: &anyhow::Error) -> u8 {
 
 fn run(cli: Cli) -> anyhow::Result<u8> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    let options = LoadOptions::from_process(cwd, cli.config_flags().to_overrides());
+    let mut options = LoadOptions::from_process(cwd, cli.config_flags().to_overrides());
+    options.trust = config::Trust {
+        all: cli.trusts_project(),
+        store: cairn::paths::locate_data_dir()
+            .ok()
+            .map(|dir| cairn::trust::Store::in_dir(&dir)),
+    };
     let loaded = config::load(&options)?;
     for warning in &loaded.warnings {
         eprintln!("warning: {warning}");
     }
     init_logging(&loaded.config.log.level.to_string());
     tracing::info!(version = env!("CARGO_PKG_VERSION"), files = ?loaded.files, "cairn starting");
-    dispatch(cli, loaded)
+    dispatch(cli, &options, loaded)
 }
 
 /// The one place that decides what each command does.
-fn dispatch(cli: Cli, loaded: Loaded) -> anyhow::Result<u8> {
+fn dispatch(cli: Cli, options: &LoadOptions, loaded: Loaded) -> anyhow::Result<u8> {
     let flag_model = cli.config_flags().model;
     match cli.command {
         None => {
@@ -70,23 +76,106 @@ fn dispatch(cli: Cli, loaded: Loaded) -> anyhow::Result<u8> {
                 (true, None) => SessionChoice::Latest,
                 (false, None) => SessionChoice::New,
             };
-            run_tui(choice, flag_model, loaded)
+            run_tui(choice, flag_model, options, loaded)
         }
         Some(Command::Run(args)) => run_headless(args, flag_model, loaded),
         Some(Command::Sessions) => list_sessions(loaded),
-        Some(Command::Config { .. }) => {
-            let mut stdout = std::io::stdout().lock();
-            if loaded.files.is_empty() {
-                writeln!(stdout, "# no config files found; showing defaults")?;
-            } else {
-                for file in &loaded.files {
-                    writeln!(stdout, "# read {}", file.display())?;
-                }
-            }
-            write!(stdout, "{}", loaded.render())?;
-            Ok(EXIT_OK)
+        Some(Command::Config { .. }) => show_config(&options.cwd, &loaded),
+        Some(Command::Trust { revoke }) => trust_project(&options.cwd, &loaded, revoke),
+    }
+}
+
+/// `cairn config`: the merged config, then what the untrusted project asks
+/// for and does not get.
+fn show_config(cwd: &std::path::Path, loaded: &Loaded) -> anyhow::Result<u8> {
+    let mut stdout = std::io::stdout().lock();
+    if loaded.files.is_empty() {
+        writeln!(stdout, "# no config files found; showing defaults")?;
+    } else {
+        for file in &loaded.files {
+            writeln!(stdout, "# read {}", file.display())?;
         }
     }
+    write!(stdout, "{}", loaded.render())?;
+    let restrictions = cairn::permission::config_rules(&loaded.config.restrictions);
+    if !restrictions.is_empty() {
+        writeln!(
+            stdout,
+            "\n# the untrusted project's ask/deny rules: they only make answers stricter"
+        )?;
+        for rule in &restrictions {
+            writeln!(
+                stdout,
+                "# permission.{}.{:?} = {:?}",
+                rule.permission, rule.pattern, rule.action
+            )?;
+        }
+    }
+    let risks = cairn::app::ProjectRisks::gather(loaded, cwd);
+    if !risks.pending.is_empty() {
+        writeln!(
+            stdout,
+            "\n# not applied: `cairn trust` applies them (see README, Project trust)"
+        )?;
+        for risk in &risks.pending {
+            let place = match risk.line {
+                Some(line) => format!("{}:{line}", risk.file.display()),
+                None => risk.file.display().to_string(),
+            };
+            writeln!(
+                stdout,
+                "# {} = {}  # {place} (ignored: project not trusted)",
+                risk.key, risk.value
+            )?;
+        }
+    }
+    Ok(EXIT_OK)
+}
+
+/// `cairn trust [--revoke]`: lists the project's risky settings and stores
+/// trust in them (or forgets it).
+fn trust_project(cwd: &std::path::Path, loaded: &Loaded, revoke: bool) -> anyhow::Result<u8> {
+    let store = cairn::trust::Store::in_dir(&cairn::paths::data_dir()?);
+    let risks = cairn::app::ProjectRisks::gather(loaded, cwd);
+    let mut stdout = std::io::stdout().lock();
+    if revoke {
+        let mut roots = cairn::trust::roots(&risks.all);
+        roots.push(cairn::trust::canonical(
+            &cairn::session::prompt::Environment::discover(cwd).root,
+        ));
+        roots.extend(loaded.project_root.clone());
+        roots.sort();
+        roots.dedup();
+        let removed = store.revoke(&roots)?;
+        if removed == 0 {
+            writeln!(stdout, "this project was not trusted")?;
+        } else {
+            writeln!(
+                stdout,
+                "trust revoked: the project's risky settings no longer apply"
+            )?;
+        }
+        return Ok(EXIT_OK);
+    }
+    if risks.all.is_empty() {
+        writeln!(stdout, "nothing in this project needs trust")?;
+        return Ok(EXIT_OK);
+    }
+    writeln!(stdout, "trusting these settings of this project:")?;
+    for risk in &risks.all {
+        writeln!(stdout, "  {risk}")?;
+    }
+    store.trust(
+        &cairn::trust::roots(&risks.all),
+        &risks.all,
+        cairn::clock::now_millis(),
+    )?;
+    writeln!(
+        stdout,
+        "stored in {}; `cairn trust --revoke` forgets it",
+        store.path().display()
+    )?;
+    Ok(EXIT_OK)
 }
 
 /// `cairn run /mcp [restart NAME]`: the servers' states (no model needed).
@@ -162,6 +251,14 @@ fn run_headless(
     mut loaded: Loaded,
 ) -> anyhow::Result<u8> {
     let runtime = runtime()?;
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let risks = cairn::app::ProjectRisks::gather(&loaded, &cwd);
+    for warning in &risks.shadowed {
+        eprintln!("warning: {warning}");
+    }
+    if !risks.pending.is_empty() {
+        eprintln!("{}", cairn::trust::headless_notice(&risks.pending));
+    }
     // Nothing configured: a local server that answers is the model.
     runtime.block_on(cairn::app::discover_local_model(&mut loaded.config))?;
     let app = open_app(loaded)?;
@@ -238,12 +335,14 @@ fn run_headless(
 fn run_tui(
     mut choice: SessionChoice,
     mut flag_model: Option<String>,
+    options: &LoadOptions,
     loaded: Loaded,
 ) -> anyhow::Result<u8> {
     use std::io::IsTerminal;
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         anyhow::bail!("cairn's terminal UI needs a terminal; in scripts use `cairn run \"...\"`");
     }
+    let mut risks = cairn::app::ProjectRisks::gather(&loaded, &options.cwd);
     let mut app = open_app(loaded)?;
     // Filled by the first-run screen's search for local servers.
     let found: Found = Arc::default();
@@ -256,6 +355,10 @@ fn run_tui(
                 None => first_run_input(&app, &found).await?,
             };
             input.notice = notice.take();
+            input.untrusted = risks.pending.iter().map(ToString::to_string).collect();
+            if input.notice.is_none() {
+                input.notice = risks.shadowed.first().cloned();
+            }
             let session_id = input.session.id.clone();
             match cairn::tui::run(input).await? {
                 TuiExit::Quit => {
@@ -275,6 +378,26 @@ fn run_tui(
                 TuiExit::NewSession => {
                     notice = Some("new session started".to_string());
                     choice = SessionChoice::New;
+                }
+                TuiExit::TrustProject => {
+                    // Stored, then the config is loaded again with it: the
+                    // project's settings and servers apply without a restart.
+                    let store = options.trust.store.as_ref().context("no data directory")?;
+                    store.trust(
+                        &cairn::trust::roots(&risks.all),
+                        &risks.all,
+                        cairn::clock::now_millis(),
+                    )?;
+                    let loaded = config::load(options)?;
+                    risks = cairn::app::ProjectRisks::gather(&loaded, &options.cwd);
+                    drop(app);
+                    app = open_app(loaded)?;
+                    notice = Some("project trusted: its settings apply".to_string());
+                    choice = if session_id.is_empty() {
+                        SessionChoice::New
+                    } else {
+                        SessionChoice::Id(session_id)
+                    };
                 }
                 TuiExit::UseModel(name) => {
                     let config = with_model(&app.config, &name, &found)?;
@@ -469,6 +592,7 @@ async fn tui_input(
         mcp: app.tools.mcp().cloned(),
         notice: None,
         message_counts,
+        untrusted: Vec::new(),
     })
 }
 
@@ -504,6 +628,7 @@ async fn first_run_input(app: &App, found: &Found) -> anyhow::Result<TuiInput> {
         mcp: None,
         notice: None,
         message_counts: Default::default(),
+        untrusted: Vec::new(),
     })
 }
 

@@ -5,7 +5,7 @@
 //! sources are then merged as TOML tables while recording, for every leaf key,
 //! which source set it. Reads files and the given environment only.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -29,6 +29,11 @@ pub struct LoadOptions {
     /// The `CAIRN_*` environment variables.
     pub env: BTreeMap<String, String>,
     pub overrides: Overrides,
+    /// Names of the environment variables that are set and not empty: a
+    /// project may not point a provider that would carry one at its URL.
+    pub set_vars: BTreeSet<String>,
+    /// Whether the project's risky settings apply (see `crate::trust`).
+    pub trust: Trust,
 }
 
 impl LoadOptions {
@@ -41,7 +46,37 @@ impl LoadOptions {
                 .filter(|(name, _)| name.starts_with("CAIRN_"))
                 .collect(),
             overrides,
+            set_vars: std::env::vars_os()
+                .filter(|(_, value)| !value.is_empty())
+                .filter_map(|(name, _)| name.into_string().ok())
+                .collect(),
+            trust: Trust::default(),
         }
+    }
+}
+
+/// Which risky project settings apply: all (`--trust-project`), or those
+/// the user's record trusts. The default trusts none.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Trust {
+    pub all: bool,
+    pub store: Option<crate::trust::Store>,
+}
+
+impl Trust {
+    /// Whether every one of `risks` may apply. A record that cannot be read
+    /// trusts nothing (and is logged): it never stops cairn from starting.
+    pub fn trusts(&self, risks: &[crate::trust::Risk]) -> bool {
+        if self.all || risks.is_empty() {
+            return true;
+        }
+        let Some(store) = &self.store else {
+            return false;
+        };
+        store.trusts(risks).unwrap_or_else(|error| {
+            tracing::warn!("{error}");
+            false
+        })
     }
 }
 
@@ -85,6 +120,14 @@ pub struct Loaded {
     pub files: Vec<PathBuf>,
     /// Problems worth telling the user that do not stop loading.
     pub warnings: Vec<String>,
+    /// The project file's risky settings (see `project.rs`), applied only
+    /// when `project_trusted`.
+    pub project_risks: Vec<crate::trust::Risk>,
+    pub project_trusted: bool,
+    /// The root of the project file's project (see `project::root_of`).
+    pub project_root: Option<PathBuf>,
+    /// The project file's `[mcp.NAME]` entries dropped for a user server's name.
+    pub shadowed: Vec<String>,
 }
 
 /// Loads and merges every source. See the module doc for the order.
@@ -107,21 +150,28 @@ pub fn load(options: &LoadOptions) -> Result<Loaded, Error> {
 
     let mut candidates = Vec::new();
     if let Some(global) = &options.global_file {
-        candidates.push(global.clone());
+        candidates.push((global.clone(), false));
     }
     if let Some(project) = find_project_file(&options.cwd) {
-        candidates.push(project);
+        candidates.push((project, true));
     }
     if let Some(extra) = options.env.get("CAIRN_CONFIG").filter(|p| !p.is_empty()) {
         let extra = options.cwd.join(extra);
         if !extra.is_file() {
             return Err(Error::MissingExtraFile { path: extra });
         }
-        candidates.push(extra);
+        candidates.push((extra, false));
     }
-    for path in candidates {
-        let Some(table) = read_file(&path, &mut warnings)? else {
+    let mut project = ProjectPart::default();
+    for (path, is_project) in candidates {
+        let Some((table, text)) = read_file(&path, &mut warnings)? else {
             continue;
+        };
+        let table = if is_project {
+            project = split_project(table, &text, &path, &merged, options);
+            std::mem::take(&mut project.kept)
+        } else {
+            table
         };
         merge(
             &mut merged,
@@ -142,18 +192,102 @@ pub fn load(options: &LoadOptions) -> Result<Loaded, Error> {
 
     // Every layer was validated alone and keeps each key's type, so this
     // should not fail; if it does, say so rather than panic.
-    let config: Config = Value::Table(merged)
-        .try_into()
-        .map_err(|error: toml::de::Error| Error::Merged {
-            files: files.clone(),
-            message: error.message().trim_end().to_owned(),
-        })?;
+    let mut config: Config =
+        Value::Table(merged)
+            .try_into()
+            .map_err(|error: toml::de::Error| Error::Merged {
+                files: files.clone(),
+                message: error.message().trim_end().to_owned(),
+            })?;
+    config.held_mcp = project.held_mcp();
+    config.restrictions = project.restrictions;
+    config.trust = options.trust.clone();
+    for name in &project.shadowed {
+        warnings.push(format!(
+            "the project's MCP server `{name}` is ignored: your own server of that name is used"
+        ));
+    }
     Ok(Loaded {
         config,
         origins,
         files,
         warnings,
+        project_risks: project.risks,
+        project_trusted: project.trusted,
+        project_root: project.root,
+        shadowed: project.shadowed,
     })
+}
+
+impl ProjectPart {
+    /// Its servers that do not start: shadowed, or held until trusted.
+    fn held_mcp(&self) -> Vec<crate::mcp::config::Held> {
+        use crate::mcp::State;
+        let file = self
+            .file
+            .as_ref()
+            .and_then(|file| file.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .unwrap_or_default();
+        let shadowed = self.shadowed.iter().map(|name| crate::mcp::config::Held {
+            name: format!("{name} ({file})"),
+            state: State::Shadowed,
+            note: "your own server of that name is used instead".to_string(),
+        });
+        let held = self.held.iter().map(|name| crate::mcp::config::Held {
+            name: name.clone(),
+            state: State::Untrusted,
+            note: format!("from {file}; not started until you trust the project (`cairn trust`)"),
+        });
+        shadowed.chain(held).collect()
+    }
+}
+
+/// The project file, split into what applies now and what waits for trust.
+#[derive(Default)]
+struct ProjectPart {
+    kept: Table,
+    risks: Vec<crate::trust::Risk>,
+    restrictions: super::PermissionConfig,
+    shadowed: Vec<String>,
+    held: Vec<String>,
+    trusted: bool,
+    root: Option<PathBuf>,
+    file: Option<PathBuf>,
+}
+
+fn split_project(
+    table: Table,
+    text: &str,
+    path: &Path,
+    merged: &Table,
+    options: &LoadOptions,
+) -> ProjectPart {
+    let root = super::project::root_of(path);
+    let context = |trusted| super::project::Context {
+        file: path,
+        root: &root,
+        text,
+        base: merged,
+        set_vars: &options.set_vars,
+        trusted,
+    };
+    let untrusted = super::project::split(table.clone(), &context(false));
+    let trusted = options.trust.trusts(&untrusted.risks);
+    let split = if trusted {
+        super::project::split(table, &context(true))
+    } else {
+        untrusted
+    };
+    ProjectPart {
+        kept: split.kept,
+        risks: split.risks,
+        restrictions: split.restrictions,
+        shadowed: split.shadowed,
+        held: split.held,
+        trusted,
+        root: Some(root),
+        file: Some(path.to_path_buf()),
+    }
 }
 
 /// The nearest project file walking up from `cwd`.
@@ -163,8 +297,8 @@ fn find_project_file(cwd: &Path) -> Option<PathBuf> {
         .find(|candidate| candidate.is_file())
 }
 
-/// Reads and validates one file. Ok(None) when it does not exist.
-fn read_file(path: &Path, warnings: &mut Vec<String>) -> Result<Option<Table>, Error> {
+/// Reads and validates one file: its table and text. Ok(None) when it does not exist.
+fn read_file(path: &Path, warnings: &mut Vec<String>) -> Result<Option<(Table, String)>, Error> {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -198,7 +332,7 @@ fn read_file(path: &Path, warnings: &mut Vec<String>) -> Result<Option<Table>, E
             path.display()
         ));
     }
-    Ok(Some(table))
+    Ok(Some((table, text)))
 }
 
 /// serde's wording for a bad `[permission]` value names a Rust type; say what

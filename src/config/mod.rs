@@ -9,6 +9,7 @@ mod error;
 mod load;
 mod locate;
 pub mod permission;
+mod project;
 mod render;
 mod value;
 
@@ -17,8 +18,9 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 pub use error::Error;
-pub use load::{LoadOptions, Loaded, Origin, Overrides, load};
+pub use load::{LoadOptions, Loaded, Origin, Overrides, Trust, load};
 pub use permission::PermissionConfig;
+pub use project::quote_arg;
 pub use value::{Fraction, ModelRef, NonEmpty};
 
 /// Default number of lines a tool result keeps before it is truncated.
@@ -58,6 +60,17 @@ pub struct Config {
     /// `[mcp.NAME]`: MCP servers to start in the background.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub mcp: BTreeMap<String, crate::mcp::ServerConfig>,
+    /// An untrusted project file's `ask`/`deny` permission entries: they
+    /// only make answers stricter (never written in a file).
+    #[serde(skip)]
+    pub restrictions: PermissionConfig,
+    /// Which of the project's risky settings apply; read again for the
+    /// project's `.mcp.json`, `opencode.json` and agent files.
+    #[serde(skip)]
+    pub trust: Trust,
+    /// The project file's MCP servers that do not start, for `/mcp`.
+    #[serde(skip)]
+    pub held_mcp: Vec<crate::mcp::config::Held>,
 }
 
 impl Default for Config {
@@ -80,6 +93,9 @@ impl Default for Config {
             snapshot: SnapshotConfig::default(),
             task: TaskConfig::default(),
             mcp: BTreeMap::new(),
+            restrictions: PermissionConfig::new(),
+            trust: Trust::default(),
+            held_mcp: Vec::new(),
         }
     }
 }

@@ -189,19 +189,45 @@ fn claude_servers(value: Option<&Value>, into: &mut BTreeMap<String, ServerConfi
     }
 }
 
-/// Every server for a session in `root`: cairn's own first, then the ones
-/// other agents' files name (a name cairn already has is not replaced).
-pub fn discover(
-    own: &BTreeMap<String, ServerConfig>,
-    root: &Path,
-    home: Option<&Path>,
-) -> BTreeMap<String, ServerConfig> {
-    let mut servers = own.clone();
-    if let Some(value) = read_json(&root.join(".mcp.json")) {
-        claude_servers(value.get("mcpServers"), &mut servers);
+/// A server named in a repository's own file (`.mcp.json`, `opencode.json`).
+#[derive(Debug, Clone)]
+pub struct ProjectServer {
+    pub name: String,
+    pub config: ServerConfig,
+    pub risk: crate::trust::Risk,
+}
+
+/// The servers a repository's files name, in file order (`.mcp.json` first).
+pub fn project_servers(root: &Path) -> Vec<ProjectServer> {
+    let canonical = crate::trust::canonical(root);
+    let mut found = Vec::new();
+    let mut add = |file: &Path, text: &str, section: &str, name: &str, config: ServerConfig| {
+        let risk = crate::trust::Risk {
+            root: canonical.clone(),
+            file: file.to_path_buf(),
+            line: json_line(text, name),
+            key: format!("{section}.{}", crate::config::quote_arg(name)),
+            value: summary(&config),
+        };
+        found.push(ProjectServer {
+            name: name.to_string(),
+            config,
+            risk,
+        });
+    };
+    let file = root.join(".mcp.json");
+    if let Some((value, text)) = read_json_text(&file)
+        && let Some(servers) = value.get("mcpServers").and_then(Value::as_object)
+    {
+        for (name, entry) in servers {
+            if let Some(config) = from_claude(entry) {
+                add(&file, &text, "mcpServers", name, config);
+            }
+        }
     }
-    for file in ["opencode.json", "opencode.jsonc"] {
-        let Some(value) = read_json(&root.join(file)) else {
+    for name in ["opencode.json", "opencode.jsonc"] {
+        let file = root.join(name);
+        let Some((value, text)) = read_json_text(&file) else {
             continue;
         };
         let Some(entries) = value.get("mcp").and_then(Value::as_object) else {
@@ -209,17 +235,119 @@ pub fn discover(
         };
         for (name, entry) in entries {
             if let Some(config) = from_opencode(entry) {
-                servers.entry(name.clone()).or_insert(config);
+                add(&file, &text, "mcp", name, config);
             }
         }
     }
+    found
+}
+
+/// A server as a user would read it: its command line, or its URL.
+pub fn summary(config: &ServerConfig) -> String {
+    match (&config.command, &config.url) {
+        (Some(command), _) => std::iter::once(command)
+            .chain(&config.args)
+            .map(|arg| crate::config::quote_arg(arg))
+            .collect::<Vec<_>>()
+            .join(" "),
+        (None, Some(url)) => url.clone(),
+        (None, None) => "(no command or url)".to_string(),
+    }
+}
+
+/// The 1-based line where `"name"` first appears as a key in `text`.
+fn json_line(text: &str, name: &str) -> Option<usize> {
+    let quoted = serde_json::to_string(name).ok()?;
+    let offset = text
+        .find(&format!("{quoted}:"))
+        .or_else(|| text.find(&quoted))?;
+    Some(text[..offset].matches('\n').count() + 1)
+}
+
+fn read_json_text(path: &Path) -> Option<(Value, String)> {
+    let text = std::fs::read_to_string(path).ok()?;
+    match serde_json::from_str(&text) {
+        Ok(value) => Some((value, text)),
+        Err(error) => {
+            tracing::warn!("ignoring {}: {error}", path.display());
+            None
+        }
+    }
+}
+
+/// A repository's server that does not start, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Held {
+    pub name: String,
+    pub state: super::State,
+    pub note: String,
+}
+
+/// What runs: the servers to start, and the repository's servers held back.
+#[derive(Debug, Default)]
+pub struct Discovery {
+    pub servers: BTreeMap<String, ServerConfig>,
+    pub held: Vec<Held>,
+    /// The repository's servers that are not shadowed: they start only
+    /// when trusted (the trust dialog lists them).
+    pub risks: Vec<crate::trust::Risk>,
+}
+
+/// Every server for a session in `root`: cairn's own first, then the
+/// user's `~/.claude.json` entries for `root`, then the repository's files.
+/// A repository's server whose name (ignoring case) is taken is shadowed;
+/// one the user has not trusted is held back.
+pub fn discover(
+    own: &BTreeMap<String, ServerConfig>,
+    root: &Path,
+    home: Option<&Path>,
+    trust: &crate::config::Trust,
+) -> Discovery {
+    let mut servers = own.clone();
     if let Some(value) = home.and_then(|home| read_json(&home.join(".claude.json"))) {
         let project = value
             .get("projects")
             .and_then(|projects| projects.get(root.to_string_lossy().as_ref()));
         claude_servers(project.and_then(|p| p.get("mcpServers")), &mut servers);
     }
-    servers
+    let mut held = Vec::new();
+    let mut risks = Vec::new();
+    for found in project_servers(root) {
+        let file = found
+            .risk
+            .file
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let taken = servers
+            .keys()
+            .find(|name| name.to_lowercase() == found.name.to_lowercase());
+        if let Some(taken) = taken {
+            held.push(Held {
+                name: format!("{} ({file})", found.name),
+                state: super::State::Shadowed,
+                note: format!("your own server `{taken}` is used instead"),
+            });
+            continue;
+        }
+        risks.push(found.risk.clone());
+        if trust.trusts(std::slice::from_ref(&found.risk)) {
+            servers.insert(found.name, found.config);
+        } else {
+            held.push(Held {
+                name: found.name,
+                state: super::State::Untrusted,
+                note: format!(
+                    "from {file}; not started until you trust the project (`cairn trust`)"
+                ),
+            });
+        }
+    }
+    Discovery {
+        servers,
+        held,
+        risks,
+    }
 }
 
 #[cfg(test)]
@@ -263,7 +391,11 @@ mod tests {
                            "headers": {"Authorization": "Bearer ${API_KEY}"}}
         }});
         std::fs::write(dir.path().join(".mcp.json"), file.to_string()).expect("write");
-        let servers = discover(&BTreeMap::new(), dir.path(), None);
+        let all = crate::config::Trust {
+            all: true,
+            store: None,
+        };
+        let servers = discover(&BTreeMap::new(), dir.path(), None, &all).servers;
         assert_eq!(
             servers["shared-server"].command.as_deref(),
             Some("/path/to/server")
@@ -294,7 +426,14 @@ mod tests {
                 ..Default::default()
             },
         )]);
-        let servers = discover(&own, dir.path(), Some(home.path()));
+        let all = crate::config::Trust {
+            all: true,
+            store: None,
+        };
+        let found = discover(&own, dir.path(), Some(home.path()), &all);
+        assert_eq!(found.held.len(), 1, "{:?}", found.held);
+        assert_eq!(found.held[0].name, "mine (opencode.json)");
+        let servers = found.servers;
         let local = &servers["local"];
         assert_eq!(local.command.as_deref(), Some("npx"));
         assert_eq!(local.args, ["-y", "srv"]);

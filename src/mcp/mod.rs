@@ -35,6 +35,10 @@ pub enum State {
     Ready,
     Failed,
     Disabled,
+    /// A repository's server the user has not trusted: never started.
+    Untrusted,
+    /// A repository's server named like one of the user's: never started.
+    Shadowed,
 }
 
 /// One tool a server offers.
@@ -62,6 +66,8 @@ impl State {
             State::Ready => "ready",
             State::Failed => "failed",
             State::Disabled => "disabled",
+            State::Untrusted => "not trusted",
+            State::Shadowed => "shadowed",
         }
     }
 }
@@ -102,6 +108,11 @@ impl Server {
             .ok()
             .and_then(|inner| inner.state.clone())
             .unwrap_or(State::Starting)
+    }
+
+    /// A repository's server that must never start (untrusted, shadowed).
+    fn is_held(&self) -> bool {
+        matches!(self.state(), State::Untrusted | State::Shadowed)
     }
 
     fn fail(&self, error: String) {
@@ -184,21 +195,41 @@ impl std::fmt::Debug for Hub {
 impl Hub {
     /// The servers, not started yet (see [`Hub::start`]).
     pub fn new(servers: BTreeMap<String, ServerConfig>) -> Arc<Self> {
+        Self::discovered(config::Discovery {
+            servers,
+            ..Default::default()
+        })
+    }
+
+    /// The servers to start, and the repository's servers held back (listed
+    /// by `/mcp` with their reason, never started).
+    pub fn discovered(discovery: config::Discovery) -> Arc<Self> {
         let lookup = |name: &str| std::env::var(name).ok();
         let changed = Arc::new(watch::channel(0).0);
+        let server = |name: String, config: ServerConfig, inner: Inner| {
+            Arc::new(Server {
+                name,
+                config,
+                inner: Mutex::new(inner),
+                changed: watch::channel(0).0,
+                hub_changed: changed.clone(),
+            })
+        };
+        let mut servers: Vec<Arc<Server>> = discovery
+            .servers
+            .into_iter()
+            .map(|(name, config)| server(name, config.expanded(&lookup), Inner::default()))
+            .collect();
+        servers.extend(discovery.held.into_iter().map(|held| {
+            let inner = Inner {
+                state: Some(held.state),
+                last_error: Some(held.note),
+                ..Inner::default()
+            };
+            server(held.name, ServerConfig::default(), inner)
+        }));
         Arc::new(Self {
-            servers: servers
-                .into_iter()
-                .map(|(name, config)| {
-                    Arc::new(Server {
-                        name,
-                        config: config.expanded(&lookup),
-                        inner: Mutex::new(Inner::default()),
-                        changed: watch::channel(0).0,
-                        hub_changed: changed.clone(),
-                    })
-                })
-                .collect(),
+            servers,
             started: std::sync::atomic::AtomicBool::new(false),
             changed,
         })
@@ -210,7 +241,7 @@ impl Hub {
         if self.started.swap(true, std::sync::atomic::Ordering::SeqCst) {
             return;
         }
-        for server in &self.servers {
+        for server in self.servers.iter().filter(|server| !server.is_held()) {
             spawn_connect(server.clone());
         }
     }
@@ -370,7 +401,11 @@ impl Hub {
 
     /// Stops and starts `name` again.
     pub fn restart(&self, name: &str) -> bool {
-        let Some(server) = self.servers.iter().find(|server| server.name == name) else {
+        let found = self
+            .servers
+            .iter()
+            .find(|server| server.name == name && !server.is_held());
+        let Some(server) = found else {
             return false;
         };
         server.update(|inner| {
@@ -470,8 +505,10 @@ pub fn render(statuses: &[Status]) -> String {
         if status.prompts > 0 {
             out.push_str(&format!(", {} prompts", status.prompts));
         }
-        if let Some(error) = &status.last_error {
-            out.push_str(&format!(" (last error: {error})"));
+        match (&status.state, &status.last_error) {
+            (State::Untrusted | State::Shadowed, Some(note)) => out.push_str(&format!(" ({note})")),
+            (_, Some(error)) => out.push_str(&format!(" (last error: {error})")),
+            (_, None) => {}
         }
         out.push('\n');
     }

@@ -146,6 +146,15 @@ pub fn evaluate<'a>(
         .map_or((Action::Ask, None), |rule| (rule.action, Some(rule)))
 }
 
+/// Allow < ask < deny.
+fn strictness(action: Action) -> u8 {
+    match action {
+        Action::Allow => 0,
+        Action::Ask => 1,
+        Action::Deny => 2,
+    }
+}
+
 /// `*` matches any run of characters (including `/`), `?` exactly one. A
 /// pattern ending in ` *` also matches without the tail, so `cargo test *`
 /// covers a bare `cargo test`.
@@ -231,6 +240,11 @@ struct Pending {
 /// added by "always" answers, and the questions waiting for an answer.
 pub struct Permissions {
     rules: Vec<Rule>,
+    /// Rules that may only make an answer stricter (an untrusted project's
+    /// `ask`/`deny` entries): evaluated on their own, and when one matches,
+    /// the stricter of its action and the ruleset's is taken. Appended to
+    /// `rules` instead, a project's `"*" = "ask"` would reopen the user's deny.
+    restrictions: Vec<Rule>,
     /// Added by "always" answers; evaluated after `rules`, so they win.
     /// Shared with [`Permissions::for_agent`] copies, like the two below:
     /// an answer given to a subagent's ask holds for the whole session.
@@ -256,11 +270,36 @@ impl Permissions {
     pub fn new(rules: Vec<Rule>, bus: Bus, mode: Mode) -> Self {
         Self {
             rules,
+            restrictions: Vec::new(),
             approved: Arc::default(),
             pending: Arc::default(),
             waited: Arc::default(),
             bus,
             mode,
+        }
+    }
+
+    /// These permissions with `rules` that may only tighten an answer (see
+    /// the field). Under `--yolo` their `ask` rules are dropped, as yolo
+    /// drops every ask; their `deny` rules hold.
+    pub fn with_restrictions(mut self, rules: Vec<Rule>) -> Self {
+        let yolo = self.is_yolo();
+        self.restrictions = rules
+            .into_iter()
+            .filter(|rule| rule.action == Action::Deny || (rule.action == Action::Ask && !yolo))
+            .collect();
+        self
+    }
+
+    /// The ruleset's verdict for one pattern, made stricter by a matching
+    /// restriction.
+    fn ruled(&self, permission: &str, pattern: &str) -> (Action, Option<Rule>) {
+        let (action, rule) = evaluate(permission, pattern, &self.rules);
+        match evaluate(permission, pattern, &self.restrictions) {
+            (restricted, Some(by)) if strictness(restricted) > strictness(action) => {
+                (restricted, Some(by.clone()))
+            }
+            _ => (action, rule.cloned()),
         }
     }
 
@@ -279,6 +318,7 @@ impl Permissions {
         }));
         Permissions {
             rules,
+            restrictions: self.restrictions.clone(),
             approved: self.approved.clone(),
             pending: self.pending.clone(),
             waited: self.waited.clone(),
@@ -339,21 +379,21 @@ impl Permissions {
             .expect("permission lock is never poisoned: no panics while held");
         let mut verdict = (Action::Allow, None);
         for pattern in &request.patterns {
-            let ruled = evaluate(&request.permission, pattern, &self.rules);
+            let ruled = self.ruled(&request.permission, pattern);
             // A deny in the rules (config, defaults, an agent's own) holds
             // over any "always" answer: an answer given for the session, or
             // a broad one, must not reopen what a rule closed.
             if ruled.0 == Action::Deny {
-                return (Action::Deny, ruled.1.cloned());
+                return ruled;
             }
             // Otherwise `approved` comes after `rules`, so a match there wins.
             let decided = match evaluate(&request.permission, pattern, &approved) {
                 (_, None) => ruled,
-                found => found,
+                (action, rule) => (action, rule.cloned()),
             };
             match decided {
-                (Action::Deny, rule) => return (Action::Deny, rule.cloned()),
-                (Action::Ask, rule) => verdict = (Action::Ask, rule.cloned()),
+                (Action::Deny, rule) => return (Action::Deny, rule),
+                (Action::Ask, rule) => verdict = (Action::Ask, rule),
                 (Action::Allow, _) => {}
             }
         }
@@ -371,8 +411,8 @@ impl Permissions {
     pub fn denied<'a>(&self, permission: &str, patterns: &'a [String]) -> Option<(&'a str, Rule)> {
         patterns
             .iter()
-            .find_map(|pattern| match evaluate(permission, pattern, &self.rules) {
-                (Action::Deny, Some(rule)) => Some((pattern.as_str(), rule.clone())),
+            .find_map(|pattern| match self.ruled(permission, pattern) {
+                (Action::Deny, Some(rule)) => Some((pattern.as_str(), rule)),
                 _ => None,
             })
     }
@@ -743,6 +783,47 @@ mod tests {
         assert!(agent.is_yolo());
         assert_eq!(agent.check(&read_of("/p/notes.txt")).0, Action::Allow);
         assert_eq!(agent.check(&read_of("/p/secret.txt")).0, Action::Deny);
+    }
+
+    /// An untrusted project's ask/deny entries only tighten: a project
+    /// `"*" = "ask"` does not reopen the user's deny, a project deny holds
+    /// over the user's allow, and under yolo only the denies stay.
+    #[test]
+    fn restrictions_only_make_an_answer_stricter() {
+        let user: PermissionConfig =
+            toml::from_str("[bash]\n\"*\" = \"allow\"\n\"rm *\" = \"deny\"\n").expect("valid");
+        let project: PermissionConfig =
+            toml::from_str("bash = \"ask\"\nedit = \"deny\"\n").expect("valid");
+        let bash = |command: &str| PermissionRequest {
+            permission: "bash".into(),
+            patterns: vec![command.into()],
+            ..PermissionRequest::default()
+        };
+        let edit = PermissionRequest {
+            permission: "edit".into(),
+            patterns: vec!["/p/a.rs".into()],
+            ..PermissionRequest::default()
+        };
+        // (yolo, request, want)
+        let cases = [
+            (false, bash("rm -rf x"), Action::Deny),
+            (false, bash("ls"), Action::Ask),
+            (false, edit.clone(), Action::Deny),
+            (true, bash("rm -rf x"), Action::Deny),
+            (true, bash("ls"), Action::Allow),
+            (true, edit.clone(), Action::Deny),
+        ];
+        for (yolo, request, want) in cases {
+            let permissions = Permissions::new(ruleset(&user, yolo), Bus::new(), Mode::Headless)
+                .with_restrictions(config_rules(&project));
+            assert_eq!(permissions.check(&request).0, want, "{yolo} {request:?}");
+            let agent = permissions.for_agent(&[Rule::new("edit", "*", Action::Allow)]);
+            assert_eq!(
+                agent.check(&edit).0,
+                Action::Deny,
+                "agents keep restrictions"
+            );
+        }
     }
 
     /// "Always" answers, exact or broad, given in the session or to a

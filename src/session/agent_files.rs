@@ -37,8 +37,59 @@ pub fn directories(env: &Environment) -> Vec<PathBuf> {
     dirs
 }
 
-/// Reads every `*.md` in `dirs`; a name already found is skipped.
-pub fn load(dirs: &[PathBuf]) -> Found {
+/// The directories of [`directories`] that come with the project (a cloned
+/// repository): an agent file there may not loosen permissions untrusted.
+pub fn project_directories(env: &Environment) -> Vec<PathBuf> {
+    env.cwd
+        .ancestors()
+        .take_while(|dir| dir.starts_with(&env.root))
+        .flat_map(|dir| [dir.join(".cairn/agents"), dir.join(".claude/agents")])
+        .collect()
+}
+
+/// The `allow` rules of the project's agent files: they apply (to the
+/// agent's subagent runs) only once the project is trusted.
+pub fn project_risks(env: &Environment) -> Vec<crate::trust::Risk> {
+    let root = crate::trust::canonical(&env.root);
+    let mut risks = Vec::new();
+    for dir in project_directories(env) {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        let mut files: Vec<PathBuf> = entries
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|ext| ext == "md"))
+            .collect();
+        files.sort();
+        for file in files {
+            let Ok((name, agent)) = read_one(&file) else {
+                continue;
+            };
+            let allowed = agent.permission.unwrap_or_default().into_iter();
+            for rule in
+                allowed.filter(|rule| rule.action == crate::config::permission::Action::Allow)
+            {
+                risks.push(crate::trust::Risk {
+                    root: root.clone(),
+                    file: file.clone(),
+                    line: None,
+                    key: format!(
+                        "agent {name}: permission.{}.{:?}",
+                        rule.permission, rule.pattern
+                    ),
+                    value: "\"allow\"".to_string(),
+                });
+            }
+        }
+    }
+    risks
+}
+
+/// Reads every `*.md` in `dirs`; a name already found is skipped. Files in
+/// `untrusted` keep only their `deny` rules: appended after the session's
+/// rules, their `allow` would loosen an ask and their `ask` a deny.
+pub fn load(dirs: &[PathBuf], untrusted: &[PathBuf]) -> Found {
     let mut found = Found::default();
     let mut seen = BTreeSet::new();
     for dir in dirs {
@@ -53,7 +104,10 @@ pub fn load(dirs: &[PathBuf]) -> Found {
         files.sort();
         for file in files {
             match read_one(&file) {
-                Ok((name, agent)) => {
+                Ok((name, mut agent)) => {
+                    if untrusted.contains(dir) {
+                        deny_only(&mut agent);
+                    }
                     if seen.insert(name.clone()) {
                         found.agents.push((name, agent));
                     }
@@ -65,6 +119,12 @@ pub fn load(dirs: &[PathBuf]) -> Found {
         }
     }
     found
+}
+
+fn deny_only(agent: &mut AgentOverride) {
+    if let Some(rules) = &mut agent.permission {
+        rules.retain(|rule| rule.action == crate::config::permission::Action::Deny);
+    }
 }
 
 fn read_one(file: &Path) -> Result<(String, AgentOverride), String> {
@@ -308,7 +368,7 @@ mod tests {
         let mut env = Environment::discover(&sub);
         env.home = None;
         env.config_dir = None;
-        let found = load(&directories(&env));
+        let found = load(&directories(&env), &[]);
         assert_eq!(found.agents.len(), 1);
         assert_eq!(found.agents[0].1.prompt.as_deref(), Some("near"));
         assert_eq!(found.problems.len(), 1, "{:?}", found.problems);

@@ -83,6 +83,8 @@ pub enum Overlay {
     UndoConflict(Vec<String>),
     /// `/diff`: the session's changes, scrollable.
     Diff(super::undo::DiffView),
+    /// The project's risky settings, not applied until it is trusted.
+    Trust(Vec<String>),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -107,6 +107,8 @@ pub struct TuiInput {
     pub notice: Option<String>,
     /// Stored message count of each session in `sessions`, for `/sessions`.
     pub message_counts: std::collections::HashMap<String, u64>,
+    /// The untrusted project's risky settings: the trust dialog opens on them.
+    pub untrusted: Vec<String>,
 }
 
 /// How the TUI ended, for `main` to act on.
@@ -120,6 +122,9 @@ pub enum TuiExit {
     /// `/model provider/model` on the first-run screen: start the TUI again
     /// with that model.
     UseModel(String),
+    /// `t` in the trust dialog: store the trust and start again with the
+    /// project's settings applied.
+    TrustProject,
 }
 
 /// What the start-up search for local model servers found, delivered after
@@ -151,6 +156,9 @@ pub async fn run(input: TuiInput) -> anyhow::Result<TuiExit> {
         now: now_millis(),
     });
     app.flash = input.notice;
+    if !input.untrusted.is_empty() && app.overlay.is_none() {
+        app.overlay = Some(app::Overlay::Trust(input.untrusted));
+    }
     app.message_counts = input.message_counts;
     let mut guard = terminal::TerminalGuard::enter()?;
     let channels = runner::Channels {

@@ -167,12 +167,33 @@ fn answer_permission(app: &mut App, request_id: &str, answer: PermissionAnswer) 
     })]
 }
 
+/// The trust dialog: only `t` trusts; Enter, Esc and `c` continue without.
+fn trust_key(app: &mut App, action: &Action) -> Vec<Effect> {
+    match action {
+        Action::Insert('t' | 'T') => {
+            app.overlay = None;
+            app.flash = Some("trusting the project…".into());
+            app.exit = Some(super::TuiExit::TrustProject);
+        }
+        Action::Insert('c' | 'C') | Action::Escape | Action::Enter => {
+            app.overlay = None;
+            app.flash =
+                Some("the project's settings are not applied; `cairn trust` trusts it".into());
+        }
+        _ => {}
+    }
+    Vec::new()
+}
+
 fn overlay_key(app: &mut App, action: Action) -> Vec<Effect> {
     if action == Action::CtrlC {
         return composer_key(app, action);
     }
     if let Some(Overlay::Mcp(selected)) = app.overlay {
         return mcp_key(app, selected, action);
+    }
+    if matches!(app.overlay, Some(Overlay::Trust(_))) {
+        return trust_key(app, &action);
     }
     if matches!(app.overlay, Some(Overlay::UndoConflict(_))) {
         return super::undo::conflict_key(app, &action);

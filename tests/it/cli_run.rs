@@ -155,6 +155,7 @@ async fn json_format_prints_one_event_per_line() {
 async fn run_without_keys(config: &str) -> Output {
     let project = Project::new();
     std::fs::write(project.path("cairn.toml"), config).expect("write cairn.toml");
+    project.trust();
     project.cairn(&["run", "hello"]).await
 }
 
@@ -539,6 +540,8 @@ async fn instruction_urls_are_fetched_once_and_a_failure_is_shown() {
         ),
     )
     .expect("write config");
+    // Instructions at a URL connect where the project says: trusted first.
+    project.trust();
     let output = project.cairn(&["run", "what do my notes say?"]).await;
     assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
     let requests = server.requests();

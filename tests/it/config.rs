@@ -229,7 +229,18 @@ fn a_pattern_table_replaces_a_single_action_and_forgets_its_origin() {
         &ws.project.join("cairn.toml"),
         "[permission.bash]\n\"git *\" = \"allow\"\n",
     );
+    // Untrusted, the project's allow is not applied at all.
     let loaded = config::load(&ws.options()).expect("valid config");
+    assert_eq!(
+        loaded.origins["permission.bash"],
+        Origin::File(ws.global_file())
+    );
+    assert!(!loaded.project_trusted);
+    assert_eq!(loaded.project_risks[0].key, "permission.bash.\"git *\"");
+    // Trusted, it merges like any file.
+    let mut options = ws.options();
+    options.trust.all = true;
+    let loaded = config::load(&options).expect("valid config");
     assert!(!loaded.origins.contains_key("permission.bash"));
     assert_eq!(
         loaded.origins["permission.bash.\"git *\""],

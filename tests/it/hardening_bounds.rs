@@ -486,6 +486,7 @@ async fn the_read_of_a_never_compacted_session_follows_the_window() {
             server.url()
         );
         std::fs::write(project.path("cairn.toml"), config).expect("write cairn.toml");
+        project.trust();
         let id = seed_heavy_session(&project).await;
         let run = project
             .measured(

@@ -80,7 +80,9 @@ impl Project {
             "model = \"scripted/test-model\"\nyolo = true\n\n[provider.scripted]\nwire = \"openai\"\nbase_url = \"{server_url}/v1\"\n\n[provider.scripted.models.\"test-model\"]\ncontext = 200000\noutput = 32000\n"
         );
         std::fs::write(work.join("cairn.toml"), config).expect("write cairn.toml");
-        Self { root }
+        let project = Self { root };
+        crate::support::trust_project(project.command(&[]));
+        project
     }
 
     fn work(&self) -> PathBuf {

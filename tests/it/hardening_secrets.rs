@@ -33,7 +33,26 @@ impl Project {
         );
         std::fs::write(work.join("cairn.toml"), config).expect("write cairn.toml");
         let key = format!("sk-cairn-secret-{:016x}", fastrand::u64(..));
-        Self { root, key }
+        let project = Self { root, key };
+        project.trust();
+        project
+    }
+
+    /// `cairn trust` with the environment `run` gives cairn (the key set:
+    /// `api_key_env` naming a set variable is what needs trust).
+    fn trust(&self) {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_cairn"));
+        command
+            .current_dir(self.root.path().join("work"))
+            .env("HOME", self.root.path())
+            .env("XDG_CONFIG_HOME", self.root.path().join("config"));
+        for (name, _) in std::env::vars().filter(|(name, _)| name.starts_with("CAIRN_")) {
+            command.env_remove(name);
+        }
+        command
+            .env("CAIRN_DATA_DIR", self.data())
+            .env(KEY_ENV, &self.key);
+        support::trust_project(command);
     }
 
     fn data(&self) -> PathBuf {
@@ -351,6 +370,7 @@ async fn inline_keys_are_sent_and_config_secrets_are_redacted_everywhere() {
     let path = work.join("cairn.toml");
     std::fs::write(&path, config).expect("write cairn.toml");
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    project.trust();
     server.push(scenario::tool_call(
         "call_1",
         "bash",

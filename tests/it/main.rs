@@ -67,6 +67,7 @@ mod tools_hangs;
 mod tools_kill;
 mod tools_search;
 mod tools_truncate;
+mod trust;
 mod tui_edges;
 mod tui_mcp;
 mod tui_paging;

@@ -265,6 +265,7 @@ async fn cairn_run_mcp_lists_servers_from_claude_codes_mcp_json() {
         "broken": {"command": "/nonexistent/server"}
     }});
     std::fs::write(project.path(".mcp.json"), file.to_string()).expect("write .mcp.json");
+    project.trust();
     let out = project.ok(&["run", "/mcp"]).await;
     assert!(out.contains("fixture: ready, 7 tools"), "{out}");
     assert!(

@@ -210,6 +210,7 @@ async fn cairn_run_mcp_lists_an_http_server_from_mcp_json() {
                    "headers": {"Authorization": "Bearer ${CAIRN_TEST_UNSET_KEY:-t0ken}"}}
     }});
     std::fs::write(project.path(".mcp.json"), file.to_string()).expect("write .mcp.json");
+    project.trust();
     let out = project.ok(&["run", "/mcp"]).await;
     assert!(out.contains("remote: ready, 7 tools, 2 prompts"), "{out}");
 }

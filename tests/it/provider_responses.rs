@@ -228,6 +228,7 @@ async fn cairn_run_round_trips_a_tool_call_over_responses() {
         ),
     )
     .unwrap();
+    project.trust();
     let output = project.cairn(&["run", "what does notes.txt say?"]).await;
     assert!(output.status.success(), "{}", describe(&output));
     assert_eq!(text_of(&output.stdout).trim(), "The note says hello.");

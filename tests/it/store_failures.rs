@@ -39,6 +39,15 @@ async fn a_write_refused_by_a_locked_database_fails_the_run_loudly() {
     );
     std::fs::write(work.join("cairn.toml"), config).expect("write cairn.toml");
     let data: PathBuf = root.path().join("data");
+    let mut trust = std::process::Command::new(env!("CARGO_BIN_EXE_cairn"));
+    trust
+        .current_dir(&work)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", root.path())
+        .env("XDG_CONFIG_HOME", root.path().join("config"))
+        .env("CAIRN_DATA_DIR", &data);
+    crate::support::trust_project(trust);
     let cairn = Command::new(env!("CARGO_BIN_EXE_cairn"))
         .args(["run", "run the gated command"])
         .current_dir(&work)

@@ -35,7 +35,17 @@ impl Project {
             server.url()
         );
         std::fs::write(root.path().join("work/cairn.toml"), config).expect("write cairn.toml");
-        Self { root }
+        let project = Self { root };
+        let mut trust = Command::new(env!("CARGO_BIN_EXE_cairn"));
+        trust
+            .current_dir(project.work())
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", project.root.path())
+            .env("XDG_CONFIG_HOME", project.root.path().join("config"))
+            .env("CAIRN_DATA_DIR", project.root.path().join("data"));
+        crate::support::trust_project(trust);
+        project
     }
 
     fn work(&self) -> PathBuf {

@@ -23,6 +23,8 @@ async fn mcp_servers_prompts_and_failures_in_the_terminal() {
         starts.display()
     ));
     std::fs::write(&config, toml).expect("config");
+    // The user trusts their project's servers (the trust suite covers not trusting).
+    crate::tui_pty::trust_in_terminal_env(project.path(), data.path(), config_home.path());
 
     let (project_path, data_path, config_path) = (
         project.path().to_path_buf(),
@@ -70,4 +72,78 @@ async fn mcp_servers_prompts_and_failures_in_the_terminal() {
         sent.contains("Please review src/a.rs with a focus on naming."),
         "{sent}"
     );
+}
+
+/// A cloned repository's server and `yolo`: the trust dialog lists them;
+/// Enter (a habit key) keeps the project untrusted and the server never
+/// starts; `t` trusts it, and the server starts without a restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_trust_dialog_enter_keeps_out_t_trusts() {
+    let server = ScriptedServer::start([]).await;
+    let (project, data, config_home) = pty_dirs(&server, false);
+    let config = project.path().join("cairn.toml");
+    let starts = project.path().join("starts.txt");
+    let toml = std::fs::read_to_string(&config).expect("config");
+    std::fs::write(
+        &config,
+        format!(
+            "yolo = true\n{toml}\n[mcp.fx]\ncommand = \"{}\"\nargs = [\"--starts-file\", \"{}\"]\n",
+            fixture(),
+            starts.display()
+        ),
+    )
+    .expect("config");
+    let (project_path, data_path, config_path) = (
+        project.path().to_path_buf(),
+        data.path().to_path_buf(),
+        config_home.path().to_path_buf(),
+    );
+    let starts_seen = starts.clone();
+    tokio::task::spawn_blocking(move || {
+        let mut terminal = Terminal::start(&project_path, &data_path, &config_path, &[]);
+        let dialog = terminal.wait_for("the trust dialog", |s| {
+            s.contains("untrusted project") && s.contains("trust this project")
+        });
+        assert!(dialog.contains("cairn.toml:1: yolo = true"), "{dialog}");
+        assert!(dialog.contains("mcp.fx = "), "{dialog}");
+        assert!(dialog.contains("--starts-file"), "{dialog}");
+        terminal.type_text("\r");
+        terminal.wait_for("the dialog closed", |s| {
+            !s.contains("untrusted project") && s.contains("not applied")
+        });
+        terminal.type_text("/mcp\r");
+        let overlay = terminal.wait_for("fx listed, not trusted", |s| {
+            s.contains("MCP servers") && s.contains("fx  not trusted")
+        });
+        assert!(!starts_seen.exists(), "{overlay}");
+        terminal.type_text("\x1b");
+        terminal.quit();
+
+        // Again: the same dialog; `t` trusts, and fx starts in this process.
+        let mut terminal = Terminal::start(&project_path, &data_path, &config_path, &[]);
+        terminal.wait_for("the trust dialog again", |s| {
+            s.contains("untrusted project")
+        });
+        terminal.type_text("t");
+        terminal.wait_for("trusted", |s| s.contains("project trusted"));
+        terminal.type_text("/mcp\r");
+        terminal.wait_for("fx ready", |s| s.contains("fx  ready  7 tools"));
+        assert_eq!(
+            std::fs::read_to_string(&starts_seen)
+                .unwrap_or_default()
+                .lines()
+                .count(),
+            1
+        );
+        terminal.type_text("\x1b");
+        terminal.quit();
+
+        // Trusted: no dialog on the next start.
+        let mut terminal = Terminal::start(&project_path, &data_path, &config_path, &[]);
+        let screen = terminal.wait_for("the status line", |s| s.contains("scripted/test-model"));
+        assert!(!screen.contains("untrusted project"), "{screen}");
+        terminal.quit();
+    })
+    .await
+    .expect("the terminal session");
 }

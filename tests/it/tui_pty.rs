@@ -183,7 +183,19 @@ pub(crate) fn pty_dirs(
         ),
     )
     .expect("config");
+    trust_in_terminal_env(project.path(), data.path(), config_home.path());
     (project, data, config_home)
+}
+
+/// `cairn trust` with the environment [`Terminal::start`] gives cairn.
+pub(crate) fn trust_in_terminal_env(project: &Path, data: &Path, config_home: &Path) {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_cairn"));
+    command
+        .current_dir(project)
+        .env("CAIRN_DATA_DIR", data)
+        .env("XDG_CONFIG_HOME", config_home)
+        .env_remove("CAIRN_CONFIG");
+    crate::support::trust_project(command);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

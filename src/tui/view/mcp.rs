@@ -23,8 +23,13 @@ pub fn draw(statuses: &[Status], selected: usize, frame: &mut Frame<'_>, area: R
     for (index, status) in statuses.iter().enumerate() {
         lines.push(row(status, index == selected));
         if let Some(error) = &status.last_error {
+            // A held server's note is its reason, not an error.
+            let label = match status.state {
+                State::Untrusted | State::Shadowed => "",
+                _ => "last error: ",
+            };
             lines.push(Line::styled(
-                fit(&format!("    last error: {error}"), room),
+                fit(&format!("    {label}{error}"), room),
                 Style::default().fg(Color::DarkGray),
             ));
         }
@@ -81,6 +86,7 @@ fn state_color(state: &State) -> Color {
         State::Starting => Color::Yellow,
         State::Failed => Color::Red,
         State::Disabled => Color::DarkGray,
+        State::Untrusted | State::Shadowed => Color::Magenta,
     }
 }
 
@@ -100,7 +106,12 @@ pub fn indicator(statuses: &[Status]) -> Option<Span<'static>> {
     }
     let enabled = statuses
         .iter()
-        .filter(|s| s.state != State::Disabled)
+        .filter(|s| {
+            !matches!(
+                s.state,
+                State::Disabled | State::Untrusted | State::Shadowed
+            )
+        })
         .count();
     let ready = statuses.iter().filter(|s| s.state == State::Ready).count();
     (ready < enabled).then(|| {

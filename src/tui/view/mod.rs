@@ -18,6 +18,7 @@ pub mod status;
 pub mod subtask_card;
 pub mod tool_card;
 pub mod transcript;
+pub mod trust;
 pub mod undo;
 pub mod welcome;
 
@@ -177,6 +178,7 @@ pub fn draw(app: &App, frame: &mut Frame<'_>) {
         Some(Overlay::Mcp(selected)) => mcp::draw(&app.mcp, *selected, frame, area),
         Some(Overlay::UndoConflict(files)) => undo::draw(files, frame, area),
         Some(Overlay::Diff(view)) => diff::draw(view, frame, area),
+        Some(Overlay::Trust(settings)) => trust::draw(settings, frame, area),
         Some(Overlay::FirstRun(_)) | None => {}
     }
     if let Some(request) = app.permissions.front() {

@@ -38,7 +38,8 @@ impl Project {
     }
 
     /// A `cairn.toml` using the scripted server as `scripted/test-model`, with
-    /// every ask allowed (`yolo`).
+    /// every ask allowed (`yolo`); the project is trusted (`cairn trust`), as
+    /// its user would trust their own repository.
     pub fn use_scripted(&self, server: &ScriptedServer) {
         self.use_scripted_with(server, "yolo = true\n", "");
     }
@@ -59,6 +60,27 @@ impl Project {
              {tables}"
         );
         std::fs::write(self.path("cairn.toml"), config).expect("write cairn.toml");
+        self.trust();
+    }
+
+    /// `cairn trust` in the project: its risky settings (`yolo`, allow
+    /// rules, servers) apply from now on. Call again after changing them.
+    pub fn trust(&self) {
+        crate::support::trust_project(self.std_command());
+    }
+
+    /// [`Project::command`] as a blocking command.
+    pub fn std_command(&self) -> std::process::Command {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_cairn"));
+        command
+            .current_dir(self.root.path())
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", self.home.path())
+            .env("XDG_CONFIG_HOME", self.home.path().join("config"))
+            .env("CAIRN_DATA_DIR", self.data_dir())
+            .env("CAIRN_LOCAL_SERVERS", "");
+        command
     }
 
     /// Runs `git` in the project; fails the test when git fails.

@@ -533,3 +533,19 @@ pub fn text_of(events: &[cairn::provider::StreamEvent]) -> String {
         })
         .collect()
 }
+
+/// Trusts the project `command` runs in, as its user would: `cairn trust`
+/// with the environment the test then runs cairn with (data dir, config
+/// home, key variables: they decide what counts as risky).
+pub fn trust_project(mut command: std::process::Command) {
+    let output = command
+        .arg("trust")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run cairn trust");
+    assert!(
+        output.status.success(),
+        "cairn trust failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
