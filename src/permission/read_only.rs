@@ -117,8 +117,20 @@ const PLAIN_SYNTAX: &[&str] = &[
     "heredoc_end",
 ];
 
-/// True only when `command` surely changes no file.
-pub fn cannot_write(command: &str) -> bool {
+/// True only when `command`, run by a `bash` that finds programs through
+/// `search_path` (the `PATH` it inherits), surely changes no file of the
+/// project at `root`. A search path with a relative entry or one inside the
+/// project could find an `ls` the model wrote itself: then nothing is read-only.
+pub fn cannot_write(command: &str, search_path: &std::ffi::OsStr, root: &std::path::Path) -> bool {
+    let real = |path: &std::path::Path| path.canonicalize().unwrap_or_else(|_| path.to_owned());
+    let root = real(root);
+    std::env::split_paths(search_path)
+        .all(|dir| dir.is_absolute() && !dir.starts_with(&root) && !real(&dir).starts_with(&root))
+        && line_cannot_write(command)
+}
+
+/// True only when the command line surely changes no file.
+fn line_cannot_write(command: &str) -> bool {
     if !plain_syntax(command) {
         return false;
     }
@@ -255,7 +267,26 @@ fn has_glob(raw: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::cannot_write;
+    use super::line_cannot_write as cannot_write;
+    use std::ffi::OsStr;
+    use std::path::Path;
+
+    /// A `PATH` that could find a program the model wrote makes every line
+    /// "may write", even `ls`.
+    #[test]
+    fn a_search_path_into_the_project_or_relative_trusts_no_line() {
+        let root = Path::new("/p");
+        let check = |path: &str| super::cannot_write("ls", OsStr::new(path), root);
+        assert!(check("/usr/local/bin:/usr/bin:/bin"));
+        assert!(!check("/usr/bin:."));
+        assert!(!check("bin:/usr/bin"));
+        assert!(
+            !check("/usr/bin::/bin"),
+            "an empty entry is the current directory"
+        );
+        assert!(!check("/p/node_modules/.bin:/usr/bin"));
+        assert!(!check("/p:/usr/bin"));
+    }
 
     /// Lines that write through the shell itself: redirections,
     /// substitutions, a writer listed after a reader.

@@ -120,7 +120,8 @@ impl StepSnapshots {
     /// untouched.
     pub async fn before_tool(&mut self, tool: &str, input: &Value) {
         self.calls.push((tool.to_owned(), input.clone()));
-        if !writes_nothing(tool, input) {
+        let root = self.store.as_ref().map(Snapshots::work_tree);
+        if root.is_some_and(|root| !writes_nothing(tool, input, root)) {
             self.await_before().await;
         }
     }
@@ -249,15 +250,18 @@ impl Recorded {
 /// Tools that change no file whatever their input.
 const READING_TOOLS: &[&str] = &["read", "glob", "grep", "list", "skill", "todowrite"];
 
-/// True when the call surely changes no file in the project: a reading
-/// tool, or a `bash` line [`read_only::cannot_write`] clears.
-fn writes_nothing(tool: &str, input: &Value) -> bool {
+/// True when the call surely changes no file in the project at `root`: a
+/// reading tool, or a `bash` line [`read_only::cannot_write`] clears.
+fn writes_nothing(tool: &str, input: &Value, root: &Path) -> bool {
     READING_TOOLS.contains(&tool)
         || (tool == "bash"
             && input
                 .get("command")
                 .and_then(Value::as_str)
-                .is_some_and(read_only::cannot_write))
+                .is_some_and(|command| {
+                    let search_path = std::env::var_os("PATH").unwrap_or_default();
+                    read_only::cannot_write(command, &search_path, root)
+                }))
 }
 
 /// The files the step's `edit` and `write` calls named, relative to the
@@ -269,7 +273,7 @@ fn writes_nothing(tool: &str, input: &Value) -> bool {
 fn named_paths(calls: &[(String, Value)], root: &Path, cwd: &Path) -> Option<Vec<String>> {
     let mut paths = Vec::new();
     for (tool, input) in calls {
-        if writes_nothing(tool, input) {
+        if writes_nothing(tool, input, root) {
             continue;
         }
         if !matches!(tool.as_str(), "edit" | "write") {

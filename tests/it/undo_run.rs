@@ -312,3 +312,131 @@ async fn the_deferred_patch_is_written_before_cairn_run_exits() {
     assert_eq!(project.read("new.txt"), None);
     assert_eq!(project.read("src/d0/f77.txt").as_deref(), Some("file 77\n"));
 }
+
+/// `cairn run` and its `git` are SIGKILLed while git holds the snapshot
+/// store's `index.lock` (the first snapshot of a big tree): the next run
+/// must record its step and `/undo` must take it back, not fail on the lock
+/// forever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kill_mid_snapshot_leaves_snapshots_and_undo_working() {
+    let server = ScriptedServer::start([
+        // Held back until the kill: the first snapshot runs meanwhile.
+        support::ScriptedResponse::no_answer(),
+        tool_call(
+            "call_1",
+            "bash",
+            json!({ "command": "echo x > new.txt" }),
+            1_000,
+        ),
+        text("Done.", 1_100),
+    ])
+    .await;
+    let project = committed_project(&server);
+    for index in 0..5_000 {
+        let dir = project.path(&format!("src/d{}", index / 100));
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        std::fs::write(dir.join(format!("f{index}.txt")), format!("file {index}\n"))
+            .expect("write");
+    }
+    let mut command = project.command(&["run", "first"]);
+    command.process_group(0);
+    let child = command.spawn().expect("start cairn");
+    let group = child.id().expect("running") as i32;
+    let store = project.data_dir().join("snapshot");
+    let lock = tokio::time::timeout(std::time::Duration::from_secs(50), async {
+        loop {
+            let held = std::fs::read_dir(&store).ok().and_then(|mut dirs| {
+                dirs.find_map(|d| {
+                    let lock = d.ok()?.path().join("index.lock");
+                    lock.exists().then_some(lock)
+                })
+            });
+            if let Some(lock) = held {
+                return lock;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+    })
+    .await
+    .expect("git takes the store's index.lock during the first snapshot");
+    // SAFETY: kill only sends a signal to the group the test started.
+    assert_eq!(unsafe { libc::kill(-group, libc::SIGKILL) }, 0);
+    let _ = child.wait_with_output().await;
+    assert!(lock.exists(), "the killed git left its lock");
+
+    let out = project
+        .ok(&["run", "--format", "json", "--continue", "again"])
+        .await;
+    assert_eq!(
+        patches(&out),
+        vec![vec![("new.txt".to_owned(), "bash".to_owned())]]
+    );
+    project.ok(&["run", "--continue", "/undo"]).await;
+    assert_eq!(project.read("new.txt"), None);
+}
+
+/// A read-only step takes no "after" snapshot at all, seen from outside:
+/// an `ls` on `PATH` (outside the project, so trusted by name) that writes
+/// a file anyway, after the turn's first snapshot, leaves no patch of its
+/// own; the file is recorded by the next writing step of the turn, whose
+/// "before" is that first snapshot, and `/undo` takes both back. (Were the
+/// `ls` step snapshotted, its own patch would name the file.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_step_takes_no_snapshot_the_next_writing_step_records_its_files() {
+    let server = ScriptedServer::start([
+        tool_call("call_1", "bash", json!({ "command": "ls" }), 1_000),
+        tool_call(
+            "call_2",
+            "bash",
+            json!({ "command": "echo w > w.txt" }),
+            1_100,
+        ),
+        text("Done.", 1_200),
+    ])
+    .await;
+    let project = committed_project(&server);
+    let tools = tempfile::tempdir().expect("tools dir");
+    let fake_ls = tools.path().join("ls");
+    // It writes once the turn's first snapshot is taken: once the store's
+    // index exists and the store lock (held through a snapshot) is free.
+    let store = project.data_dir().join("snapshot");
+    let script = format!(
+        "#!/bin/sh\n\
+         until /bin/ls {store}/*/index >/dev/null 2>&1; do sleep 0.01; done\n\
+         for lock in {store}/*/cairn.lock; do flock \"$lock\" sh -c 'echo sneaky > sneaky.txt'; done\n\
+         exec /bin/ls \"$@\"\n",
+        store = store.display()
+    );
+    std::fs::write(&fake_ls, script).expect("write ls");
+    std::fs::set_permissions(
+        &fake_ls,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .expect("chmod ls");
+    let path = format!(
+        "{}:{}",
+        tools.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut command = project.command(&["run", "--format", "json", "look, then write"]);
+    command.env("PATH", path);
+    let output = tokio::time::timeout(std::time::Duration::from_secs(60), command.output())
+        .await
+        .expect("cairn finishes")
+        .expect("run cairn");
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    assert_eq!(project.read("sneaky.txt").as_deref(), Some("sneaky\n"));
+    let mut recorded = patches(&String::from_utf8_lossy(&output.stdout));
+    recorded.iter_mut().for_each(|patch| patch.sort());
+    assert_eq!(
+        recorded,
+        vec![vec![
+            ("sneaky.txt".to_owned(), "bash".to_owned()),
+            ("w.txt".to_owned(), "bash".to_owned()),
+        ]],
+        "one patch, of the writing step"
+    );
+    project.ok(&["run", "--continue", "/undo"]).await;
+    assert_eq!(project.read("sneaky.txt"), None);
+    assert_eq!(project.read("w.txt"), None);
+}
