@@ -540,6 +540,8 @@ async fn instruction_urls_are_fetched_once_and_a_failure_is_shown() {
         ),
     )
     .expect("write config");
+    // Instruction URLs connect where the file says: the user trusts their project.
+    project.trust();
     let output = project.cairn(&["run", "what do my notes say?"]).await;
     assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
     let requests = server.requests();
