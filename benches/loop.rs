@@ -70,6 +70,7 @@ fn session_ctx(app: &App, session_id: &str) -> SessionCtx {
         reported: Default::default(),
         remote_instructions: Default::default(),
         snapshots: None,
+        snapshot_chain: Default::default(),
     }
 }
 

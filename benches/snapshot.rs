@@ -127,7 +127,7 @@ fn edit_only_step(store: &Snapshots, edited: &Path) {
         runs.push(started.elapsed());
     }
     println!(
-        "one-edit step, snapshots on, after-snapshot of the named file only: {:?} after the tools",
+        "one-edit step, after-snapshot of the named file only + changes: {:?}",
         median(runs)
     );
 }
@@ -161,10 +161,11 @@ fn undo_as_the_command_does(store: &Snapshots, edited: &Path) {
     );
 }
 
-/// What snapshots add to a step that runs one tool (writes one file), on
-/// and off. On: the "before" snapshot runs while the request goes out and is
-/// awaited before the first tool; the "after" snapshot and the changes run
-/// after the tools, on the step's path. Off: only the tool's write.
+/// The snapshot work of a step that runs one tool (writes one file), on
+/// and off. On: the "before" snapshot (overlapping the model request, or
+/// the previous step's "after"), then the "after" snapshot and the changes,
+/// which run while the next request streams: how much of this reaches a
+/// step's wall time is `cargo bench --bench step_overhead`.
 fn step_overhead(store: &Snapshots, edited: &Path) {
     let (mut off, mut before_runs, mut on) = (Vec::new(), Vec::new(), Vec::new());
     for run in 0..5 {
@@ -185,9 +186,8 @@ fn step_overhead(store: &Snapshots, edited: &Path) {
     let (off, on) = (median(off), median(on));
     println!("one-tool step, snapshots off (the tool's write): {off:?}");
     println!(
-        "one-tool step, snapshots on: after the tools {on:?} (after-snapshot + changes), \
-         +{:?} on the step's path; the before-snapshot ({:?}) overlaps the model request",
-        on.saturating_sub(off),
+        "one-tool step, snapshots on: full after-snapshot + changes {on:?} (runs while the \
+         next request streams), before-snapshot {:?} (runs while the request goes out)",
         median(before_runs)
     );
 }

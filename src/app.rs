@@ -387,6 +387,7 @@ impl App {
             reported: Default::default(),
             remote_instructions: Default::default(),
             snapshots,
+            snapshot_chain: Default::default(),
         };
         for problem in &files.problems {
             ctx.report_once(problem);

@@ -382,6 +382,18 @@ pub struct CompactionPart {
     /// Focus the user gave with `/compact <instructions>`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instructions: Option<String>,
+    /// The context's size as the gauge showed it before and after, written
+    /// once the summary is in place: the notice and the transcript's marker
+    /// both show these, so one compaction has one pair of figures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<CompactedTokens>,
+}
+
+/// What a compaction did to the context, in the gauge's figures.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CompactedTokens {
+    pub before: u64,
+    pub after: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -298,10 +298,10 @@ fn print_breakdown(
         let sign = if breakdown.difference < 0 { "-" } else { "+" };
         writeln!(
             stdout,
-            "{:<20} {:>9} {:>5.1}%  (the provider's count minus cairn's)",
+            "{:<20} {:>9} {:>6}  (the provider's count minus cairn's)",
             "provider difference",
             format!("{sign}{}", thousands(tokens)),
-            tokens as f64 * 100.0 / usable
+            format!("{sign}{:.1}%", tokens as f64 * 100.0 / usable)
         )?;
     }
     let tilde = if gauge.estimated { "~" } else { "" };

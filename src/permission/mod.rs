@@ -17,6 +17,7 @@ use crate::bus::{Bus, Event};
 
 pub mod bash_rules;
 mod path;
+pub mod read_only;
 pub mod request;
 pub mod shell;
 

@@ -17,8 +17,8 @@ use crate::context::compaction::{
     self, AUTO_CONTINUE, AUTO_CONTINUE_METADATA, SummaryPlan, TailSettings,
 };
 use crate::message::{
-    FinishReason, Message, MessageError, MessageErrorKind, MessageWithParts, Part, PartKind, Role,
-    TextPart, UserMessage,
+    CompactedTokens, FinishReason, Message, MessageError, MessageErrorKind, MessageWithParts, Part,
+    PartKind, Role, TextPart, UserMessage,
 };
 use crate::provider::ChatRequest;
 use crate::session::agent::{COMPACTION, ToolAccess};
@@ -243,17 +243,18 @@ async fn apply_summary(
     summary: Summary<'_>,
 ) -> Result<StepOutcome, Error> {
     let request = summary.request;
+    let mut stored = request
+        .parts
+        .iter()
+        .find(|p| p.as_compaction().is_some())
+        .cloned();
     if let Some(tail_start) = &plan.tail_start_id
-        && let Some(mut stored) = request
-            .parts
-            .iter()
-            .find(|p| p.as_compaction().is_some())
-            .cloned()
+        && let Some(stored) = &mut stored
     {
         if let PartKind::Compaction(compaction) = &mut stored.kind {
             compaction.tail_start_id = Some(tail_start.clone());
         }
-        ctx.writer.part(&stored).await?;
+        ctx.writer.part(stored).await?;
     }
     // The replayed message and prompts typed meanwhile must be what the
     // model reads next, and they count in the size after compaction.
@@ -269,9 +270,23 @@ async fn apply_summary(
         move_to_end(ctx, prompt).await?;
     }
     let after = gauge::refresh(ctx, model).await?;
+    let tokens = CompactedTokens {
+        before: summary.before_count,
+        after: after.used,
+    };
+    // The figures go on the request, where the transcript's marker reads
+    // them, and into the one notice: the same pair in both places.
+    let mut overflow = false;
+    if let Some(mut stored) = stored {
+        if let PartKind::Compaction(compaction) = &mut stored.kind {
+            compaction.tokens = Some(tokens);
+            overflow = compaction.overflow;
+        }
+        ctx.writer.part(&stored).await?;
+    }
     ctx.writer.notice(
         &ctx.session_id,
-        compaction_notice(summary.auto, summary.before_count, after.used),
+        compaction_notice(summary.auto, overflow, tokens),
     );
     if let Some(advice) = gauge::after_compaction(ctx, model, summary.before_count, after.used) {
         ctx.writer.error(&ctx.session_id, advice);
@@ -283,21 +298,26 @@ async fn apply_summary(
     Ok(StepOutcome::Continue)
 }
 
-/// The one notice of a compaction: the gauge before and after, and a plain
-/// word when it did not make the context smaller (what is kept verbatim, the
-/// recent turns and the summary, outweighed what was summarized).
-fn compaction_notice(auto: bool, before: u64, after: u64) -> String {
+/// The one notice of a compaction: the gauge before and after; why, when
+/// the model rejected a request as too large (that rejection has no notice
+/// of its own); and a plain word when it did not make the context smaller
+/// (what is kept verbatim, the recent turns and the summary, outweighed what
+/// was summarized).
+pub(crate) fn compaction_notice(auto: bool, overflow: bool, tokens: CompactedTokens) -> String {
     let kind = if auto { "auto" } else { "manual" };
-    let figures = format!(
+    let mut notice = format!(
         "compacted the conversation ({kind}): {} -> {} tokens",
-        crate::shared::thousands(before),
-        crate::shared::thousands(after),
+        crate::shared::thousands(tokens.before),
+        crate::shared::thousands(tokens.after),
     );
-    if after >= before {
-        format!("{figures}; it did not shrink: the recent turns kept verbatim are most of it")
-    } else {
-        figures
+    if overflow {
+        notice
+            .push_str(", after the model rejected the request as too large for its context window");
     }
+    if tokens.after >= tokens.before {
+        notice.push_str("; it did not shrink: the recent turns kept verbatim are most of it");
+    }
+    notice
 }
 
 /// The size of the window before compaction: the last finished request.
@@ -469,16 +489,22 @@ async fn abandon(ctx: &SessionCtx, request: &MessageWithParts) -> Result<StepOut
 #[cfg(test)]
 mod tests {
     use super::compaction_notice;
+    use crate::message::CompactedTokens;
 
     #[test]
-    fn one_notice_says_before_after_and_when_it_did_not_shrink() {
+    fn one_notice_says_before_after_why_and_when_it_did_not_shrink() {
+        let tokens = |before, after| CompactedTokens { before, after };
         assert_eq!(
-            compaction_notice(true, 45_000, 1_951),
+            compaction_notice(true, false, tokens(45_000, 1_951)),
             "compacted the conversation (auto): 45,000 -> 1,951 tokens"
         );
         assert_eq!(
-            compaction_notice(false, 2_496, 2_845),
+            compaction_notice(false, false, tokens(2_496, 2_845)),
             "compacted the conversation (manual): 2,496 -> 2,845 tokens; it did not shrink: the recent turns kept verbatim are most of it"
+        );
+        assert_eq!(
+            compaction_notice(true, true, tokens(9_020, 1_204)),
+            "compacted the conversation (auto): 9,020 -> 1,204 tokens, after the model rejected the request as too large for its context window"
         );
     }
 }

@@ -101,6 +101,9 @@ pub struct SessionCtx {
     pub remote_instructions: crate::session::remote_instructions::RemoteInstructions,
     /// The project's snapshot store; `None` when snapshots are off.
     pub snapshots: Option<crate::snapshot::Snapshots>,
+    /// The newest snapshot the session's steps left, maybe still being
+    /// taken: the next step's "before"; settled before the turn ends.
+    pub snapshot_chain: crate::session::snapshot_step::Chain,
 }
 
 impl SessionCtx {

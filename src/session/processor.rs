@@ -85,6 +85,10 @@ pub async fn process(step: Step<'_>, runner: &mut ToolRunner) -> Result<StepOutc
         sent_tokens,
         retries,
     } = step;
+    if summary {
+        // A compaction summarizes the steps before it, patches included.
+        ctx.snapshot_chain.settle().await;
+    }
     let writer = &ctx.writer;
     writer.message(&assistant).await?;
     let start = Part::new(&assistant, PartKind::StepStart(StepStartPart::default()));
@@ -618,14 +622,12 @@ async fn fail(
             &error.to_string(),
         )
         .await?;
-        // What happens next, so the notice never advises what cairn then
-        // does by itself: with compaction off, the loop says what to do.
-        let next = if ctx.settings.compaction.auto {
-            "; cairn compacts the conversation and retries"
-        } else {
-            ""
-        };
-        ctx.writer.notice(&ctx.session_id, format!("{error}{next}"));
+        // With automatic compaction, the compaction's own notice says why
+        // it ran (one notice per event); without it, the rejection is shown
+        // and the loop says what to do.
+        if !ctx.settings.compaction.auto {
+            ctx.writer.notice(&ctx.session_id, error.to_string());
+        }
         return Ok(StepOutcome::Compact);
     }
     if error.is_retryable() {

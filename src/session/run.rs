@@ -90,6 +90,9 @@ pub async fn run(ctx: Arc<SessionCtx>, cancel: CancellationToken) -> Result<(), 
     // A new turn: rejected-as-too-long compactions count afresh.
     gauge::reset_rejections(&ctx);
     let mut result = iterate(&ctx, &cancel, &mut step, &mut retries).await;
+    // The last writing step's patch is written before the turn ends: `/undo`,
+    // `/diff` and `cairn run`'s exit, which wait for idle, all see it.
+    ctx.snapshot_chain.settle_and_forget().await;
     // A run that found nothing to do (the runtime's re-check after a message
     // queued while busy) never said busy, so it must not say idle either:
     // front ends would see the session go idle twice.

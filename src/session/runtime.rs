@@ -219,6 +219,7 @@ async fn handle(
         Command::Diff { reply } => {
             let ctx = ctx.clone();
             tokio::spawn(async move {
+                ctx.snapshot_chain.settle().await;
                 let snapshots = ctx.snapshots.as_ref();
                 let diff = undo::session_diff(&ctx.writer.store, snapshots, &ctx.session_id).await;
                 let _ = reply.send(diff);
@@ -264,6 +265,8 @@ async fn undo_or_redo(
     if busy {
         return Err(undo::Error::Busy);
     }
+    // Idle means the last turn's patches are written; a no-op then.
+    ctx.snapshot_chain.settle().await;
     let (store, snapshots) = (&ctx.writer.store, ctx.snapshots.as_ref());
     let done = match undo_force {
         Some(force) => undo::undo(store, snapshots, &ctx.session_id, force).await?,

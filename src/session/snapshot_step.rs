@@ -1,20 +1,73 @@
 //! The snapshots around one step and the `patch` part they yield.
 //!
-//! The "before" snapshot starts with the step, on a blocking thread, while
-//! the request goes out; the stream is never held for it. It is awaited only
-//! before the first tool runs, which is the first moment files may change.
-//! After the tools finish, an "after" snapshot is taken and the files that
-//! differ become a `patch` part naming the tool that changed each one.
+//! The "before" snapshot of a step is the "after" snapshot of the session's
+//! last writing step when nothing ran since (kept in [`Chain`]); otherwise it
+//! starts with the step, on a blocking thread, while the request goes out.
+//! Either way it is awaited only before the first tool that may change files.
+//! After the tools finish, the "after" snapshot is started and left running
+//! while the next request streams: its `patch` part (the files that differ,
+//! each with the tool that changed it) is written when it completes, and the
+//! loop waits for it before the turn ends, before a compaction, `/undo` and
+//! `/diff`. A step whose tools cannot write (reads, read-only `bash`) takes
+//! no "after" snapshot at all.
 
 use std::path::Path;
+use std::sync::Mutex;
 
+use futures::FutureExt;
+use futures::future::{BoxFuture, Shared};
 use serde_json::Value;
-use tokio::task::JoinHandle;
 
 use crate::message::{Message, Part, PartKind, PatchFile, PatchPart};
+use crate::permission::read_only;
 use crate::session::Error;
 use crate::session::ctx::SessionCtx;
-use crate::snapshot::{self, ChangeKind, FileChange, Snapshots};
+use crate::snapshot::{ChangeKind, FileChange, Snapshots};
+
+/// A snapshot being taken: its tree id, `None` when it failed (logged).
+type Pending = Shared<BoxFuture<'static, Option<String>>>;
+
+/// The newest snapshot of a session's tree as its steps left it: the
+/// "after" of the last writing step (its patch written when it completes),
+/// or the "before" of a step that wrote nothing. The next step starts from
+/// it instead of taking its own.
+#[derive(Default)]
+pub struct Chain {
+    latest: Mutex<Option<Pending>>,
+}
+
+impl Chain {
+    /// Waits until the latest snapshot is taken and its patch part written.
+    pub async fn settle(&self) {
+        let latest = crate::shared::lock(&self.latest).clone();
+        if let Some(latest) = latest {
+            latest.await;
+        }
+    }
+
+    /// [`Self::settle`], then forgets it: at the end of a turn, since the
+    /// user may edit files before the next one, whose first step must see
+    /// them as they are then.
+    pub async fn settle_and_forget(&self) {
+        self.settle().await;
+        crate::shared::lock(&self.latest).take();
+    }
+
+    /// The latest snapshot unless it is known to have failed.
+    fn usable(&self) -> Option<Pending> {
+        crate::shared::lock(&self.latest)
+            .clone()
+            .filter(|latest| !matches!(latest.peek(), Some(None)))
+    }
+
+    fn set(&self, pending: Pending) {
+        *crate::shared::lock(&self.latest) = Some(pending);
+    }
+
+    fn forget(&self) {
+        crate::shared::lock(&self.latest).take();
+    }
+}
 
 /// One step's snapshots, from its start to its patch.
 pub struct StepSnapshots {
@@ -26,19 +79,24 @@ pub struct StepSnapshots {
 
 enum Before {
     None,
-    Running(JoinHandle<Result<snapshot::Snapshot, snapshot::Error>>),
+    Running(Pending),
     Taken(String),
 }
 
 impl StepSnapshots {
-    /// Starts the "before" snapshot when snapshots are on.
+    /// The step's "before" snapshot when snapshots are on: the chain's
+    /// latest, or a new one started now.
     pub fn start(ctx: &SessionCtx) -> Self {
         let store = ctx.snapshots.clone();
         let before = match &store {
-            Some(store) => {
-                let store = store.clone();
-                Before::Running(tokio::task::spawn_blocking(move || store.track()))
-            }
+            Some(store) => Before::Running(match ctx.snapshot_chain.usable() {
+                Some(latest) => latest,
+                None => {
+                    let fresh = track_now(store.clone());
+                    ctx.snapshot_chain.set(fresh.clone());
+                    fresh
+                }
+            }),
             None => Before::None,
         };
         Self {
@@ -57,65 +115,124 @@ impl StepSnapshots {
         }
     }
 
-    /// Called before each tool call runs: the first one waits for the
-    /// "before" snapshot so that it sees the tree untouched.
+    /// Called before each tool call runs: the first one that may change
+    /// files waits for the "before" snapshot so that it sees the tree
+    /// untouched.
     pub async fn before_tool(&mut self, tool: &str, input: &Value) {
         self.calls.push((tool.to_owned(), input.clone()));
-        if let Before::Running(handle) = &mut self.before {
-            self.before = match handle.await {
-                Ok(Ok(snapshot)) => Before::Taken(snapshot.hash),
-                Ok(Err(error)) => {
-                    tracing::warn!("snapshot before the step failed, no undo for it: {error}");
-                    Before::None
-                }
-                Err(error) => {
-                    tracing::warn!("snapshot task failed: {error}");
-                    Before::None
-                }
+        if !writes_nothing(tool, input) {
+            self.await_before().await;
+        }
+    }
+
+    async fn await_before(&mut self) {
+        if let Before::Running(pending) = &self.before {
+            self.before = match pending.clone().await {
+                Some(hash) => Before::Taken(hash),
+                None => Before::None,
             };
         }
     }
 
-    /// After the step's tools: records a `patch` part on `assistant` when
-    /// files changed. A snapshot failure costs the patch, never the step.
-    pub async fn finish(self, ctx: &SessionCtx, assistant: &Message) -> Result<(), Error> {
-        let (Some(store), Before::Taken(before)) = (self.store, self.before) else {
+    /// After the step's tools: when one may have changed files, starts the
+    /// "after" snapshot, whose `patch` part is recorded on `assistant` when
+    /// it completes; [`Chain::settle`] waits for it. A snapshot failure
+    /// costs the patch, never the step.
+    pub async fn finish(mut self, ctx: &SessionCtx, assistant: &Message) -> Result<(), Error> {
+        let Some(store) = self.store.take() else {
             return Ok(());
         };
         let root = ctx.env.root.clone();
         let cwd = ctx.env.cwd.clone();
-        let calls = self.calls;
-        let named = named_paths(&calls, &root, &cwd);
-        let measured = tokio::task::spawn_blocking(move || {
-            let after = match &named {
-                Some(paths) => store.track_paths(paths)?,
-                None => store.track()?,
-            };
-            let changes = store.changes(&before, &after.hash)?;
-            Ok::<_, snapshot::Error>((before, after.hash, changes))
-        })
-        .await;
-        let (before, after, changes) = match measured {
-            Ok(Ok(measured)) => measured,
+        let named = named_paths(&self.calls, &root, &cwd);
+        if named.as_ref().is_some_and(Vec::is_empty) {
+            // Nothing may have changed: the chain's latest stays true.
+            return Ok(());
+        }
+        self.await_before().await;
+        let Before::Taken(before) = self.before else {
+            ctx.snapshot_chain.forget();
+            return Ok(());
+        };
+        let recorded = Recorded {
+            writer: ctx.writer.clone(),
+            assistant: assistant.clone(),
+            calls: self.calls,
+            root,
+            cwd,
+        };
+        let task = tokio::spawn(async move {
+            let measured = tokio::task::spawn_blocking(move || {
+                let after = match &named {
+                    Some(paths) => store.track_paths(paths)?,
+                    None => store.track()?,
+                };
+                let changes = store.changes(&before, &after.hash)?;
+                Ok::<_, crate::snapshot::Error>((before, after.hash, changes))
+            })
+            .await;
+            match measured {
+                Ok(Ok((before, after, changes))) => {
+                    recorded.patch(before, after.clone(), changes).await;
+                    Some(after)
+                }
+                Ok(Err(error)) => {
+                    tracing::warn!("snapshot after the step failed, no undo for it: {error}");
+                    None
+                }
+                Err(error) => {
+                    tracing::warn!("snapshot task failed: {error}");
+                    None
+                }
+            }
+        });
+        let pending = async move { task.await.ok().flatten() }.boxed().shared();
+        ctx.snapshot_chain.set(pending);
+        Ok(())
+    }
+}
+
+/// Starts a full snapshot on a blocking thread.
+fn track_now(store: Snapshots) -> Pending {
+    let task = tokio::task::spawn_blocking(move || store.track());
+    async move {
+        match task.await {
+            Ok(Ok(snapshot)) => Some(snapshot.hash),
             Ok(Err(error)) => {
-                tracing::warn!("snapshot after the step failed, no undo for it: {error}");
-                return Ok(());
+                tracing::warn!("snapshot before the step failed, no undo for it: {error}");
+                None
             }
             Err(error) => {
                 tracing::warn!("snapshot task failed: {error}");
-                return Ok(());
+                None
             }
-        };
+        }
+    }
+    .boxed()
+    .shared()
+}
+
+/// What the deferred "after" snapshot needs to write the step's patch.
+struct Recorded {
+    writer: crate::session::writer::Writer,
+    assistant: Message,
+    calls: Vec<(String, Value)>,
+    root: std::path::PathBuf,
+    cwd: std::path::PathBuf,
+}
+
+impl Recorded {
+    async fn patch(self, before: String, after: String, changes: Vec<FileChange>) {
         if changes.is_empty() {
-            return Ok(());
+            return;
         }
         let files = changes.iter().map(|c| c.path.clone()).collect();
         let changes = changes
             .into_iter()
-            .map(|change| attribute(change, &calls, &root, &cwd))
+            .map(|change| attribute(change, &self.calls, &self.root, &self.cwd))
             .collect();
         let part = Part::new(
-            assistant,
+            &self.assistant,
             PartKind::Patch(PatchPart {
                 hash: before,
                 files,
@@ -123,35 +240,42 @@ impl StepSnapshots {
                 changes,
             }),
         );
-        ctx.writer.part(&part).await?;
-        Ok(())
+        if let Err(error) = self.writer.part(&part).await {
+            tracing::warn!("the step's patch part could not be saved, no undo for it: {error}");
+        }
     }
 }
 
-/// Tools that change no file, or only the file their input names.
-const NAMING_TOOLS: &[&str] = &[
-    "edit",
-    "write",
-    "read",
-    "glob",
-    "grep",
-    "list",
-    "skill",
-    "todowrite",
-];
+/// Tools that change no file whatever their input.
+const READING_TOOLS: &[&str] = &["read", "glob", "grep", "list", "skill", "todowrite"];
+
+/// True when the call surely changes no file in the project: a reading
+/// tool, or a `bash` line [`read_only::cannot_write`] clears.
+fn writes_nothing(tool: &str, input: &Value) -> bool {
+    READING_TOOLS.contains(&tool)
+        || (tool == "bash"
+            && input
+                .get("command")
+                .and_then(Value::as_str)
+                .is_some_and(read_only::cannot_write))
+}
 
 /// The files the step's `edit` and `write` calls named, relative to the
-/// project, when every call was to a tool that writes nothing else: then
-/// the "after" snapshot looks at those files only. `None` (scan the whole
-/// tree) after any other tool (`bash`, a subtask, MCP) or for a path that
-/// is not plainly inside the project.
+/// project, when every other call wrote nothing ([`writes_nothing`]): then
+/// the "after" snapshot looks at those files only, and none at all when
+/// there are none. `None` (scan the whole tree) after any other tool (a
+/// writing `bash` line, a subtask, MCP) or for a path that is not plainly
+/// inside the project.
 fn named_paths(calls: &[(String, Value)], root: &Path, cwd: &Path) -> Option<Vec<String>> {
     let mut paths = Vec::new();
     for (tool, input) in calls {
-        if !NAMING_TOOLS.contains(&tool.as_str()) {
+        if writes_nothing(tool, input) {
+            continue;
+        }
+        if !matches!(tool.as_str(), "edit" | "write") {
             return None;
         }
-        if matches!(tool.as_str(), "edit" | "write") {
+        {
             let full = cwd.join(input_path(input)?);
             let mut parts = Vec::new();
             for component in full.strip_prefix(root).ok()?.components() {
@@ -255,6 +379,20 @@ mod tests {
                 None,
             ),
             (vec![("task", json!({}))], None),
+            (
+                vec![
+                    ("edit", json!({"file_path": "a.rs"})),
+                    ("bash", json!({"command": "git status && ls"})),
+                ],
+                Some(vec!["sub/a.rs"]),
+            ),
+            (
+                vec![("bash", json!({"command": "grep -rn x ."}))],
+                Some(vec![]),
+            ),
+            (vec![("bash", json!({"command": "ls > listing"}))], None),
+            (vec![("bash", json!({"command": "ls; rm a"}))], None),
+            (vec![("bash", json!({}))], None),
             (vec![("mcp_fs_write", json!({"path": "a"}))], None),
             (vec![("edit", json!({"file_path": "../a.rs"}))], None),
             (vec![("edit", json!({"file_path": "x/../../a.rs"}))], None),

@@ -216,6 +216,7 @@ fn child_ctx(parent: &SessionCtx, child_id: &str, agent: &Agent) -> SessionCtx {
         reported: Default::default(),
         remote_instructions: Default::default(),
         snapshots: parent.snapshots.clone(),
+        snapshot_chain: Default::default(),
     }
 }
 

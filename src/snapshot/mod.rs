@@ -126,6 +126,8 @@ impl Snapshots {
             ("core.quotepath", "false"),
             ("core.fsmonitor", "false"),
             ("gc.auto", "0"),
+            // A smaller index to read and write on every snapshot.
+            ("index.version", "4"),
         ] {
             self.git(["config", key, value])?;
         }
@@ -144,15 +146,91 @@ impl Snapshots {
         write_private(&path, &exclude).map_err(|source| Error::Io { path, source })
     }
 
+    /// Holds the store for one snapshot or restore, which write its index:
+    /// another session of this process or another cairn waits its turn
+    /// instead of failing on git's `index.lock`. The lock is the kernel's
+    /// (`flock`), gone with its process, so an `index.lock` found while it
+    /// is held was left by a git killed mid-write (cairn killed with -9)
+    /// and is removed: a crash never blocks later snapshots.
+    fn lock(&self) -> Result<std::fs::File, Error> {
+        let path = self.git_dir.join("cairn.lock");
+        let io = |source| Error::Io {
+            path: path.clone(),
+            source,
+        };
+        let file = crate::paths::private_file_options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(io)?;
+        flock(&file).map_err(io)?;
+        let stale = self.git_dir.join("index.lock");
+        match std::fs::remove_file(&stale) {
+            Ok(()) => tracing::warn!("removed {} left by a git killed mid-write", stale.display()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(source) => {
+                return Err(Error::Io {
+                    path: stale,
+                    source,
+                });
+            }
+        }
+        Ok(file)
+    }
+
     /// Records the working tree now.
+    ///
+    /// One walk of the tree (`ls-files --others --modified`: what differs
+    /// from the last snapshot, ignored files left out), the size cap applied
+    /// to that list, then only the listed paths are hashed into the index
+    /// (`update-index`, which walks nothing) and the index is written as a
+    /// tree. Nothing changed: the walk and a cached `write-tree`, no hashing.
     pub fn track(&self) -> Result<Snapshot, Error> {
         self.ready()?;
-        let skipped = self.oversized()?;
-        if !skipped.is_empty() {
-            let mut args = vec!["rm", "--cached", "--quiet", "--ignore-unmatch", "--"];
-            args.extend(skipped.iter().map(String::as_str));
-            self.git(args)?;
+        let _store = self.lock()?;
+        self.track_locked()
+    }
+
+    fn track_locked(&self) -> Result<Snapshot, Error> {
+        let listed = self.candidates(&[])?;
+        // A nested repository is listed as `dir/`: only `git add` knows how
+        // to record it (as a gitlink), so take the slower, general way.
+        if listed.iter().any(|path| path.ends_with('/')) {
+            return self.track_by_add();
         }
+        let skipped = self.record(listed)?;
+        let hash = text(self.git(["write-tree"])?).trim().to_owned();
+        Ok(Snapshot { hash, skipped })
+    }
+
+    /// Brings the index up to date for `listed` paths: gone ones (deleted,
+    /// or a directory now) and those over the size cap leave it first, so a
+    /// file may then take a directory's place or the reverse; the rest are
+    /// hashed in. Returns the paths skipped for their size.
+    fn record(&self, listed: Vec<String>) -> Result<Vec<String>, Error> {
+        let (mut leave, mut add, mut skipped) = (Vec::new(), Vec::new(), Vec::new());
+        for path in listed {
+            match std::fs::symlink_metadata(self.work_tree.join(&path)) {
+                Ok(meta) if meta.is_dir() => leave.push(path),
+                Ok(meta) if meta.len() > self.max_file_bytes => {
+                    leave.push(path.clone());
+                    skipped.push(path);
+                }
+                Ok(_) => add.push(path),
+                Err(_) => leave.push(path),
+            }
+        }
+        self.update_index(&["--force-remove"], &leave)?;
+        self.update_index(&["--add", "--replace"], &add)?;
+        Ok(skipped)
+    }
+
+    /// [`Self::track`] through `git add -A`, which walks the tree again.
+    fn track_by_add(&self) -> Result<Snapshot, Error> {
+        self.ready()?;
+        let skipped = self.oversized()?;
+        self.update_index(&["--force-remove"], &skipped)?;
         let mut args = vec!["add", "-A", "--", "."];
         let excludes: Vec<String> = skipped
             .iter()
@@ -164,6 +242,48 @@ impl Snapshots {
         Ok(Snapshot { hash, skipped })
     }
 
+    /// The files new, changed or deleted since the last snapshot (of
+    /// `paths` only, literally, when some are given), ignored ones left out.
+    fn candidates(&self, paths: &[String]) -> Result<Vec<String>, Error> {
+        let mut args = vec![
+            "ls-files".to_owned(),
+            "-z".to_owned(),
+            "--others".to_owned(),
+            "--modified".to_owned(),
+            "--exclude-standard".to_owned(),
+        ];
+        if !paths.is_empty() {
+            args.push("--".to_owned());
+            args.extend(paths.iter().map(|p| format!(":(literal){p}")));
+        }
+        let listed: BTreeSet<String> = self
+            .git(args)?
+            .stdout
+            .split(|b| *b == 0)
+            .filter(|p| !p.is_empty())
+            .map(|p| String::from_utf8_lossy(p).into_owned())
+            .collect();
+        Ok(listed.into_iter().collect())
+    }
+
+    /// `git update-index <flags> -z --stdin` on `paths`, which are file
+    /// names, not pathspecs; nothing to do for none.
+    fn update_index(&self, flags: &[&str], paths: &[String]) -> Result<(), Error> {
+        if paths.is_empty() {
+            return Ok(());
+        }
+        let mut input = Vec::new();
+        for path in paths {
+            input.extend_from_slice(path.as_bytes());
+            input.push(0);
+        }
+        let mut args = vec!["update-index"];
+        args.extend_from_slice(flags);
+        args.extend(["-z", "--stdin"]);
+        self.git_with_input(args, &input)?;
+        Ok(())
+    }
+
     /// Records the tree with only `paths` looked at: every other file stays
     /// as the last snapshot of this store recorded it. After a step whose
     /// only writers name their files (`edit`, `write`), following the full
@@ -172,39 +292,14 @@ impl Snapshots {
     /// [`Self::track`].
     pub fn track_paths(&self, paths: &[String]) -> Result<Snapshot, Error> {
         self.ready()?;
+        let _store = self.lock()?;
         let mut skipped = Vec::new();
         if !paths.is_empty() {
-            let mut args = vec![
-                "ls-files",
-                "-z",
-                "--others",
-                "--modified",
-                "--exclude-standard",
-                "--",
-            ];
-            let literal: Vec<String> = paths.iter().map(|p| format!(":(literal){p}")).collect();
-            args.extend(literal.iter().map(String::as_str));
-            let listed: BTreeSet<String> = self
-                .git(args)?
-                .stdout
-                .split(|b| *b == 0)
-                .filter(|p| !p.is_empty())
-                .map(|p| String::from_utf8_lossy(p).into_owned())
-                .collect();
-            let (over, add): (Vec<String>, Vec<String>) =
-                listed.into_iter().partition(|path| self.over_cap(path));
-            if !over.is_empty() {
-                let mut args = vec!["rm", "--cached", "--quiet", "--ignore-unmatch", "--"];
-                args.extend(over.iter().map(String::as_str));
-                self.git(args)?;
+            let listed = self.candidates(paths)?;
+            if listed.iter().any(|path| path.ends_with('/')) {
+                return self.track_locked();
             }
-            if !add.is_empty() {
-                let mut args = vec!["add", "-A", "--"];
-                let literal: Vec<String> = add.iter().map(|p| format!(":(literal){p}")).collect();
-                args.extend(literal.iter().map(String::as_str));
-                self.git(args)?;
-            }
-            skipped = over;
+            skipped = self.record(listed)?;
         }
         let hash = text(self.git(["write-tree"])?).trim().to_owned();
         Ok(Snapshot { hash, skipped })
@@ -217,32 +312,43 @@ impl Snapshots {
 
     /// Candidate files (new or changed since the last snapshot) over the cap.
     fn oversized(&self) -> Result<Vec<String>, Error> {
-        let listed = self.git([
-            "ls-files",
-            "-z",
-            "--others",
-            "--modified",
-            "--exclude-standard",
-        ])?;
-        let mut over = BTreeSet::new();
-        for path in listed.stdout.split(|b| *b == 0).filter(|p| !p.is_empty()) {
-            let path = String::from_utf8_lossy(path).into_owned();
-            let size = std::fs::symlink_metadata(self.work_tree.join(&path))
-                .map(|m| m.len())
-                .unwrap_or(0);
-            if size > self.max_file_bytes {
-                over.insert(path);
-            }
-        }
-        Ok(over.into_iter().collect())
+        let mut listed = self.candidates(&[])?;
+        listed.retain(|path| self.over_cap(path));
+        Ok(listed)
     }
 
-    /// The files that differ from `from` to `to`, with line counts.
+    /// The files that differ from `from` to `to`, with line counts. Equal
+    /// tree ids are equal trees: no git call.
     pub fn changes(&self, from: &str, to: &str) -> Result<Vec<FileChange>, Error> {
-        let status = self.git(["diff", "--no-renames", "--name-status", "-z", from, to])?;
-        let numstat = self.git(["diff", "--no-renames", "--numstat", "-z", from, to])?;
+        if from == to {
+            return Ok(Vec::new());
+        }
+        // One diff for both: `:<modes> <ids> <status>\0<path>\0` records,
+        // then `<added>\t<removed>\t<path>\0` ones.
+        let output = self.git([
+            "diff-tree",
+            "-r",
+            "--no-renames",
+            "--raw",
+            "--numstat",
+            "-z",
+            from,
+            to,
+        ])?;
         let mut counts = std::collections::HashMap::new();
-        for record in numstat.stdout.split(|b| *b == 0).filter(|r| !r.is_empty()) {
+        let mut kinds = Vec::new();
+        let mut records = output.stdout.split(|b| *b == 0).filter(|r| !r.is_empty());
+        while let Some(record) = records.next() {
+            if record.first() == Some(&b':') {
+                let Some(path) = records.next() else { break };
+                let kind = match record.last() {
+                    Some(b'A') => ChangeKind::Added,
+                    Some(b'D') => ChangeKind::Deleted,
+                    _ => ChangeKind::Modified,
+                };
+                kinds.push((String::from_utf8_lossy(path).into_owned(), kind));
+                continue;
+            }
             let record = String::from_utf8_lossy(record);
             let mut fields = record.splitn(3, '\t');
             let added = fields.next().and_then(|n| n.parse().ok()).unwrap_or(0);
@@ -251,24 +357,18 @@ impl Snapshots {
                 counts.insert(path.to_owned(), (added, removed));
             }
         }
-        let mut fields = status.stdout.split(|b| *b == 0).filter(|r| !r.is_empty());
-        let mut changes = Vec::new();
-        while let (Some(code), Some(path)) = (fields.next(), fields.next()) {
-            let path = String::from_utf8_lossy(path).into_owned();
-            let kind = match code.first() {
-                Some(b'A') => ChangeKind::Added,
-                Some(b'D') => ChangeKind::Deleted,
-                _ => ChangeKind::Modified,
-            };
-            let (added, removed) = counts.get(&path).copied().unwrap_or((0, 0));
-            changes.push(FileChange {
-                path,
-                kind,
-                added,
-                removed,
-            });
-        }
-        Ok(changes)
+        Ok(kinds
+            .into_iter()
+            .map(|(path, kind)| {
+                let (added, removed) = counts.get(&path).copied().unwrap_or((0, 0));
+                FileChange {
+                    path,
+                    kind,
+                    added,
+                    removed,
+                }
+            })
+            .collect())
     }
 
     /// The unified diff from `from` to `to`.
@@ -303,6 +403,7 @@ impl Snapshots {
         if paths.is_empty() {
             return Ok(());
         }
+        let _store = self.lock()?;
         let mut args = vec!["ls-tree", "-r", "-z", "--name-only", hash, "--"];
         let literal: Vec<String> = paths.iter().map(|p| format!(":(literal){p}")).collect();
         args.extend(literal.iter().map(String::as_str));
@@ -377,28 +478,62 @@ impl Snapshots {
         S: AsRef<OsStr>,
     {
         let args: Vec<_> = args.into_iter().map(|a| a.as_ref().to_owned()).collect();
+        let output = self
+            .command(&args)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| self.spawn_error(e))?;
+        self.checked(&args, output)
+    }
+
+    /// [`Self::git`] with `input` on its standard input.
+    fn git_with_input(&self, args: Vec<&str>, input: &[u8]) -> Result<Output, Error> {
+        use std::io::Write as _;
+        let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
+        let mut child = self
+            .command(&args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| self.spawn_error(e))?;
+        let written = match child.stdin.take() {
+            Some(mut stdin) => stdin.write_all(input),
+            None => Ok(()),
+        };
+        let output = child.wait_with_output().map_err(|e| self.spawn_error(e))?;
+        written.map_err(|e| self.spawn_error(e))?;
+        self.checked(&args, output)
+    }
+
+    fn command(&self, args: &[std::ffi::OsString]) -> Command {
         let mut command = Command::new("git");
         for (name, _) in std::env::vars_os() {
             if name.to_string_lossy().starts_with("GIT_") {
                 command.env_remove(name);
             }
         }
-        let output = command
-            .args(&args)
+        command
+            .args(args)
             .env("GIT_DIR", &self.git_dir)
             .env("GIT_WORK_TREE", &self.work_tree)
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("GIT_TERMINAL_PROMPT", "0")
-            .current_dir(&self.work_tree)
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| match e.kind() {
-                std::io::ErrorKind::NotFound => Error::GitMissing(e),
-                _ => Error::Io {
-                    path: self.git_dir.clone(),
-                    source: e,
-                },
-            })?;
+            .current_dir(&self.work_tree);
+        command
+    }
+
+    fn spawn_error(&self, e: std::io::Error) -> Error {
+        match e.kind() {
+            std::io::ErrorKind::NotFound => Error::GitMissing(e),
+            _ => Error::Io {
+                path: self.git_dir.clone(),
+                source: e,
+            },
+        }
+    }
+
+    fn checked(&self, args: &[std::ffi::OsString], output: Output) -> Result<Output, Error> {
         if !output.status.success() {
             return Err(Error::Git {
                 args: args
@@ -439,6 +574,24 @@ pub fn collect(data_dir: &Path, max_age_days: u32) -> Vec<(PathBuf, Error)> {
         }
     }
     failed
+}
+
+/// Waits for an exclusive `flock` on `file`; the kernel drops it with the
+/// file or its process.
+fn flock(file: &std::fs::File) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd as _;
+    loop {
+        // SAFETY: flock only reads the descriptor, which `file` keeps open
+        // for the duration of the call.
+        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
+        if rc == 0 {
+            return Ok(());
+        }
+        let error = std::io::Error::last_os_error();
+        if error.raw_os_error() != Some(libc::EINTR) {
+            return Err(error);
+        }
+    }
 }
 
 fn text(output: Output) -> String {

@@ -373,3 +373,52 @@ proptest! {
         prop_assert_eq!(read_all(&f.project.join(".git")), user_git);
     }
 }
+
+/// The snapshot hashes only what changed since the last one, so a file
+/// taking a directory's place (or the reverse), a symlink and a file
+/// shrinking under the cap must still come out as
+/// the tree `git add -A` records from scratch.
+#[test]
+fn an_incremental_snapshot_equals_one_taken_from_scratch() {
+    let f = fixture(100);
+    std::fs::write(f.project.join("a"), "file a\n").expect("write");
+    std::fs::create_dir_all(f.project.join("d")).expect("mkdir");
+    std::fs::write(f.project.join("d/c"), "in d\n").expect("write");
+    std::fs::write(f.project.join("big"), "y".repeat(500)).expect("write");
+    f.store.track().expect("first");
+    std::fs::remove_file(f.project.join("a")).expect("rm");
+    std::fs::create_dir_all(f.project.join("a")).expect("mkdir");
+    std::fs::write(f.project.join("a/x"), "now a dir\n").expect("write");
+    std::fs::remove_dir_all(f.project.join("d")).expect("rm");
+    std::fs::write(f.project.join("d"), "now a file\n").expect("write");
+    std::fs::write(f.project.join("big"), "small now\n").expect("write");
+    std::os::unix::fs::symlink("a/x", f.project.join("link")).expect("symlink");
+    let incremental = f.store.track().expect("incremental");
+    assert!(incremental.skipped.is_empty());
+
+    let fresh = Snapshots::new(&f._temp.path().join("data2"), &f.project, 100);
+    let scratch = fresh.track_by_add().expect("from scratch");
+    assert_eq!(incremental.hash, scratch.hash);
+
+    // A nested repository (listed as `n/`) takes the general way.
+    std::fs::create_dir_all(f.project.join("n")).expect("mkdir");
+    git_in(&f.project.join("n"), &["init", "--quiet"]);
+    f.store
+        .track()
+        .expect("a nested repository does not fail the snapshot");
+}
+
+/// A git killed mid-write (cairn killed with -9 during a snapshot) leaves
+/// `index.lock` behind; the next snapshot must not fail on it forever.
+#[test]
+fn a_lock_left_by_a_killed_git_does_not_block_later_snapshots() {
+    let f = fixture(DEFAULT_MAX_FILE_BYTES);
+    std::fs::write(f.project.join("a.txt"), "one\n").expect("write");
+    let before = f.store.track().expect("track");
+    std::fs::write(f.store.git_dir().join("index.lock"), "").expect("stale lock");
+    std::fs::write(f.project.join("a.txt"), "two\n").expect("write");
+    let after = f.store.track().expect("a stale lock is cleared");
+    let changes = f.store.changes(&before.hash, &after.hash).expect("changes");
+    assert_eq!(changes.len(), 1);
+    assert!(!f.store.git_dir().join("index.lock").exists());
+}

@@ -98,7 +98,7 @@ impl Tool for Edit {
             Some(preview),
             NAME,
             vec![shown.clone()],
-            vec![shown.clone()],
+            crate::permission::exact_always(&shown),
             format!("Edit {shown}"),
             json!({ "path": shown, "diff": diff }),
         )

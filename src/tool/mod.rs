@@ -327,11 +327,17 @@ impl ToolScope {
         };
         let pattern = format!("{}/*", dir.display());
         let resolved = path.display().to_string();
+        // A directory whose own name holds `*` or `?` would widen the stored
+        // pattern to its siblings (`o*/*` covers `other/`).
+        let always = crate::permission::exact_always(&dir.display().to_string())
+            .into_iter()
+            .map(|_| pattern.clone())
+            .collect();
         self.ask_showing(
             Some(Preview::Path { resolved }),
             "external_directory",
-            vec![pattern.clone()],
             vec![pattern],
+            always,
             format!("Access outside the project: {}", path.display()),
             json!({ "path": path.display().to_string() }),
         )

@@ -74,7 +74,7 @@ impl Tool for Read {
         ctx.ask(
             NAME,
             vec![shown.clone()],
-            vec![shown.clone()],
+            crate::permission::exact_always(&shown),
             format!("Read {shown}"),
             json!({ "path": shown }),
         )

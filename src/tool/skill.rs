@@ -65,7 +65,7 @@ impl Tool for SkillTool {
         ctx.ask(
             NAME,
             vec![found_skill.name.clone()],
-            vec![found_skill.name.clone()],
+            crate::permission::exact_always(&found_skill.name),
             format!("Load skill: {}", found_skill.name),
             json!({ "name": found_skill.name }),
         )

@@ -70,7 +70,7 @@ impl Tool for Write {
             Some(preview),
             "edit",
             vec![shown.clone()],
-            vec![shown.clone()],
+            crate::permission::exact_always(&shown),
             format!("Write {shown}"),
             json!({ "path": shown, "diff": diff }),
         )

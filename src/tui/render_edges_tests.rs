@@ -330,16 +330,15 @@ fn compaction_marker_and_model_name_wrap_at_40_columns() {
     let c = user("msg_00002a");
     let compaction = PartKind::Compaction(CompactionPart {
         auto: true,
+        tokens: Some(CompactedTokens {
+            before: 142_310,
+            after: 3_100,
+        }),
         ..Default::default()
     });
     let mut summary = assistant("msg_00002b", &c.id);
     if let Some(s) = summary.as_assistant_mut() {
         s.summary = true;
-        s.tokens = Tokens {
-            input: 142_000,
-            output: 3_100,
-            ..Default::default()
-        };
     }
     let u = user("msg_00003a");
     let mut a = assistant("msg_00003b", &u.id);
@@ -358,8 +357,110 @@ fn compaction_marker_and_model_name_wrap_at_40_columns() {
     app.model_label = "openrouter/anthropic/claude-sonnet-4-5-20250929".into();
     let screen = at_three_widths(&mut app, 20);
     let narrow = render(&mut app, 40, 20);
-    assert!(narrow.contains("summarized into 3.1k"), "{narrow}");
+    assert!(
+        joined(&narrow).contains("history compacted · 142,310 -> 3,100 tokens"),
+        "{narrow}"
+    );
     assert!(narrow.contains("claude-sonnet-4-5-20250929"), "{narrow}");
+    assert_snapshot!(screen);
+}
+
+/// What the TUI receives for an overflow that cairn compacted by itself:
+/// the rejected answer, the request with the gauge's figures, the summary,
+/// the replayed message and the compaction's notice, then the answer.
+fn overflow_compacted(tokens: CompactedTokens) -> App {
+    let u = user("msg_00001a");
+    let mut rejected = assistant("msg_00001b", &u.id);
+    if let Some(info) = rejected.as_assistant_mut() {
+        info.finish = None;
+        info.error = Some(MessageError {
+            kind: MessageErrorKind::ContextOverflow,
+            message: "the request does not fit the model's context window".into(),
+        });
+    }
+    let c = user("msg_00002a");
+    let compaction = PartKind::Compaction(CompactionPart {
+        auto: true,
+        overflow: true,
+        tokens: Some(tokens),
+        ..Default::default()
+    });
+    let mut summary = assistant("msg_00002b", &c.id);
+    if let Some(s) = summary.as_assistant_mut() {
+        s.summary = true;
+    }
+    let replay = user("msg_00003a");
+    let mut app = app(vec![
+        with_parts(u.clone(), vec![part("prt_a", &u, text("fix the parser"))]),
+        with_parts(rejected, vec![]),
+        with_parts(c.clone(), vec![part("prt_c", &c, compaction)]),
+        with_parts(
+            summary.clone(),
+            vec![part(
+                "prt_d",
+                &summary,
+                text("## Goal\nRepair the lexer.\n\n## Done\n- split tokens\n- ran the tests"),
+            )],
+        ),
+        with_parts(
+            replay.clone(),
+            vec![part("prt_e", &replay, text("fix the parser"))],
+        ),
+    ]);
+    apply(
+        &mut app,
+        crate::bus::Event::Notice {
+            session_id: SESSION.into(),
+            message: crate::session::compaction_task::compaction_notice(true, true, tokens),
+        },
+    );
+    apply(
+        &mut app,
+        crate::bus::Event::Gauge {
+            session_id: SESSION.into(),
+            gauge: gauge(tokens.after),
+        },
+    );
+    let answer = assistant("msg_00003b", &replay.id);
+    apply(
+        &mut app,
+        crate::bus::Event::MessageUpdated {
+            message: answer.clone().into(),
+        },
+    );
+    apply(&mut app, part_event(part("prt_f", &answer, text("Fixed."))));
+    app
+}
+
+#[test]
+fn an_overflow_shows_one_notice_with_the_markers_figures() {
+    let tokens = CompactedTokens {
+        before: 9_020,
+        after: 1_204,
+    };
+    let mut app = overflow_compacted(tokens);
+    let screen = at_three_widths(&mut app, 24);
+    for width in [120, 60, 40] {
+        let text = joined(&render(&mut app, width, 24));
+        assert_eq!(
+            text.matches("9,020 -> 1,204 tokens").count(),
+            2,
+            "{width}: {text}"
+        );
+        assert_eq!(
+            text.matches("· compacted the conversation").count(),
+            1,
+            "{text}"
+        );
+        assert!(
+            text.contains("history compacted · 9,020 -> 1,204 tokens"),
+            "{text}"
+        );
+        assert!(!text.contains("does not fit"), "{width}: {text}");
+        assert_eq!(text.matches("fix the parser").count(), 1, "{text}");
+        // The fold under the summary wraps rather than losing its key.
+        assert!(text.contains("more lines (Ctrl+O)"), "{width}: {text}");
+    }
     assert_snapshot!(screen);
 }
 

@@ -208,16 +208,15 @@ fn compaction_marker_summary_and_pruned_output() {
     let compaction = PartKind::Compaction(CompactionPart {
         auto: false,
         instructions: Some("keep the API decisions".into()),
+        tokens: Some(CompactedTokens {
+            before: 142_310,
+            after: 3_100,
+        }),
         ..Default::default()
     });
     let mut summary = assistant("msg_00002b", &c.id);
     if let Some(s) = summary.as_assistant_mut() {
         s.summary = true;
-        s.tokens = Tokens {
-            input: 142_000,
-            output: 3_100,
-            ..Default::default()
-        };
     }
     let summary_text = "## Goal\nFix the parser.\n\n## Done\n- split lexer\n- added tests\n\n## Next\n- wire errors";
     let mut app = app(vec![

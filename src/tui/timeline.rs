@@ -123,6 +123,17 @@ impl Timeline {
         self.live_output.get(part_id).map(String::as_str)
     }
 
+    /// The figures of the compaction a summary (message `m`) wrote, read
+    /// from its request: the marker shows the pair the notice gave.
+    pub fn compacted_tokens(&self, m: usize) -> Option<crate::message::CompactedTokens> {
+        let parent = self.messages[m].message.as_assistant()?.parent_id.as_str();
+        let request = &self.messages[*self.index.get(parent)?];
+        request
+            .parts
+            .iter()
+            .find_map(|p| p.as_compaction().and_then(|c| c.tokens))
+    }
+
     /// True for the answer recorded for a `!cmd`: an assistant message
     /// whose request is a shell run's user message. It is the user's own
     /// run, so the view shows it under the user's header.
@@ -231,6 +242,9 @@ impl Timeline {
             && tool.state.is_finished()
         {
             self.live_output.remove(&part.id);
+        }
+        if part.as_compaction().is_some() {
+            self.bump_summaries_of(&part.message_id.clone());
         }
         self.bump(&part.id.clone());
     }
@@ -354,6 +368,24 @@ impl Timeline {
         self.next_revision += 1;
         self.base_revision = self.next_revision;
         self.blocks_stale = true;
+    }
+
+    /// A compaction request's figures changed: the header of the summary
+    /// that answers it shows them, so it is drawn again.
+    fn bump_summaries_of(&mut self, request_id: &str) {
+        let summaries: Vec<String> = self
+            .messages
+            .iter()
+            .filter(|m| {
+                m.message
+                    .as_assistant()
+                    .is_some_and(|a| a.summary && a.parent_id == request_id)
+            })
+            .map(|m| m.message.id.clone())
+            .collect();
+        for id in summaries {
+            self.bump(&id);
+        }
     }
 
     fn bump(&mut self, key: &str) {

@@ -357,3 +357,113 @@ async fn read_refuses_an_image_too_large_to_send_instead_of_loading_it() {
         "{message}"
     );
 }
+
+/// Runs `tool` with `input` in the background; returns the ask it raised
+/// (None when it finished without asking) and the running call.
+async fn ask_of(
+    ctx: &cairn::tool::ToolScope,
+    events: &mut tokio::sync::broadcast::Receiver<cairn::bus::Event>,
+    tool: &'static str,
+    input: serde_json::Value,
+) -> (
+    Option<std::sync::Arc<cairn::permission::PermissionRequest>>,
+    tokio::task::JoinHandle<Result<cairn::tool::ToolOutput, ToolError>>,
+) {
+    let scope = ctx.clone();
+    let mut call = tokio::spawn(async move { Registry::builtin().run(tool, input, &scope).await });
+    let deadline = std::time::Duration::from_secs(10);
+    loop {
+        tokio::select! {
+            event = events.recv() => {
+                if let Ok(cairn::bus::Event::PermissionAsked { request, .. }) = event {
+                    return (Some(request), call);
+                }
+            }
+            _ = &mut call => {
+                return (None, tokio::spawn(async { Err(ToolError::InvalidArguments {
+                    tool: tool.into(),
+                    detail: "finished without asking".into(),
+                }) }));
+            }
+            () = tokio::time::sleep(deadline) => panic!("{tool} neither asked nor finished"),
+        }
+    }
+}
+
+/// The model names the file; a file whose name holds `*` or `?` must not
+/// turn "always" into a pattern over other files (`edit src/*.rs` once, then
+/// every `.rs` file edited without asking).
+#[tokio::test]
+async fn an_always_answer_for_a_wildcard_named_file_covers_no_other_file() {
+    use cairn::permission::{Mode, PermissionAnswer, Permissions, default_rules};
+    let outside = tempfile::tempdir().expect("outside");
+    std::fs::create_dir_all(outside.path().join("o*")).expect("odd dir");
+    std::fs::create_dir_all(outside.path().join("other")).expect("dir");
+    std::fs::write(outside.path().join("o*/a.txt"), "a").expect("write");
+    std::fs::write(outside.path().join("other/secret.txt"), "s").expect("write");
+    let odd = outside.path().join("o*/a.txt").display().to_string();
+    let secret = outside
+        .path()
+        .join("other/secret.txt")
+        .display()
+        .to_string();
+    let cases: Vec<(&str, serde_json::Value, &str, serde_json::Value)> = vec![
+        (
+            "edit",
+            json!({"path": "src/*.rs", "old_string": "a", "new_string": "b"}),
+            "edit",
+            json!({"path": "src/main.rs", "old_string": "a", "new_string": "b"}),
+        ),
+        (
+            "write",
+            json!({"path": "*", "content": "x"}),
+            "write",
+            json!({"path": "keep.txt", "content": "x"}),
+        ),
+        (
+            "write",
+            json!({"path": "?.txt", "content": "x"}),
+            "edit",
+            json!({"path": "k.txt", "old_string": "a", "new_string": "b"}),
+        ),
+        (
+            "read",
+            json!({"path": ".env.*"}),
+            "read",
+            json!({"path": ".env.production"}),
+        ),
+        (
+            "read",
+            json!({"path": odd}),
+            "read",
+            json!({"path": secret}),
+        ),
+    ];
+    for (tool, input, later_tool, later) in cases {
+        let project = Project::new();
+        for name in ["src/*.rs", "src/main.rs", "k.txt", "keep.txt", ".env.*"] {
+            project.write(name, "a\n");
+        }
+        project.write(".env.production", "KEY=1\n");
+        let bus = cairn::bus::Bus::new();
+        let mut events = bus.subscribe();
+        let mut ctx = project.context();
+        ctx.permissions =
+            std::sync::Arc::new(Permissions::new(default_rules(), bus, Mode::Interactive));
+        let (asked, call) = ask_of(&ctx, &mut events, tool, input.clone()).await;
+        let asked = asked.unwrap_or_else(|| panic!("{tool} {input} did not ask"));
+        assert!(
+            asked.always.iter().all(|p| !p.contains(['*', '?'])),
+            "{tool} {input}: offered {:?}",
+            asked.always
+        );
+        ctx.permissions.answer(&asked.id, PermissionAnswer::Always);
+        let _ = call.await.expect("joined");
+        let (again, call) = ask_of(&ctx, &mut events, later_tool, later.clone()).await;
+        assert!(
+            again.is_some(),
+            "after always for {tool} {input}, {later_tool} {later} ran without asking"
+        );
+        call.abort();
+    }
+}

@@ -85,11 +85,25 @@ async fn sessions_show_message_counts_and_a_header_in_a_terminal() {
     .expect("the terminal session");
 }
 
+/// The figures after `lead` on the screen, up to " tokens": the marker's
+/// and the notice's "before -> after".
+fn figures_after<'a>(screen: &'a str, lead: &str) -> &'a str {
+    let start = screen
+        .find(lead)
+        .unwrap_or_else(|| panic!("no {lead:?} on the screen:\n{screen}"))
+        + lead.len();
+    let len = screen[start..]
+        .find(" tokens")
+        .unwrap_or_else(|| panic!("no figures after {lead:?}:\n{screen}"));
+    &screen[start..start + len]
+}
+
 /// The provider rejects a request as too large: cairn compacts by itself,
-/// so the notice says that (not "compact the session (/compact)"), and the
-/// user's message is shown once, with no empty assistant header left.
+/// and says so in one notice (the rejection has none of its own, and nothing
+/// says "compact the session (/compact)") whose figures are the marker's;
+/// the user's message is shown once, with no empty assistant header left.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_overflow_says_cairn_compacts_and_shows_the_message_once() {
+async fn an_overflow_shows_one_notice_and_the_message_once() {
     let server = ScriptedServer::start([
         text("First answer.", 300),
         crate::scenario::openai_overflow(),
@@ -117,11 +131,26 @@ async fn an_overflow_says_cairn_compacts_and_shows_the_message_once() {
     })
     .await
     .expect("the terminal session");
+    assert_eq!(
+        screen
+            .matches("· compacted the conversation (auto)")
+            .count(),
+        1,
+        "one notice:\n{screen}"
+    );
     assert!(
-        screen.contains("compacts the conversation and retries"),
+        screen.contains("after the model rejected the request as too large"),
         "{screen}"
     );
+    assert!(
+        !screen.contains("does not fit"),
+        "no rejection notice:\n{screen}"
+    );
     assert!(!screen.contains("(/compact)"), "{screen}");
+    let marker = figures_after(&screen, "history compacted · ");
+    let notice = figures_after(&screen, "compacted the conversation (auto): ");
+    assert!(marker.contains(" -> "), "{screen}");
+    assert_eq!(marker, notice, "one event, one pair of figures:\n{screen}");
     assert_eq!(
         screen.matches("the big question").count(),
         1,

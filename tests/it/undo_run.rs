@@ -201,3 +201,114 @@ async fn undo_right_after_a_compaction_gives_the_model_the_full_history_again() 
         "the summary left the model's view: {next}"
     );
 }
+
+/// The `patch` parts a `cairn run --format json` printed, as (path, by).
+fn patches(stdout: &str) -> Vec<Vec<(String, String)>> {
+    stdout
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|event| event["type"] == "part_updated" && event["part"]["type"] == "patch")
+        .map(|event| {
+            event["part"]["changes"]
+                .as_array()
+                .expect("changes")
+                .iter()
+                .map(|c| {
+                    let field = |name: &str| c[name].as_str().unwrap_or_default().to_owned();
+                    (field("path"), field("by"))
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Read-only `bash` lines (issue #14, the step overhead) leave no patch;
+/// one that writes, hidden behind a read (`ls; ...`), records its file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_bash_step_records_no_patch_and_a_writing_one_does() {
+    let server = ScriptedServer::start([
+        tool_call(
+            "call_1",
+            "bash",
+            json!({ "command": "ls -la && git status --short && cat notes.txt | wc -l" }),
+            1_000,
+        ),
+        tool_call(
+            "call_2",
+            "bash",
+            json!({ "command": "grep -n cat notes.txt 2>/dev/null" }),
+            1_050,
+        ),
+        text("Looked around.", 1_100),
+        tool_call(
+            "call_3",
+            "bash",
+            json!({ "command": "ls; cat notes.txt > copy.txt" }),
+            1_200,
+        ),
+        text("Copied.", 1_300),
+    ])
+    .await;
+    let project = committed_project(&server);
+    let looked = project
+        .ok(&["run", "--format", "json", "look around"])
+        .await;
+    assert_eq!(patches(&looked), Vec::<Vec<(String, String)>>::new());
+    assert!(looked.contains("teh cat sat"), "the reads ran: {looked}");
+
+    let copied = project
+        .ok(&["run", "--format", "json", "--continue", "copy"])
+        .await;
+    assert_eq!(
+        patches(&copied),
+        vec![vec![("copy.txt".to_owned(), "bash".to_owned())]]
+    );
+    project.ok(&["run", "--continue", "/undo"]).await;
+    assert_eq!(project.read("copy.txt"), None);
+}
+
+/// The "after" snapshot runs while the next request streams; on a tree big
+/// enough for it to take a while and a model answering at once, its patch
+/// must still be written before `cairn run` exits, so that `/undo` sees it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_deferred_patch_is_written_before_cairn_run_exits() {
+    let server = ScriptedServer::start([
+        tool_call(
+            "call_1",
+            "bash",
+            json!({ "command": "echo x > new.txt && rm src/d0/f77.txt" }),
+            1_000,
+        ),
+        text("Done.", 1_100),
+    ])
+    .await;
+    let project = committed_project(&server);
+    for index in 0..3_000 {
+        let dir = project.path(&format!("src/d{}", index / 100));
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        std::fs::write(dir.join(format!("f{index}.txt")), format!("file {index}\n"))
+            .expect("write");
+    }
+    let out = project
+        .ok(&["run", "--format", "json", "change things"])
+        .await;
+    let recorded = patches(&out);
+    assert_eq!(recorded.len(), 1, "{recorded:?}");
+    let mut paths: Vec<&str> = recorded[0].iter().map(|(path, _)| path.as_str()).collect();
+    paths.sort_unstable();
+    assert_eq!(paths, ["new.txt", "src/d0/f77.txt"]);
+    let lines: Vec<&str> = out.lines().collect();
+    let status = lines
+        .iter()
+        .rposition(|line| line.contains("\"idle\""))
+        .expect("idle");
+    let patch = lines
+        .iter()
+        .position(|line| line.contains("\"type\":\"patch\""))
+        .expect("patch");
+    assert!(patch < status, "the patch comes before idle");
+
+    project.ok(&["run", "--continue", "/undo"]).await;
+    assert_eq!(project.read("new.txt"), None);
+    assert_eq!(project.read("src/d0/f77.txt").as_deref(), Some("file 77\n"));
+}

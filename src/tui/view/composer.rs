@@ -95,7 +95,10 @@ pub fn draw(app: &App, frame: &mut Frame<'_>, area: Rect) {
         let hint = if busy {
             "type to queue a message…"
         } else {
-            "ask anything · / commands · @ files · ! shell"
+            fitting_hint(
+                "ask anything · / commands · @ files · ! shell",
+                (area.width as usize).saturating_sub(mark.0.len()),
+            )
         };
         lines.push(Line::from(vec![
             Span::styled(mark.0, Style::default().fg(mark.1)),
@@ -168,9 +171,35 @@ pub fn draw_completion(app: &App, frame: &mut Frame<'_>, composer: Rect) {
     frame.render_widget(Paragraph::new(lines), area);
 }
 
+/// The empty composer's hint at `width`: whole items, dropped from the end
+/// while they do not fit, so a narrow terminal reads "ask anything · /
+/// commands" rather than a cut "@ files ·".
+fn fitting_hint(hint: &str, width: usize) -> &str {
+    let mut end = hint.len();
+    while crate::tui::wrap::str_width(&hint[..end]) > width {
+        match hint[..end].rfind(" · ") {
+            Some(cut) => end = cut,
+            None => break,
+        }
+    }
+    &hint[..end]
+}
+
 #[cfg(test)]
 mod tests {
-    use super::layout_text;
+    use super::{fitting_hint, layout_text};
+
+    #[test]
+    fn the_hint_drops_whole_items_until_it_fits() {
+        let hint = "ask anything · / commands · @ files · ! shell";
+        assert_eq!(fitting_hint(hint, 118), hint);
+        assert_eq!(
+            fitting_hint(hint, 38),
+            "ask anything · / commands · @ files"
+        );
+        assert_eq!(fitting_hint(hint, 30), "ask anything · / commands");
+        assert_eq!(fitting_hint(hint, 5), "ask anything");
+    }
 
     #[test]
     fn cursor_follows_hard_wraps_and_newlines() {

@@ -47,10 +47,12 @@ fn difference_row(difference: i64, usable: u64, name_width: usize) -> Line<'stat
             format!("{:<BAR_CELLS$}", "(provider − cairn)"),
             Style::default().fg(Color::DarkGray),
         ),
+        // The share is signed like the figure, so "−1.9k" never shows
+        // beside a share that reads as added.
         Span::raw(format!(
-            " {:>6} {:>5.1}%",
+            " {:>6} {:>6}",
             format!("{sign}{}", short(tokens)),
-            percent
+            format!("{sign}{percent:.1}%")
         )),
     ])
 }

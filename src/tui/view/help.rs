@@ -17,7 +17,10 @@ const KEYS: &[(&str, &str)] = &[
     ("Esc", "interrupt; twice puts queued messages back to edit"),
     ("Ctrl+C", "interrupt, else clear input; twice quits"),
     ("Tab", "switch agent build ↔ plan"),
-    ("PgUp/PgDn, wheel, Home/End", "scroll the transcript"),
+    (
+        "PgUp/PgDn, Ctrl+Home/End",
+        "scroll the transcript; so do the wheel, and Home/End while the input is empty",
+    ),
     (
         "Ctrl+O",
         "expand or fold tool output, summaries and change diffs",

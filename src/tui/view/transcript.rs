@@ -59,7 +59,7 @@ pub fn block_lines(
     let messages = cx.timeline.messages();
     match block {
         Block::Header(m) if cx.timeline.is_shell_run(m) => shell_run_header(&messages[m].message),
-        Block::Header(m) => header(&messages[m].message, width),
+        Block::Header(m) => header(&messages[m].message, cx.timeline.compacted_tokens(m), width),
         Block::Part(m, p) if cx.timeline.is_shell_run(m) => {
             let part = &messages[m].parts[p];
             match &part.kind {
@@ -134,8 +134,15 @@ fn card_inputs<'a>(
 
 /// Every block ends with its own blank line, so headers need none before them.
 /// A header wider than the pane wraps at words under its text, and an
-/// error is shown whole, every line of it, under the header.
-fn header(message: &Message, width: usize) -> Vec<Line<'static>> {
+/// error is shown whole, every line of it, under the header. `compacted`:
+/// a summary's figures, the gauge's before and after, as its notice gave
+/// them (none until the summary is in place, and none in sessions recorded
+/// before they were kept).
+fn header(
+    message: &Message,
+    compacted: Option<crate::message::CompactedTokens>,
+    width: usize,
+) -> Vec<Line<'static>> {
     let mut out = Vec::new();
     let mut error_lines = Vec::new();
     let line = match &message.role {
@@ -146,10 +153,6 @@ fn header(message: &Message, width: usize) -> Vec<Line<'static>> {
                 .add_modifier(Modifier::BOLD),
         ),
         Role::Assistant(a) if a.summary => {
-            let before = a
-                .tokens
-                .context_count()
-                .saturating_sub(a.tokens.output + a.tokens.reasoning);
             let (label, color) = match (&a.error, a.finish) {
                 (Some(error), _) => (
                     format!(
@@ -160,11 +163,14 @@ fn header(message: &Message, width: usize) -> Vec<Line<'static>> {
                 ),
                 (None, None) => ("━━ compacting history…".to_string(), Color::Magenta),
                 (None, Some(_)) => (
-                    format!(
-                        "━━ history compacted · {} tokens summarized into {}",
-                        short(before),
-                        short(a.tokens.output)
-                    ),
+                    match compacted {
+                        Some(tokens) => format!(
+                            "━━ history compacted · {} -> {} tokens",
+                            crate::shared::thousands(tokens.before),
+                            crate::shared::thousands(tokens.after)
+                        ),
+                        None => "━━ history compacted".to_string(),
+                    },
                     Color::Magenta,
                 ),
             };
@@ -261,10 +267,11 @@ fn part_lines(
             let hidden = lines.len().saturating_sub(SUMMARY_PREVIEW_LINES);
             lines.truncate(SUMMARY_PREVIEW_LINES);
             if hidden > 0 {
-                lines.push(Line::styled(
+                let fold = Line::styled(
                     format!("… summary continues, {hidden} more lines (Ctrl+O)"),
                     Style::default().fg(Color::DarkGray),
-                ));
+                );
+                wrap_into(&fold, width, 2, &mut lines);
             }
             lines.push(Line::default());
             lines

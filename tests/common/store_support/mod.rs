@@ -119,6 +119,7 @@ pub fn compaction(message: &Message, tail_start_id: Option<&str>) -> Part {
             overflow: false,
             tail_start_id: tail_start_id.map(str::to_string),
             instructions: None,
+            tokens: None,
         }),
     )
 }
@@ -210,6 +211,10 @@ pub fn every_part_kind(message: &Message) -> Vec<Part> {
             overflow: true,
             tail_start_id: Some("msg_0000000000000001aaaaaa".into()),
             instructions: Some("keep the API decisions".into()),
+            tokens: Some(CompactedTokens {
+                before: 45_210,
+                after: 1_951,
+            }),
         }),
         PartKind::Subtask(SubtaskPart {
             prompt: "find the bug".into(),
