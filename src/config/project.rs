@@ -196,6 +196,16 @@ fn gate_providers(
             };
             let shown = match (field, value) {
                 ("api_key", _) => "<a key>".to_string(),
+                // Shown in the dialog and stored in the trust record: no password.
+                ("base_url", Value::String(url)) => match crate::secret::url_password(url) {
+                    Some(password) => {
+                        format!(
+                            "{:?}",
+                            url.replacen(&format!(":{password}@"), ":<redacted>@", 1)
+                        )
+                    }
+                    None => value.to_string(),
+                },
                 ("headers", Value::Table(headers)) => {
                     let names: Vec<&str> = headers.keys().map(String::as_str).collect();
                     format!("headers {}", names.join(", "))
@@ -486,6 +496,13 @@ mod tests {
                 &["provider.e.base_url"],
             ),
             (
+                "a password in a remote URL",
+                "[provider.e]\nwire = \"openai\"\nbase_url = \"http://me:hunter2-secret@10.0.0.1/v1\"",
+                "",
+                &[],
+                &["provider.e.base_url"],
+            ),
+            (
                 "keyless provider on ::1 is harmless",
                 "[provider.e]\nwire = \"openai\"\nbase_url = \"http://[::1]:8080/v1\"",
                 "",
@@ -502,6 +519,9 @@ mod tests {
         ];
         for (name, text, base, vars, want) in cases {
             let untrusted = split_text(text, base, vars, false);
+            for risk in &untrusted.risks {
+                assert!(!risk.value.contains("hunter2"), "{name}: {risk}");
+            }
             let keys: Vec<&str> = untrusted.risks.iter().map(|r| r.key.as_str()).collect();
             assert_eq!(&keys, want, "{name}");
             let kept = toml::to_string(&untrusted.kept).expect("serializes");
