@@ -19,6 +19,7 @@ use cairn::permission::Mode;
 use cairn::provider::discover::LocalServer;
 use cairn::session::lock::LockError;
 use cairn::tui::keymap::KeyMap;
+use cairn::tui::wrap::str_width;
 use cairn::tui::{Discovered, HISTORY_PAGE, History, HistoryRead, TuiExit, TuiInput};
 use std::sync::Arc;
 
@@ -636,6 +637,9 @@ async fn first_run_input(app: &App, found: &Found) -> anyhow::Result<TuiInput> {
 /// for local servers found follows it.
 const FIRST_RUN: &str = "cairn needs a model. Set a provider's key (ANTHROPIC_API_KEY, OPENAI_API_KEY, OPENROUTER_API_KEY, ...) and start cairn again; or start a local server (llama-server, Ollama, LM Studio, vLLM) and pick its model here with /model provider/model; or set `model = \"provider/model\"` in ~/.config/cairn/config.toml (see config.example.toml).";
 
+/// The widest the title column of `cairn sessions` is padded to.
+const MAX_TITLE_COLUMN: usize = 40;
+
 /// `cairn sessions`: newest first, one line each; a header row above them
 /// when a person reads it (stdout is a terminal), none for scripts, which
 /// count and cut the lines.
@@ -656,11 +660,33 @@ fn list_sessions(loaded: Loaded) -> anyhow::Result<u8> {
     }
     let id_width = sessions.iter().map(|s| s.id.len()).max().unwrap_or(0);
     let time_width = cairn::clock::format_time(0).len();
+    let title_of = |s: &cairn::message::Session| match s.title.as_str() {
+        "" => "(untitled)".to_string(),
+        title => title.to_string(),
+    };
+    // Titles are padded so the directories line up under their header; a
+    // title longer than the cap runs on rather than being cut.
+    let title_width = sessions
+        .iter()
+        .map(|s| str_width(&title_of(s)))
+        .chain([str_width("TITLE")])
+        .max()
+        .unwrap_or(0)
+        .min(MAX_TITLE_COLUMN);
+    let padded = |title: &str| {
+        let pad = title_width.saturating_sub(str_width(title));
+        format!("{title}{}", " ".repeat(pad))
+    };
     if std::io::stdout().is_terminal() {
         writeln!(
             stdout,
-            "{:<id_width$}  {:<time_width$}  {:>12}  {:>9}  {:>9}  TITLE  DIRECTORY",
-            "SESSION", "UPDATED", "TOKENS", "COST", "MESSAGES"
+            "{:<id_width$}  {:<time_width$}  {:>12}  {:>9}  {:>9}  {}  DIRECTORY",
+            "SESSION",
+            "UPDATED",
+            "TOKENS",
+            "COST",
+            "MESSAGES",
+            padded("TITLE")
         )?;
     }
     for session in sessions {
@@ -668,11 +694,7 @@ fn list_sessions(loaded: Loaded) -> anyhow::Result<u8> {
             + session.tokens.output
             + session.tokens.cache.read
             + session.tokens.cache.write;
-        let title = if session.title.is_empty() {
-            "(untitled)"
-        } else {
-            session.title.as_str()
-        };
+        let title = padded(&title_of(&session));
         let messages = counts.get(&session.id).copied().unwrap_or(0);
         writeln!(
             stdout,

@@ -32,6 +32,9 @@ pub struct Accounting {
     /// Models whose server cannot count a prompt (not a local llama-server):
     /// never asked again this session.
     pub(super) no_server_count: Mutex<std::collections::HashSet<ModelRef>>,
+    /// How many gauges were published, held while one is: the opening gauge
+    /// is measured in the background and must not land after a step's newer one.
+    pub(super) gauges_published: Mutex<u64>,
 }
 
 impl Accounting {

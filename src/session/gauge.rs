@@ -370,6 +370,12 @@ pub fn request_exceeds(ctx: &SessionCtx, model: &ResolvedModel, counted: u64) ->
 }
 
 pub fn publish(ctx: &SessionCtx, gauge: ContextGauge) {
+    let mut published = lock(&ctx.accounting.gauges_published);
+    *published += 1;
+    send(ctx, gauge);
+}
+
+fn send(ctx: &SessionCtx, gauge: ContextGauge) {
     *lock(&ctx.accounting.last_gauge_used) = gauge.used;
     ctx.writer.bus.publish(Event::Gauge {
         session_id: ctx.session_id.clone(),
@@ -383,6 +389,13 @@ pub fn publish(ctx: &SessionCtx, gauge: ContextGauge) {
 /// counted and the next request is not built (on a long view that build is
 /// most of the cost); otherwise the whole request is built and counted.
 pub async fn refresh(ctx: &SessionCtx, model: &ResolvedModel) -> Result<ContextGauge, Error> {
+    let gauge = measure_view(ctx, model).await?;
+    publish(ctx, gauge);
+    Ok(gauge)
+}
+
+/// The gauge of the session as stored now, anchored when it can be.
+async fn measure_view(ctx: &SessionCtx, model: &ResolvedModel) -> Result<ContextGauge, Error> {
     let context = ctx.read_view().await?;
     let anchored = anchored_gauge(ctx, model, context.messages());
     ctx.keep_view(context);
@@ -395,7 +408,6 @@ pub async fn refresh(ctx: &SessionCtx, model: &ResolvedModel) -> Result<ContextG
             .await?
         }
     };
-    publish(ctx, gauge);
     Ok(gauge)
 }
 
@@ -435,6 +447,29 @@ pub async fn refresh_session(ctx: &SessionCtx) {
         && let Err(error) = refresh(ctx, &model).await
     {
         tracing::warn!(%error, "cannot measure the session's context");
+    }
+}
+
+/// The gauge a front end shows on opening the session, before its first
+/// message. Measured in the background, so it is published only while no
+/// other gauge was: landing after a step's gauge it would show (and anchor
+/// the overflow figure on) an older size.
+pub async fn refresh_opening(ctx: &SessionCtx) {
+    let Ok(user) = crate::session::ctx::last_user_or_default(ctx).await else {
+        return;
+    };
+    let Ok(model) = ctx.models.resolve(&user.model).await else {
+        return;
+    };
+    match measure_view(ctx, &model).await {
+        Ok(gauge) => {
+            let mut published = lock(&ctx.accounting.gauges_published);
+            if *published == 0 {
+                *published = 1;
+                send(ctx, gauge);
+            }
+        }
+        Err(error) => tracing::warn!(%error, "cannot measure the session's context"),
     }
 }
 

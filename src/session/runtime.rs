@@ -76,7 +76,7 @@ async fn serve(ctx: Arc<SessionCtx>, mut commands: mpsc::UnboundedReceiver<Comma
     }
     // A front end opening a session shows its gauge before the first message.
     let opening = ctx.clone();
-    tokio::spawn(async move { gauge::refresh_session(&opening).await });
+    tokio::spawn(async move { gauge::refresh_opening(&opening).await });
     let mut running: Option<RunningLoop> = None;
     loop {
         tokio::select! {

@@ -222,13 +222,21 @@ pub fn session_label(session: &Session, messages: u64, now: Millis) -> String {
     } else {
         session.title.as_str()
     };
-    let age = age(now - session.time_updated);
+    let mut age = age(now - session.time_updated);
+    // Past a day, "3d ago" alone does not say which day: the date (UTC, as
+    // `cairn sessions` prints it) follows.
+    if now - session.time_updated >= DAY_MS {
+        let date = crate::clock::format_time(session.time_updated);
+        age.push_str(&format!(" ({})", &date[..10]));
+    }
     let noun = if messages == 1 { "message" } else { "messages" };
     format!(
         "{title}  ·  {messages} {noun}  ·  {age}  ·  ${:.2}",
         session.cost
     )
 }
+
+const DAY_MS: Millis = 86_400_000;
 
 /// `just now`, `5m ago`, `3h ago`, `2d ago`.
 fn age(millis: i64) -> String {
@@ -330,5 +338,16 @@ mod tests {
         assert_eq!(age(61 * 60_000), "1h ago");
         assert_eq!(age(50 * 3_600_000), "2d ago");
         assert_eq!(age(-5), "just now");
+    }
+
+    #[test]
+    fn a_session_older_than_a_day_shows_its_date() {
+        let mut session = crate::tui::fixtures::session();
+        session.time_updated = NOW - 3 * DAY_MS;
+        let label = session_label(&session, 4, NOW);
+        let date = &crate::clock::format_time(NOW - 3 * DAY_MS)[..10];
+        assert!(label.contains(&format!("3d ago ({date})")), "{label}");
+        session.time_updated = NOW - 5 * 3_600_000;
+        assert!(!session_label(&session, 4, NOW).contains('('));
     }
 }

@@ -540,7 +540,7 @@ async fn instruction_urls_are_fetched_once_and_a_failure_is_shown() {
         ),
     )
     .expect("write config");
-    // Instruction URLs connect where the file says: the user trusts their project.
+    // Instructions at a URL connect where the project says: trusted first.
     project.trust();
     let output = project.cairn(&["run", "what do my notes say?"]).await;
     assert_eq!(output.status.code(), Some(0), "{}", describe(&output));

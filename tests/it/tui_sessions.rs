@@ -79,6 +79,15 @@ async fn sessions_show_message_counts_and_a_header_in_a_terminal() {
         for column in ["SESSION", "UPDATED", "TOKENS", "COST", "MESSAGES", "TITLE"] {
             assert!(header.contains(column), "{column} in the header:\n{screen}");
         }
+        // The title ("count me") is wider than its header: the directory
+        // still starts under DIRECTORY.
+        let row = screen.lines().nth(1).unwrap_or_default();
+        let directory = p.display().to_string();
+        assert_eq!(
+            header.find("DIRECTORY"),
+            row.find(directory.as_str()),
+            "the directory lines up under its header:\n{screen}"
+        );
         listing.wait_exit();
     })
     .await
