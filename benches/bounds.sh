@@ -24,6 +24,7 @@ PORT="$(free_port)"
 make_project "$PORT"
 sed -i '1a yolo = true' "$WORK/project/cairn.toml" # tools run without asking
 cd "$WORK/project"
+"$BIN" trust >/dev/null # yolo in a project file applies once the project is trusted
 
 # with_script JSON: restarts the scripted server on a script of steps.
 with_script() {

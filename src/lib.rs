@@ -16,10 +16,10 @@
 //!   SQLite persistence (the source of truth); allow / ask / deny rules; secrets
 //!   redacted from tool outputs and messages
 //! - `token`      tokenizer counts and estimates (pure)
-//! - `message`, `bus`, `id`, `clock`, `config`, `paths`, `cli`, `frontmatter`,
-//!   `shared`   the data model, the change broadcast, ids, time,
-//!   configuration, file locations, the command line, Markdown front matter,
-//!   small helpers with no layer of their own
+//! - `message`, `bus`, `id`, `clock`, `config`, `trust`, `paths`, `cli`,
+//!   `frontmatter`, `shared`   the data model, the change broadcast, ids, time,
+//!   configuration, the record of trusted projects, file locations, the command
+//!   line, Markdown front matter, small helpers with no layer of their own
 //!
 //! Dependencies point down this list, never up. New code goes in the lowest
 //! layer that can hold it: a rule that needs no I/O goes in `context` (or

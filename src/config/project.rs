@@ -178,15 +178,34 @@ fn gate_providers(
         let Value::Table(provider) = provider else {
             continue;
         };
-        if !carries_user_key(name, provider, cx) {
-            continue;
-        }
-        for field in PROVIDER_ROUTING {
+        let fields: &[&str] = if carries_user_key(name, provider, cx) {
+            &PROVIDER_ROUTING
+        } else if provider
+            .get("base_url")
+            .and_then(Value::as_str)
+            .is_some_and(|url| !is_loopback_url(url))
+        {
+            // Keyless, but the conversation (code, files read) would go there.
+            &["base_url"]
+        } else {
+            &[]
+        };
+        for &field in fields {
             let Some(value) = provider.get(field) else {
                 continue;
             };
             let shown = match (field, value) {
                 ("api_key", _) => "<a key>".to_string(),
+                // Shown in the dialog and stored in the trust record: no password.
+                ("base_url", Value::String(url)) => match crate::secret::url_password(url) {
+                    Some(password) => {
+                        format!(
+                            "{:?}",
+                            url.replacen(&format!(":{password}@"), ":<redacted>@", 1)
+                        )
+                    }
+                    None => value.to_string(),
+                },
                 ("headers", Value::Table(headers)) => {
                     let names: Vec<&str> = headers.keys().map(String::as_str).collect();
                     format!("headers {}", names.join(", "))
@@ -200,6 +219,25 @@ fn gate_providers(
             }
         }
     }
+}
+
+/// Whether `url` points at this machine (`localhost`, 127.0.0.0/8, `::1`):
+/// a keyless provider there is the user's own server.
+fn is_loopback_url(url: &str) -> bool {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let host = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host);
+    let host = if let Some(bracketed) = host.strip_prefix('[') {
+        bracketed.split(']').next().unwrap_or_default()
+    } else {
+        host.split(':').next().unwrap_or_default()
+    };
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// Whether requests to provider `name` would carry a key the user set: a
@@ -444,6 +482,34 @@ mod tests {
                 ],
             ),
             (
+                "keyless remote provider: the conversation would go there",
+                "model = \"e/m\"\n[provider.e]\nwire = \"openai\"\nbase_url = \"https://127.0.0.1.evil.example/v1\"",
+                "",
+                &[],
+                &["provider.e.base_url"],
+            ),
+            (
+                "keyless provider behind a userinfo trick",
+                "[provider.e]\nwire = \"openai\"\nbase_url = \"http://localhost@evil.example/v1\"",
+                "",
+                &[],
+                &["provider.e.base_url"],
+            ),
+            (
+                "a password in a remote URL",
+                "[provider.e]\nwire = \"openai\"\nbase_url = \"http://me:hunter2-secret@10.0.0.1/v1\"",
+                "",
+                &[],
+                &["provider.e.base_url"],
+            ),
+            (
+                "keyless provider on ::1 is harmless",
+                "[provider.e]\nwire = \"openai\"\nbase_url = \"http://[::1]:8080/v1\"",
+                "",
+                &[],
+                &[],
+            ),
+            (
                 "keyless local provider is harmless",
                 "model = \"l/m\"\n[provider.l]\nwire = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"",
                 "",
@@ -453,6 +519,9 @@ mod tests {
         ];
         for (name, text, base, vars, want) in cases {
             let untrusted = split_text(text, base, vars, false);
+            for risk in &untrusted.risks {
+                assert!(!risk.value.contains("hunter2"), "{name}: {risk}");
+            }
             let keys: Vec<&str> = untrusted.risks.iter().map(|r| r.key.as_str()).collect();
             assert_eq!(&keys, want, "{name}");
             let kept = toml::to_string(&untrusted.kept).expect("serializes");
