@@ -279,22 +279,22 @@ fn named_paths(calls: &[(String, Value)], root: &Path, cwd: &Path) -> Option<Vec
         if !matches!(tool.as_str(), "edit" | "write") {
             return None;
         }
-        {
-            let full = cwd.join(input_path(input)?);
-            let mut parts = Vec::new();
-            for component in full.strip_prefix(root).ok()?.components() {
-                match component {
-                    std::path::Component::Normal(part) => parts.push(part.to_str()?),
-                    _ => return None,
-                }
-            }
-            if parts.is_empty() {
-                return None;
-            }
-            paths.push(parts.join("/"));
-        }
+        paths.push(project_relative(&cwd.join(input_path(input)?), root)?);
     }
     Some(paths)
+}
+
+/// `path` as `a/b/c` under `root`, when it lies plainly inside it (no `..`,
+/// no `.`, not the root itself).
+fn project_relative(path: &Path, root: &Path) -> Option<String> {
+    let mut parts = Vec::new();
+    for component in path.strip_prefix(root).ok()?.components() {
+        match component {
+            std::path::Component::Normal(part) => parts.push(part.to_str()?),
+            _ => return None,
+        }
+    }
+    (!parts.is_empty()).then(|| parts.join("/"))
 }
 
 /// Which tool changed `change`: the edit or write that named its path, else
