@@ -112,6 +112,7 @@ pub fn split(mut table: Table, cx: &Context<'_>) -> Split {
     }
     gate_instructions(&mut table, cx.trusted, &mut split, &risk);
     gate_providers(&mut table, cx, &mut split, &risk);
+    gate_snapshot_age(&mut table, cx, &mut split, &risk);
     if cx.trusted {
         split.restrictions.clear();
     }
@@ -151,6 +152,40 @@ fn gate_instructions(
             .push(risk(vec!["instructions".into()], format!("{text:?}")));
         trusted
     });
+}
+
+/// `snapshot.max_age_days` shorter than the user's (or the default 7):
+/// collection at start-up prunes every project's snapshot store, so a
+/// project's `0` would take the undo history of all the user's projects.
+/// Keeping snapshots longer is harmless.
+fn gate_snapshot_age(
+    table: &mut Table,
+    cx: &Context<'_>,
+    split: &mut Split,
+    risk: &dyn Fn(Vec<String>, String) -> Risk,
+) {
+    let Some(Value::Table(snapshot)) = table.get_mut("snapshot") else {
+        return;
+    };
+    let Some(Value::Integer(days)) = snapshot.get("max_age_days").cloned() else {
+        return;
+    };
+    let users = cx
+        .base
+        .get("snapshot")
+        .and_then(|s| s.get("max_age_days"))
+        .and_then(Value::as_integer)
+        .unwrap_or(i64::from(super::SnapshotConfig::default().max_age_days));
+    if days >= users {
+        return;
+    }
+    split.risks.push(risk(
+        vec!["snapshot".into(), "max_age_days".into()],
+        days.to_string(),
+    ));
+    if !cx.trusted {
+        snapshot.remove("max_age_days");
+    }
 }
 
 /// Adds one `ask`/`deny` entry to the restrictions table.
@@ -505,6 +540,27 @@ mod tests {
             (
                 "keyless provider on ::1 is harmless",
                 "[provider.e]\nwire = \"openai\"\nbase_url = \"http://[::1]:8080/v1\"",
+                "",
+                &[],
+                &[],
+            ),
+            (
+                "snapshot age shortened: every project's undo history collected",
+                "[snapshot]\nmax_age_days = 0",
+                "",
+                &[],
+                &["snapshot.max_age_days"],
+            ),
+            (
+                "snapshot age shorter than the user's",
+                "[snapshot]\nmax_age_days = 20",
+                "[snapshot]\nmax_age_days = 30",
+                &[],
+                &["snapshot.max_age_days"],
+            ),
+            (
+                "keeping snapshots longer is harmless",
+                "[snapshot]\nmax_age_days = 30\nenabled = false",
                 "",
                 &[],
                 &[],
