@@ -126,7 +126,7 @@ async fn step(ctx: &SessionCtx, model: &ResolvedModel) -> u64 {
     let used = {
         let view = model_view(context.messages());
         let agent = ctx.agents.get("build");
-        let request = build_request(ctx, agent, model, &view, false);
+        let (request, _) = build_request(ctx, agent, model, &view, false);
         gauge::measure_request(ctx, model, &view, &request)
             .gauge
             .used
@@ -156,7 +156,7 @@ fn benches(c: &mut Criterion) {
     assert_eq!(read.len(), MESSAGES, "the whole session is in context");
     let view = order_for_model(read.clone());
     let agent = ctx.agents.get("build");
-    let request = build_request(ctx, agent, model, &view, false);
+    let (request, _) = build_request(ctx, agent, model, &view, false);
     describe(&view, &request);
     let gauge = gauge::measure(ctx, model, &view, &request);
     eprintln!(

@@ -490,7 +490,8 @@ async fn with_next_request<R>(
             .unwrap_or_else(|| ctx.settings.default_agent.clone());
         let agent = ctx.agents.get(&agent_name).clone();
         let view = view::model_view(read);
-        let request = crate::session::request::build_request(ctx, &agent, model, &view, false);
+        let (request, _problems) =
+            crate::session::request::build_request(ctx, &agent, model, &view, false);
         f(read, &view, &request)
     };
     ctx.keep_view(context);

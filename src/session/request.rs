@@ -17,20 +17,21 @@ const MAX_STEPS_PROMPT: &str = include_str!("../../assets/prompts/max-steps.txt"
 const PLAN_REMINDER: &str = include_str!("../../assets/prompts/plan.txt");
 
 /// The request for one normal step: system prompt, history as the model sees
-/// it (`view`, already ordered), the agent's tools.
+/// it (`view`, already ordered), the agent's tools; and the configuration
+/// problems found building its prompt (an `instructions` glob that matches
+/// nothing). Only the step that sends it reports them: a gauge measured in
+/// the background would say them once, before anyone listens.
 pub fn build_request(
     ctx: &SessionCtx,
     agent: &Agent,
     model: &ResolvedModel,
     view: &[MessageWithParts],
     is_last_step: bool,
-) -> crate::provider::ChatRequest {
+) -> (crate::provider::ChatRequest, Vec<String>) {
     let lean = crate::session::gauge::is_lean(ctx, model);
     let mut system = prompt::build_variant(agent, &model.model, &ctx.env, lean);
     system.instructions.extend(ctx.remote_instructions.loaded());
-    for problem in &system.problems {
-        ctx.report_once(problem);
-    }
+    let problems = std::mem::take(&mut system.problems);
     let system = system.blocks();
     let options = view::ModelViewOptions {
         media_in_tool_results: model.media_in_tool_results(),
@@ -72,7 +73,7 @@ pub fn build_request(
         tools.push(crate::session::subtask::spec(&ctx.agents));
         tools.sort_by(|a, b| a.name.cmp(&b.name));
     }
-    crate::provider::ChatRequest {
+    let request = crate::provider::ChatRequest {
         model: model.model.model.clone(),
         system,
         messages,
@@ -80,7 +81,8 @@ pub fn build_request(
         max_output_tokens: crate::session::gauge::step_output_tokens(ctx, model),
         temperature: agent.temperature,
         cache_key: Some(ctx.session_id.clone()),
-    }
+    };
+    (request, problems)
 }
 
 pub fn new_assistant(

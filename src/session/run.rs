@@ -220,7 +220,10 @@ async fn decide_and_act(
     }
     let is_last_step = agent.steps.is_some_and(|max| *step >= max);
     let view = view::model_view(history);
-    let request = build_request(ctx, &agent, &model, &view, is_last_step);
+    let (request, problems) = build_request(ctx, &agent, &model, &view, is_last_step);
+    for problem in &problems {
+        ctx.report_once(problem);
+    }
     // The gauge and the trigger are the same number: the next request's size.
     let measured = gauge::measure_request_exact(ctx, &model, &view, &request).await;
     let gauge = measured.gauge;
