@@ -277,6 +277,8 @@ fn run_headless(
     }
     let code = runtime.block_on(async {
         let continued = choice != SessionChoice::New;
+        // Before the session opens: what opening it reports is printed too.
+        let events = app.bus.subscribe();
         let (session, handle) = app.start(choice, Mode::Headless).await?;
         tracing::info!(session = %session.id, "headless run");
         // A continued session follows its last model; `--model` given on
@@ -313,9 +315,9 @@ fn run_headless(
                 None => {}
             }
         }
-        let outcome = headless::run(
+        let outcome = headless::run_watching(
             &handle,
-            &app.bus,
+            events,
             &app.store,
             message,
             args.format,

@@ -76,10 +76,25 @@ pub async fn run(
     stdout: &mut impl Write,
     stderr: &mut impl Write,
 ) -> std::io::Result<Outcome> {
+    let events = bus.subscribe();
+    run_watching(handle, events, store, message, format, stdout, stderr).await
+}
+
+/// [`run`] with `events` subscribed before the session was opened, so what
+/// opening it reports (a broken agent file, a repaired crash) is printed too.
+pub async fn run_watching(
+    handle: &SessionHandle,
+    events: tokio::sync::broadcast::Receiver<Event>,
+    store: &Store,
+    message: String,
+    format: Format,
+    stdout: &mut impl Write,
+    stderr: &mut impl Write,
+) -> std::io::Result<Outcome> {
     let parsed = slash::parse(&message);
     let mut watch = Watch {
         handle,
-        events: bus.subscribe(),
+        events,
         printer: Printer::new(format),
         subagents: HashSet::new(),
     };

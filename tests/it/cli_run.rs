@@ -561,3 +561,29 @@ async fn instruction_urls_are_fetched_once_and_a_failure_is_shown() {
     assert!(stderr.contains("404"), "{}", describe(&output));
     assert_eq!(text_of(&output.stdout), "It says milk.\n");
 }
+
+/// A broken agent file is found when the session opens, before `cairn run`
+/// sends anything: the run must still say so, once, and go on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broken_agent_file_is_shown_by_cairn_run() {
+    let project = Project::new();
+    let server = ScriptedServer::start([text("Hello.", 300)]).await;
+    project.use_scripted(&server);
+    std::fs::create_dir_all(project.path(".cairn/agents")).expect("create agents");
+    std::fs::write(
+        project.path(".cairn/agents/broken.md"),
+        "---\nname: [unclosed\n---\nbody\n",
+    )
+    .expect("write agent file");
+    let output = project.cairn(&["run", "hello"]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let stderr = text_of(&output.stderr);
+    assert_eq!(
+        stderr.matches("agent file").count(),
+        1,
+        "said once: {}",
+        describe(&output)
+    );
+    assert!(stderr.contains("broken.md"), "{}", describe(&output));
+    assert_eq!(text_of(&output.stdout), "Hello.\n");
+}
