@@ -53,16 +53,7 @@ pub fn project_risks(env: &Environment) -> Vec<crate::trust::Risk> {
     let root = crate::trust::canonical(&env.root);
     let mut risks = Vec::new();
     for dir in project_directories(env) {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        let mut files: Vec<PathBuf> = entries
-            .filter_map(Result::ok)
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|ext| ext == "md"))
-            .collect();
-        files.sort();
-        for file in files {
+        for file in md_files(&dir) {
             let Ok((name, agent)) = read_one(&file) else {
                 continue;
             };
@@ -86,6 +77,20 @@ pub fn project_risks(env: &Environment) -> Vec<crate::trust::Risk> {
     risks
 }
 
+/// The `*.md` files in `dir`, sorted; none when it cannot be read.
+fn md_files(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|ext| ext == "md"))
+        .collect();
+    files.sort();
+    files
+}
+
 /// Reads every `*.md` in `dirs`; a name already found is skipped. Files in
 /// `untrusted` keep only their `deny` rules: appended after the session's
 /// rules, their `allow` would loosen an ask and their `ask` a deny.
@@ -93,16 +98,7 @@ pub fn load(dirs: &[PathBuf], untrusted: &[PathBuf]) -> Found {
     let mut found = Found::default();
     let mut seen = BTreeSet::new();
     for dir in dirs {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            continue;
-        };
-        let mut files: Vec<PathBuf> = entries
-            .filter_map(Result::ok)
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|ext| ext == "md"))
-            .collect();
-        files.sort();
-        for file in files {
+        for file in md_files(dir) {
             match read_one(&file) {
                 Ok((name, mut agent)) => {
                     if untrusted.contains(dir) {
