@@ -242,7 +242,7 @@ async fn decide_and_act(
     }
     let assistant = new_assistant(ctx, &user_message.message.id, &user, &agent.name, false);
     let offers_task = request.tools.iter().any(|t| t.name == TASK_TOOL);
-    let mut runner = ToolRunner::new(
+    let runner = ToolRunner::new(
         ctx.clone(),
         agent.tools.clone(),
         recent_calls(history),
@@ -250,6 +250,13 @@ async fn decide_and_act(
     )
     .with_output_limits(gauge::tool_output_limits(ctx, &model))
     .with_delegation(offers_task);
+    // A subagent's context already carries its agent's rules (and hands
+    // them down to its own children); the session's own agent is applied here.
+    let mut runner = if ctx.depth == 0 {
+        runner.with_agent_rules(&agent.permission)
+    } else {
+        runner
+    };
     let assistant_id = assistant.id.clone();
     let outcome = processor::process(
         Step {

@@ -52,6 +52,9 @@ pub struct ToolRunner {
     limits: crate::tool::OutputLimits,
     /// The step's request offered the `task` tool (for the truncation hint).
     can_delegate: bool,
+    /// What this step's calls are checked against: the session's, or with
+    /// the step's agent's own rules on top.
+    permissions: Arc<crate::permission::Permissions>,
 }
 
 impl ToolRunner {
@@ -65,7 +68,6 @@ impl ToolRunner {
     ) -> Self {
         let ctx_limits = ctx.settings.tool_limits;
         Self {
-            ctx,
             access,
             history,
             cancel: cancel.child_token(),
@@ -75,7 +77,18 @@ impl ToolRunner {
             blocked: false,
             limits: ctx_limits,
             can_delegate: false,
+            permissions: ctx.permissions.clone(),
+            ctx,
         }
+    }
+
+    /// Checks this step's calls with `rules` (an agent's own `permission:`)
+    /// after the session's, so the agent's deny holds.
+    pub fn with_agent_rules(mut self, rules: &[crate::permission::Rule]) -> Self {
+        if !rules.is_empty() {
+            self.permissions = Arc::new(self.ctx.permissions.for_agent(rules));
+        }
+        self
     }
 
     /// Says that this step's agent was offered the `task` tool: truncated
@@ -108,6 +121,7 @@ impl ToolRunner {
                 unfinished: self.unfinished.clone(),
                 limits: self.limits,
                 can_delegate: self.can_delegate,
+                permissions: self.permissions.clone(),
             };
             self.task = Some(tokio::spawn(worker.run(receiver)));
             self.sender = Some(sender);
@@ -190,6 +204,7 @@ struct Worker {
     unfinished: Arc<Mutex<Vec<Part>>>,
     limits: crate::tool::OutputLimits,
     can_delegate: bool,
+    permissions: Arc<crate::permission::Permissions>,
 }
 
 impl Worker {
@@ -237,6 +252,7 @@ impl Worker {
             unfinished: self.unfinished.clone(),
             limits: self.limits,
             can_delegate: self.can_delegate,
+            permissions: self.permissions.clone(),
         }
     }
 
@@ -338,7 +354,6 @@ impl Worker {
                     ..Default::default()
                 };
                 match self
-                    .ctx
                     .permissions
                     .ask_cancellable(request, &self.cancel)
                     .await
@@ -380,7 +395,7 @@ impl Worker {
             root: self.ctx.env.root.clone(),
             tool_output_dir: self.ctx.settings.tool_output_dir.clone(),
             cancel: self.cancel.child_token(),
-            permissions: self.ctx.permissions.clone(),
+            permissions: self.permissions.clone(),
             progress: None,
             limits: self.limits,
             can_delegate: self.can_delegate,

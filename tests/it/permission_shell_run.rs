@@ -224,3 +224,43 @@ async fn another_projects_saved_output_is_outside_the_project() {
         "read another project's output: {other}"
     );
 }
+
+/// An agent file's `permission:` holds when the agent is the one the user
+/// talks to, not only as a subagent: a primary agent that denies `bash` is
+/// not talked out of it by the model, even under `--yolo`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_primary_agents_own_deny_holds() {
+    let touch = || tool_call("call_1", "bash", json!({ "command": "touch made" }), 1_000);
+    let server = ScriptedServer::start([touch(), text("Done.", 1_000)]).await;
+    let project = Project::new();
+    project.use_scripted(&server);
+    let agents = project.path(".cairn/agents");
+    std::fs::create_dir_all(&agents).expect("create agents");
+    std::fs::write(
+        agents.join("careful.md"),
+        "---\ndescription: reads, never runs\nmode: primary\npermission:\n  bash: deny\n---\nBe careful.\n",
+    )
+    .expect("write agent file");
+
+    let output = project
+        .cairn(&["run", "--yolo", "--agent", "careful", "make it"])
+        .await;
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    assert!(
+        !project.path("made").exists(),
+        "the agent's deny did not hold: {}",
+        describe(&output)
+    );
+    assert!(
+        tool_result(&server, "call_1").contains("deny"),
+        "{}",
+        tool_result(&server, "call_1")
+    );
+
+    // The same call from the default agent runs: the deny is the agent's.
+    server.push(touch());
+    server.push(text("Done.", 1_000));
+    let output = project.cairn(&["run", "--yolo", "make it"]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    assert!(project.path("made").exists(), "{}", describe(&output));
+}
