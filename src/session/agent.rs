@@ -84,7 +84,7 @@ pub struct Agent {
     /// Runs on the configured `small_model` when there is one (explore).
     pub prefers_small_model: bool,
     /// The agent's own permission rules (an agent file's `permission:`),
-    /// applied after the session's when it runs as a subagent.
+    /// applied after the session's to its calls (primary or subagent).
     pub permission: Vec<crate::permission::Rule>,
 }
 
