@@ -3,7 +3,7 @@
 
 use crate::scenario::{text, text_then_stall, tool_call};
 use crate::support::ScriptedServer;
-use crate::tui_pty::{Terminal, pty_dirs};
+use crate::tui_pty::{Terminal, owned_paths, pty_dirs};
 
 use std::io::Write as _;
 
@@ -21,11 +21,7 @@ async fn the_status_line_cost_updates_after_a_priced_turn() {
         .write_all(b"price_input = 100.0\nprice_output = 0.0\n")
         .expect("price");
     server.push(text("Priced answer.", 10_000));
-    let (p, d, c) = (
-        project.path().to_path_buf(),
-        data.path().to_path_buf(),
-        config_home.path().to_path_buf(),
-    );
+    let (p, d, c) = owned_paths(&project, &data, &config_home);
     tokio::task::spawn_blocking(move || {
         let mut terminal = Terminal::start(&p, &d, &c, &[]);
         terminal.wait_for("the opening cost", |s| s.contains("$0.00"));
@@ -55,11 +51,7 @@ async fn ctrl_c_interrupts_a_busy_turn_and_esc_esc_returns_the_queue() {
     let (project, data, config_home) = pty_dirs(&server, true);
     server.push(text_then_stall("Thinking about it"));
     server.push(text_then_stall("Second try"));
-    let (p, d, c) = (
-        project.path().to_path_buf(),
-        data.path().to_path_buf(),
-        config_home.path().to_path_buf(),
-    );
+    let (p, d, c) = owned_paths(&project, &data, &config_home);
     tokio::task::spawn_blocking(move || {
         let mut terminal = Terminal::start(&p, &d, &c, &[]);
         terminal.wait_for("the status line", |s| s.contains("compact at"));
@@ -99,11 +91,7 @@ async fn sigterm_restores_the_terminal_and_the_session_continues() {
     let server = ScriptedServer::start([]).await;
     let (project, data, config_home) = pty_dirs(&server, true);
     server.push(text_then_stall("Halfway through"));
-    let (p, d, c) = (
-        project.path().to_path_buf(),
-        data.path().to_path_buf(),
-        config_home.path().to_path_buf(),
-    );
+    let (p, d, c) = owned_paths(&project, &data, &config_home);
     tokio::task::spawn_blocking(move || {
         let mut terminal = Terminal::start(&p, &d, &c, &[]);
         terminal.wait_for("the status line", |s| s.contains("compact at"));
@@ -143,11 +131,7 @@ async fn a_shell_run_is_the_users_on_screen_and_unchanged_for_the_model() {
     let server = ScriptedServer::start([]).await;
     let (project, data, config_home) = pty_dirs(&server, true);
     server.push(text("It printed a greeting.", 500));
-    let (p, d, c) = (
-        project.path().to_path_buf(),
-        data.path().to_path_buf(),
-        config_home.path().to_path_buf(),
-    );
+    let (p, d, c) = owned_paths(&project, &data, &config_home);
     tokio::task::spawn_blocking(move || {
         let mut terminal = Terminal::start(&p, &d, &c, &[]);
         terminal.wait_for("the status line", |s| s.contains("compact at"));
@@ -219,11 +203,7 @@ async fn cards_and_notices_show_what_the_user_needs() {
         1_200,
     ));
     server.push(text("Planned.", 1_300));
-    let (p, d, c) = (
-        project.path().to_path_buf(),
-        data.path().to_path_buf(),
-        config_home.path().to_path_buf(),
-    );
+    let (p, d, c) = owned_paths(&project, &data, &config_home);
     tokio::task::spawn_blocking(move || {
         let mut terminal = Terminal::start(&p, &d, &c, &[]);
         terminal.wait_for("the status line", |s| s.contains("compact at"));

@@ -187,6 +187,20 @@ pub(crate) fn pty_dirs(
     (project, data, config_home)
 }
 
+/// The paths of [`pty_dirs`]' directories, owned, for the blocking thread
+/// that drives the terminal (the directories stay with the test).
+pub(crate) fn owned_paths(
+    project: &tempfile::TempDir,
+    data: &tempfile::TempDir,
+    config_home: &tempfile::TempDir,
+) -> (std::path::PathBuf, std::path::PathBuf, std::path::PathBuf) {
+    (
+        project.path().to_path_buf(),
+        data.path().to_path_buf(),
+        config_home.path().to_path_buf(),
+    )
+}
+
 /// `cairn trust` with the environment [`Terminal::start`] gives cairn.
 pub(crate) fn trust_in_terminal_env(project: &Path, data: &Path, config_home: &Path) {
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_cairn"));

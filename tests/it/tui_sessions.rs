@@ -4,7 +4,7 @@
 
 use crate::scenario::text;
 use crate::support::ScriptedServer;
-use crate::tui_pty::{Terminal, pty_dirs};
+use crate::tui_pty::{Terminal, owned_paths, pty_dirs};
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -16,11 +16,7 @@ use std::time::{Duration, Instant};
 async fn a_new_session_welcomes_until_something_is_sent_and_new_says_so() {
     let server = ScriptedServer::start([text("Hello back.", 300)]).await;
     let (project, data, config_home) = pty_dirs(&server, true);
-    let (p, d, c) = (
-        project.path().to_path_buf(),
-        data.path().to_path_buf(),
-        config_home.path().to_path_buf(),
-    );
+    let (p, d, c) = owned_paths(&project, &data, &config_home);
     tokio::task::spawn_blocking(move || {
         let mut terminal = Terminal::start(&p, &d, &c, &[]);
         let version = format!("cairn {}", env!("CARGO_PKG_VERSION"));
@@ -56,11 +52,7 @@ async fn a_new_session_welcomes_until_something_is_sent_and_new_says_so() {
 async fn sessions_show_message_counts_and_a_header_in_a_terminal() {
     let server = ScriptedServer::start([text("Counted.", 300)]).await;
     let (project, data, config_home) = pty_dirs(&server, true);
-    let (p, d, c) = (
-        project.path().to_path_buf(),
-        data.path().to_path_buf(),
-        config_home.path().to_path_buf(),
-    );
+    let (p, d, c) = owned_paths(&project, &data, &config_home);
     tokio::task::spawn_blocking(move || {
         let mut terminal = Terminal::start(&p, &d, &c, &[]);
         terminal.wait_for("the status line", |s| s.contains("compact at"));
@@ -121,11 +113,7 @@ async fn an_overflow_shows_one_notice_and_the_message_once() {
     ])
     .await;
     let (project, data, config_home) = pty_dirs(&server, true);
-    let (p, d, c) = (
-        project.path().to_path_buf(),
-        data.path().to_path_buf(),
-        config_home.path().to_path_buf(),
-    );
+    let (p, d, c) = owned_paths(&project, &data, &config_home);
     let screen = tokio::task::spawn_blocking(move || {
         let mut terminal = Terminal::start(&p, &d, &c, &[]);
         terminal.wait_for("the status line", |s| s.contains("compact at"));
@@ -179,11 +167,7 @@ async fn a_single_esc_keeps_the_queue_until_enter() {
     let (project, data, config_home) = pty_dirs(&server, true);
     server.push(crate::scenario::text_then_stall("Working on it"));
     server.push(text("Queued one answered.", 300));
-    let (p, d, c) = (
-        project.path().to_path_buf(),
-        data.path().to_path_buf(),
-        config_home.path().to_path_buf(),
-    );
+    let (p, d, c) = owned_paths(&project, &data, &config_home);
     let mut terminal = tokio::task::spawn_blocking(move || {
         let mut terminal = Terminal::start(&p, &d, &c, &[]);
         terminal.wait_for("the status line", |s| s.contains("compact at"));
@@ -225,11 +209,7 @@ async fn a_single_esc_keeps_the_queue_until_enter() {
 async fn a_multi_line_paste_without_bracketed_paste_is_one_message() {
     let server = ScriptedServer::start([text("One message received.", 300)]).await;
     let (project, data, config_home) = pty_dirs(&server, true);
-    let (p, d, c) = (
-        project.path().to_path_buf(),
-        data.path().to_path_buf(),
-        config_home.path().to_path_buf(),
-    );
+    let (p, d, c) = owned_paths(&project, &data, &config_home);
     tokio::task::spawn_blocking(move || {
         let mut terminal = Terminal::start(&p, &d, &c, &[]);
         terminal.wait_for("the status line", |s| s.contains("compact at"));
@@ -369,11 +349,7 @@ impl Detached {
 async fn a_closed_terminal_ends_cairn_even_with_sighup_ignored() {
     let server = ScriptedServer::start([text("Noted.", 300)]).await;
     let (project, data, config_home) = pty_dirs(&server, true);
-    let (p, d, c) = (
-        project.path().to_path_buf(),
-        data.path().to_path_buf(),
-        config_home.path().to_path_buf(),
-    );
+    let (p, d, c) = owned_paths(&project, &data, &config_home);
     tokio::task::spawn_blocking(move || {
         let mut terminal = Detached::start(&p, &d, &c);
         terminal.wait_for("the status line", |s| s.contains("compact at"));
