@@ -62,6 +62,11 @@ fn session_ctx(app: &App, session_id: &str) -> SessionCtx {
             retry: Default::default(),
             task: Default::default(),
             small_model: None,
+            sandbox: Arc::new(cairn::sandbox::Policy::new(
+                &config.sandbox,
+                &app.cwd,
+                std::slice::from_ref(&app.data_dir),
+            )),
         },
         env: Environment::discover(&app.cwd),
         default_model: history::model(),

@@ -313,6 +313,16 @@ impl App {
         Ok(session)
     }
 
+    /// The sandbox of the session's commands in the project at `root`:
+    /// cairn's own config and data directories are never theirs to read.
+    pub fn sandbox_policy(&self, root: &Path) -> crate::sandbox::Policy {
+        let own: Vec<PathBuf> = crate::paths::config_dir()
+            .into_iter()
+            .chain([self.data_dir.clone()])
+            .collect();
+        crate::sandbox::Policy::new(&self.config.sandbox, root, &own)
+    }
+
     fn session_ctx(&self, session: &Session, mode: Mode, default_model: ModelRef) -> SessionCtx {
         let config = &self.config;
         let rules = crate::permission::ruleset(&config.permission, config.yolo);
@@ -369,6 +379,7 @@ impl App {
             retry: Default::default(),
             task: config.task.clone(),
             small_model: config.small_model.clone(),
+            sandbox: Arc::new(self.sandbox_policy(&env.root)),
         };
         let snapshots = self.snapshots(session);
         let ctx = SessionCtx {

@@ -48,6 +48,10 @@ pub struct ConfigFlags {
     /// Allow every tool call without asking (sets `yolo = true`).
     #[arg(long)]
     pub yolo: bool,
+    /// How commands are confined: workspace-write (default), read-only or
+    /// off (sets `sandbox.mode`; `--yolo` never leaves the sandbox).
+    #[arg(long, value_name = "MODE")]
+    pub sandbox: Option<String>,
 }
 
 impl ConfigFlags {
@@ -56,6 +60,7 @@ impl ConfigFlags {
             model: self.model.clone(),
             agent: self.agent.clone(),
             yolo: self.yolo,
+            sandbox: self.sandbox.clone(),
         }
     }
 }
@@ -131,6 +136,10 @@ impl Cli {
             model: after.model.clone().or_else(|| self.config.model.clone()),
             agent: after.agent.clone().or_else(|| self.config.agent.clone()),
             yolo: after.yolo || self.config.yolo,
+            sandbox: after
+                .sandbox
+                .clone()
+                .or_else(|| self.config.sandbox.clone()),
         }
     }
 }

@@ -15,6 +15,8 @@
 //!   one event stream, three wires); the tools and truncation of their output;
 //!   SQLite persistence (the source of truth); allow / ask / deny rules; secrets
 //!   redacted from tool outputs and messages
+//! - `sandbox`    the kernel's confinement of every `bash` command (Landlock,
+//!   seccomp, a private mount namespace)
 //! - `token`      tokenizer counts and estimates (pure)
 //! - `message`, `bus`, `id`, `clock`, `config`, `trust`, `paths`, `cli`,
 //!   `frontmatter`, `shared`   the data model, the change broadcast, ids, time,
@@ -40,6 +42,7 @@ pub mod message;
 pub mod paths;
 pub mod permission;
 pub mod provider;
+pub mod sandbox;
 pub mod secret;
 pub mod session;
 pub mod shared;

@@ -89,6 +89,8 @@ pub struct Overrides {
     pub agent: Option<String>,
     /// `--yolo`
     pub yolo: bool,
+    /// `--sandbox MODE`
+    pub sandbox: Option<String>,
 }
 
 /// Where one key's value came from.
@@ -422,6 +424,18 @@ fn flag_layers(overrides: &Overrides) -> Result<Vec<(Origin, Table)>, Error> {
         layers.push((
             Origin::Flag("--yolo"),
             single(&["yolo"], Value::Boolean(true)),
+        ));
+    }
+    if let Some(text) = &overrides.sandbox {
+        let mode = super::SandboxMode::parse(text).ok_or_else(|| Error::Flag {
+            flag: "--sandbox",
+            message: format!(
+                "`{text}` is not a sandbox mode: use workspace-write, read-only or off"
+            ),
+        })?;
+        layers.push((
+            Origin::Flag("--sandbox"),
+            single(&["sandbox", "mode"], Value::String(mode.name().to_string())),
         ));
     }
     Ok(layers)

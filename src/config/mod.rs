@@ -49,6 +49,7 @@ pub struct Config {
     pub compaction: CompactionConfig,
     pub tool_output: ToolOutputConfig,
     pub bash: BashConfig,
+    pub sandbox: SandboxConfig,
     pub doom_loop: DoomLoopConfig,
     pub permission: PermissionConfig,
     pub agent: BTreeMap<String, AgentConfig>,
@@ -84,6 +85,7 @@ impl Default for Config {
             compaction: CompactionConfig::default(),
             tool_output: ToolOutputConfig::default(),
             bash: BashConfig::default(),
+            sandbox: SandboxConfig::default(),
             doom_loop: DoomLoopConfig::default(),
             permission: PermissionConfig::new(),
             agent: BTreeMap::new(),
@@ -200,6 +202,72 @@ impl Default for BashConfig {
         Self {
             timeout_ms: DEFAULT_BASH_TIMEOUT_MS,
         }
+    }
+}
+
+/// `[sandbox]`: what every `bash` command may write, read and connect to,
+/// enforced by the kernel (see `crate::sandbox`). From a project file the
+/// whole table waits for trust: it can only loosen what the user chose.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SandboxConfig {
+    /// `workspace-write`, `read-only` or `off`. Also `--sandbox MODE`.
+    pub mode: SandboxMode,
+    /// Commands may open network connections (loopback included).
+    pub network: bool,
+    /// More directories commands may write under (`~/` expands).
+    pub writable_roots: Vec<String>,
+    /// More paths commands may not read, added to the built-in list.
+    pub deny_read: Vec<String>,
+}
+
+impl Default for SandboxConfig {
+    fn default() -> Self {
+        Self {
+            mode: SandboxMode::WorkspaceWrite,
+            network: false,
+            writable_roots: Vec::new(),
+            deny_read: Vec::new(),
+        }
+    }
+}
+
+/// How far a command's writes reach.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SandboxMode {
+    /// The project, the temp directory and `writable_roots`; never the files
+    /// that decide what runs later (`.git/hooks`, `.git/config`, cairn's and
+    /// the peers' project config).
+    WorkspaceWrite,
+    /// The temp directory only.
+    ReadOnly,
+    /// No confinement at all: the user's explicit choice.
+    Off,
+}
+
+impl SandboxMode {
+    /// Every mode, by its config name.
+    pub const ALL: [(&'static str, SandboxMode); 3] = [
+        ("workspace-write", SandboxMode::WorkspaceWrite),
+        ("read-only", SandboxMode::ReadOnly),
+        ("off", SandboxMode::Off),
+    ];
+
+    /// The config name of this mode.
+    pub fn name(self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(_, mode)| *mode == self)
+            .map_or("workspace-write", |(name, _)| name)
+    }
+
+    /// The mode named `text`, as `--sandbox` takes it.
+    pub fn parse(text: &str) -> Option<SandboxMode> {
+        Self::ALL
+            .iter()
+            .find(|(name, _)| *name == text)
+            .map(|(_, mode)| *mode)
     }
 }
 
@@ -361,6 +429,7 @@ mod tests {
         assert_eq!(example.compaction, defaults.compaction);
         assert_eq!(example.tool_output, defaults.tool_output);
         assert_eq!(example.bash, defaults.bash);
+        assert_eq!(example.sandbox, defaults.sandbox);
         assert_eq!(example.doom_loop, defaults.doom_loop);
         assert_eq!(example.task, defaults.task);
         assert_eq!(example.tui, defaults.tui);

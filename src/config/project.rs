@@ -8,6 +8,7 @@
 //!   an answer stricter (never merged over the user's table, where a
 //!   project's `bash = "ask"` would replace the user's `"rm *" = "deny"`).
 //! - `mcp.*`: starts a process or connects somewhere.
+//! - `sandbox.*`: loosens what every command may reach.
 //! - `base_url`, `headers`, `api_key_env`, `api_key` of a provider that
 //!   would carry a key the user set: they send that key, or the user's
 //!   prompts under another key, where the project chooses. A keyless
@@ -113,6 +114,7 @@ pub fn split(mut table: Table, cx: &Context<'_>) -> Split {
     gate_instructions(&mut table, cx.trusted, &mut split, &risk);
     gate_providers(&mut table, cx, &mut split, &risk);
     gate_snapshot_age(&mut table, cx, &mut split, &risk);
+    gate_sandbox(&mut table, cx.trusted, &mut split, &risk);
     if cx.trusted {
         split.restrictions.clear();
     }
@@ -185,6 +187,28 @@ fn gate_snapshot_age(
     ));
     if !cx.trusted {
         snapshot.remove("max_age_days");
+    }
+}
+
+/// `[sandbox]`: every key but a `deny_read` list can loosen the confinement
+/// of commands (`mode = "off"`, `network`, `writable_roots`), and even a
+/// `deny_read` would replace the user's list: the whole table waits for trust.
+fn gate_sandbox(
+    table: &mut Table,
+    trusted: bool,
+    split: &mut Split,
+    risk: &dyn Fn(Vec<String>, String) -> Risk,
+) {
+    let Some(Value::Table(sandbox)) = table.get("sandbox") else {
+        return;
+    };
+    for (key, value) in sandbox {
+        split
+            .risks
+            .push(risk(vec!["sandbox".into(), key.clone()], value.to_string()));
+    }
+    if !trusted {
+        table.remove("sandbox");
     }
 }
 

@@ -475,6 +475,30 @@ impl Permissions {
         }
     }
 
+    /// Asks the person at the terminal whatever the rules and `--yolo` say:
+    /// for what only a person may grant (a command outside the sandbox).
+    /// An "always" answer stores nothing (the request offers none).
+    ///
+    /// # Errors
+    /// `Denied` when headless (with `refused`, which says how to grant it
+    /// instead), `Rejected` and `Cancelled` as [`Permissions::ask_cancellable`].
+    pub async fn ask_person(
+        &self,
+        mut request: PermissionRequest,
+        refused: &str,
+        cancel: &CancellationToken,
+    ) -> Result<(), PermissionError> {
+        if self.mode == Mode::Headless {
+            return Err(PermissionError::Denied {
+                message: refused.to_string(),
+                rule: None,
+            });
+        }
+        request.always.clear();
+        request.always_broad.clear();
+        self.wait_for_answer(request, cancel).await
+    }
+
     /// Asks without a way to cancel; see [`Permissions::ask_cancellable`].
     pub async fn ask(&self, request: PermissionRequest) -> Result<(), PermissionError> {
         self.ask_cancellable(request, &CancellationToken::new())

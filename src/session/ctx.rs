@@ -73,6 +73,8 @@ pub struct Settings {
     pub task: crate::config::TaskConfig,
     /// The cheaper model of the config, for agents that prefer it (explore).
     pub small_model: Option<ModelRef>,
+    /// What the session's `bash` commands may reach (`[sandbox]`).
+    pub sandbox: std::sync::Arc<crate::sandbox::Policy>,
 }
 
 /// Everything the loop of one session needs.

@@ -121,6 +121,8 @@ pub async fn execute(
         progress: None,
         limits: ctx.settings.tool_limits,
         can_delegate: false,
+        // The user's own command: the sandbox guards against the model.
+        sandbox: std::sync::Arc::new(crate::sandbox::Policy::off(&ctx.env.root)),
     };
     let result = run_showing_progress(ctx, &part, "bash", input.clone(), tool_ctx)
         .await

@@ -399,6 +399,7 @@ impl Worker {
             progress: None,
             limits: self.limits,
             can_delegate: self.can_delegate,
+            sandbox: self.ctx.settings.sandbox.clone(),
         };
         let result = if name == crate::session::agent::TASK_TOOL {
             let (progress_tx, progress_rx) = mpsc::unbounded_channel();

@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
 
 use super::bash_output::OutputSink;
+use super::bash_sandbox::{self, Confined};
 use super::{Tool, ToolError, ToolOutput, ToolProgress, ToolScope, parse_args, schema_for};
 
 /// The name the model calls it by, which is also its permission.
@@ -77,7 +78,13 @@ impl Tool for Bash {
         let timeout = args
             .timeout
             .map_or(ctx.limits.bash_timeout, Duration::from_millis);
-        let run = run_command(&args.command, &cwd, timeout, ctx).await?;
+        let mut confined = Confined::prepare(&args.command, ctx)?;
+        let confinement = confined.confinement.take();
+        let run = run_command(&args.command, &cwd, timeout, ctx, confinement).await?;
+        let run = bash_sandbox::settle(run, &confined, &args.command, &cwd, ctx, |confinement| {
+            run_command(&args.command, &cwd, timeout, ctx, confinement)
+        })
+        .await?;
         let mut output = run.output;
         let interrupted = run.ending == Ending::Cancelled;
         match run.ending {
@@ -110,16 +117,16 @@ impl Tool for Bash {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Ending {
+pub(super) enum Ending {
     Exited(Option<i32>),
     TimedOut,
     Cancelled,
 }
 
-struct Run {
-    output: String,
-    ending: Ending,
-    spill: Option<PathBuf>,
+pub(super) struct Run {
+    pub(super) output: String,
+    pub(super) ending: Ending,
+    pub(super) spill: Option<PathBuf>,
 }
 
 /// Kills the process group when dropped, unless the shell exited on its
@@ -198,11 +205,13 @@ impl Drop for GroupGuard {
     }
 }
 
+/// Runs `command` to its end, confined by `confinement` (`None`: unconfined).
 async fn run_command(
     command: &str,
     cwd: &PathBuf,
     timeout: Duration,
     ctx: &ToolScope,
+    confinement: Option<crate::sandbox::Confinement>,
 ) -> Result<Run, ToolError> {
     let (writer, mut reader) = tokio::net::unix::pipe::pipe()
         .map_err(|e| ToolError::io("create an output pipe for", cwd, e))?;
@@ -216,17 +225,27 @@ async fn run_command(
     for name in hidden_variables() {
         bash.env_remove(name);
     }
-    let mut child = bash
-        .arg("-c")
+    bash.arg("-c")
         .arg(command)
         .current_dir(cwd)
         .stdin(Stdio::null())
         .stdout(Stdio::from(stdout))
         .stderr(Stdio::from(stderr))
         .process_group(0)
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| ToolError::io("run bash in", cwd, e))?;
+        .kill_on_drop(true);
+    if let Some(mut confinement) = confinement {
+        // SAFETY: `apply` makes system calls only (see `sandbox::Confinement`),
+        // which is what may run between fork and exec.
+        unsafe {
+            bash.pre_exec(move || confinement.apply());
+        }
+    }
+    let spawned = bash.spawn();
+    // The command holds the pipe's write end until dropped: keep it, and
+    // the pipe never reads end-of-file while the shell lives, so every call
+    // would wait out the drain timer.
+    drop(bash);
+    let mut child = spawned.map_err(|e| ToolError::io("run bash in", cwd, e))?;
     let pgid = child.id().and_then(|pid| i32::try_from(pid).ok());
     let mut guard = GroupGuard {
         pgid,

@@ -8,6 +8,7 @@
 
 mod bash;
 mod bash_output;
+mod bash_sandbox;
 mod edit;
 mod glob;
 mod grep;
@@ -178,6 +179,8 @@ pub struct ToolScope {
     /// The calling agent has the `task` tool: a truncated output's hint
     /// tells it to delegate reading the full text to `explore`.
     pub can_delegate: bool,
+    /// What a `bash` command may reach.
+    pub sandbox: Arc<crate::sandbox::Policy>,
 }
 
 impl ToolScope {

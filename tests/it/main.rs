@@ -54,6 +54,7 @@ mod provider_openai;
 mod provider_responses;
 mod provider_wires;
 mod recovery;
+mod sandbox_run;
 mod skills_run;
 mod store;
 mod store_cache;

@@ -51,6 +51,11 @@ impl Project {
             progress: None,
             limits: OutputLimits::default(),
             can_delegate: false,
+            sandbox: Arc::new(cairn::sandbox::Policy::new(
+                &Default::default(),
+                &self.root(),
+                &[],
+            )),
         }
     }
 }

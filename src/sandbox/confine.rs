@@ -1,0 +1,147 @@
+//! [`Confinement`]: a [`Policy`] made ready for one child process. Built
+//! in cairn before the fork (it reads directories, opens the Landlock rule
+//! set and compiles the seccomp filter, all of which allocate); applied in
+//! the child between fork and exec with system calls only, so a command
+//! never runs a single instruction unconfined. A confinement that cannot
+//! be applied fails the spawn: the command does not run.
+
+use std::path::{Path, PathBuf};
+
+use landlock::{RulesetCreated, RulesetStatus};
+use seccompiler::BpfProgram;
+
+use super::mounts::MountPlan;
+use super::policy::PINNED;
+use super::{Policy, network, rules, support};
+use crate::config::SandboxMode;
+
+/// Why a confinement could not be prepared.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("cannot build the Landlock rules: {0}")]
+    Landlock(String),
+    #[error("cannot build the seccomp filter: {0}")]
+    Seccomp(String),
+    #[error("a path the sandbox must name holds a NUL byte: {}", .0.display())]
+    Path(PathBuf),
+}
+
+impl Error {
+    pub(super) fn landlock(error: impl std::fmt::Display) -> Self {
+        Self::Landlock(error.to_string())
+    }
+    pub(super) fn seccomp(error: impl std::fmt::Display) -> Self {
+        Self::Seccomp(error.to_string())
+    }
+}
+
+/// A policy ready to apply in one child.
+#[derive(Debug)]
+pub struct Confinement {
+    mounts: Option<MountPlan>,
+    landlock: Option<RulesetCreated>,
+    seccomp: BpfProgram,
+    /// Protected paths that did not exist before the command: it must not
+    /// create them ([`Confinement::undo_created`]).
+    absent: Vec<PathBuf>,
+}
+
+impl Confinement {
+    /// The confinement of `policy`, or `None` when commands run unconfined
+    /// (mode `off`, or a kernel without Landlock: [`support`] says which).
+    ///
+    /// # Errors
+    /// When the kernel offers the sandbox but the rules cannot be built:
+    /// the caller must not run the command.
+    pub fn prepare(policy: &Policy) -> Result<Option<Confinement>, Error> {
+        let support = support();
+        if policy.is_off() || !support.confines() {
+            return Ok(None);
+        }
+        let (mounts, absent) =
+            if policy.mode == SandboxMode::WorkspaceWrite && support.mount_namespace {
+                protected_mounts(policy)?
+            } else {
+                (None, Vec::new())
+            };
+        Ok(Some(Confinement {
+            mounts,
+            landlock: Some(rules::ruleset(policy)?),
+            seccomp: network::filter(policy.network)?,
+            absent,
+        }))
+    }
+
+    /// Confines the calling process. Call only in the child, between fork
+    /// and exec (`Command::pre_exec`); each step is a system call.
+    ///
+    /// # Errors
+    /// Any step that fails: the spawn fails with it.
+    pub fn apply(&mut self) -> std::io::Result<()> {
+        if let Some(mounts) = &self.mounts {
+            mounts.apply()?;
+        }
+        let ruleset = self
+            .landlock
+            .take()
+            .ok_or_else(|| std::io::Error::other("the sandbox was already applied"))?;
+        let status = ruleset.restrict_self().map_err(std::io::Error::other)?;
+        if status.ruleset == RulesetStatus::NotEnforced {
+            return Err(std::io::Error::other(
+                "Landlock did not enforce the sandbox",
+            ));
+        }
+        seccompiler::apply_filter(&self.seccomp).map_err(std::io::Error::other)
+    }
+
+    /// The protected paths that do not exist before the command: pass them
+    /// to [`remove_created`] after it.
+    pub fn absent_protected(&self) -> Vec<PathBuf> {
+        self.absent.clone()
+    }
+}
+
+/// Removes those of `absent` (protected paths missing before a command)
+/// that the command created (nothing of the user's is lost: they did not
+/// exist) and returns them.
+pub fn remove_created(absent: &[PathBuf]) -> Vec<PathBuf> {
+    {
+        let mut created = Vec::new();
+        for path in absent {
+            let Ok(meta) = std::fs::symlink_metadata(path) else {
+                continue;
+            };
+            let removed = if meta.is_dir() {
+                std::fs::remove_dir_all(path)
+            } else {
+                std::fs::remove_file(path)
+            };
+            if let Err(error) = removed {
+                tracing::warn!(path = %path.display(), %error, "a command created a protected path that could not be removed");
+            }
+            created.push(path.clone());
+        }
+        created
+    }
+}
+
+/// The mounts that protect what exists, and the protected paths that do not.
+fn protected_mounts(policy: &Policy) -> Result<(Option<MountPlan>, Vec<PathBuf>), Error> {
+    let protected = policy.protected();
+    let exists = |path: &Path| std::fs::symlink_metadata(path).is_ok();
+    let present: Vec<&Path> = protected
+        .iter()
+        .map(PathBuf::as_path)
+        .filter(|p| exists(p))
+        .collect();
+    let absent: Vec<PathBuf> = protected.iter().filter(|p| !exists(p)).cloned().collect();
+    let git = policy.root.join(PINNED);
+    let pins: Vec<&Path> = if git.is_dir() {
+        vec![git.as_path()]
+    } else {
+        Vec::new()
+    };
+    // A symlinked protected path is mounted over its target: what cairn
+    // and git would read through it is what stays unchanged.
+    Ok((MountPlan::new(&pins, &present)?, absent))
+}
