@@ -199,6 +199,11 @@ impl App {
         let mut discovery =
             crate::mcp::config::discover(&config.mcp, &root, home.as_deref(), &config.trust);
         discovery.held.extend(config.held_mcp.iter().cloned());
+        discovery.sandbox = Some(Arc::new(crate::sandbox::Policy::new(
+            &config.sandbox,
+            &root,
+            &own_dirs(data_dir),
+        )));
         let mcp = crate::mcp::Hub::discovered(discovery);
         Ok(Self {
             config,
@@ -316,11 +321,7 @@ impl App {
     /// The sandbox of the session's commands in the project at `root`:
     /// cairn's own config and data directories are never theirs to read.
     pub fn sandbox_policy(&self, root: &Path) -> crate::sandbox::Policy {
-        let own: Vec<PathBuf> = crate::paths::config_dir()
-            .into_iter()
-            .chain([self.data_dir.clone()])
-            .collect();
-        crate::sandbox::Policy::new(&self.config.sandbox, root, &own)
+        crate::sandbox::Policy::new(&self.config.sandbox, root, &own_dirs(&self.data_dir))
     }
 
     fn session_ctx(&self, session: &Session, mode: Mode, default_model: ModelRef) -> SessionCtx {
@@ -333,6 +334,8 @@ impl App {
         let mut env = Environment::discover(Path::new(&session.directory));
         env.config_dir = crate::paths::config_dir();
         env.extra_instructions = config.instructions.clone();
+        let sandbox = self.sandbox_policy(&env.root);
+        env.sandbox = sandbox.for_model();
         // Agent files first, config `[agent.NAME]` last: the config has the last word.
         let untrusted = if config
             .trust
@@ -379,7 +382,7 @@ impl App {
             retry: Default::default(),
             task: config.task.clone(),
             small_model: config.small_model.clone(),
-            sandbox: Arc::new(self.sandbox_policy(&env.root)),
+            sandbox: Arc::new(sandbox),
         };
         let snapshots = self.snapshots(session);
         let ctx = SessionCtx {
@@ -403,8 +406,19 @@ impl App {
         for problem in &files.problems {
             ctx.report_once(problem);
         }
+        if let Some(warning) = ctx.settings.sandbox.warning() {
+            ctx.report_once(&warning);
+        }
         ctx
     }
+}
+
+/// cairn's own config and data directories: no command reads them.
+fn own_dirs(data_dir: &Path) -> Vec<PathBuf> {
+    crate::paths::config_dir()
+        .into_iter()
+        .chain([data_dir.to_path_buf()])
+        .collect()
 }
 
 /// Every secret the config gives cairn: provider keys (inline, from their

@@ -63,6 +63,8 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         eprintln!("warning: {warning}");
     }
     init_logging(&loaded.config.log.level.to_string());
+    // Before any command runs: none may read cairn's environment (the keys).
+    cairn::sandbox::protect_own_process();
     tracing::info!(version = env!("CARGO_PKG_VERSION"), files = ?loaded.files, "cairn starting");
     dispatch(cli, &options, loaded)
 }

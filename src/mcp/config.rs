@@ -34,6 +34,10 @@ pub struct ServerConfig {
     /// Seconds for start-up and for each call.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timeout: Option<u64>,
+    /// Run a stdio server in the same sandbox as commands (`[sandbox]`).
+    /// Off by default: servers often need their own caches and the network.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub sandbox: bool,
 }
 
 impl ServerConfig {
@@ -62,6 +66,7 @@ impl ServerConfig {
                 .collect(),
             enabled: self.enabled,
             timeout: self.timeout,
+            sandbox: self.sandbox,
         }
     }
 }
@@ -119,6 +124,7 @@ fn from_claude(entry: &Value) -> Option<ServerConfig> {
         headers: strings("headers"),
         enabled: entry.get("disabled").and_then(Value::as_bool).map(|d| !d),
         timeout: None,
+        sandbox: false,
     };
     (config.command.is_some() || config.url.is_some()).then_some(config)
 }
@@ -151,6 +157,7 @@ fn from_opencode(entry: &Value) -> Option<ServerConfig> {
             .get("timeout")
             .and_then(Value::as_u64)
             .map(|ms| ms.div_ceil(1000)),
+        sandbox: false,
     };
     (config.command.is_some() || config.url.is_some()).then_some(config)
 }
@@ -291,6 +298,8 @@ pub struct Discovery {
     /// The repository's servers that are not shadowed: they start only
     /// when trusted (the trust dialog lists them).
     pub risks: Vec<crate::trust::Risk>,
+    /// The sandbox of servers with `sandbox = true`.
+    pub sandbox: Option<std::sync::Arc<crate::sandbox::Policy>>,
 }
 
 /// Every server for a session in `root`: cairn's own first, then the
@@ -347,6 +356,7 @@ pub fn discover(
         servers,
         held,
         risks,
+        sandbox: None,
     }
 }
 

@@ -91,6 +91,8 @@ struct Server {
     changed: watch::Sender<u64>,
     /// The hub's, bumped with `changed`: the TUI redraws `/mcp` on it.
     hub_changed: Arc<watch::Sender<u64>>,
+    /// Where a `sandbox = true` server runs confined.
+    sandbox: Option<Arc<crate::sandbox::Policy>>,
 }
 
 impl Server {
@@ -213,6 +215,7 @@ impl Hub {
                 inner: Mutex::new(inner),
                 changed: watch::channel(0).0,
                 hub_changed: changed.clone(),
+                sandbox: discovery.sandbox.clone(),
             })
         };
         let mut servers: Vec<Arc<Server>> = discovery
@@ -564,7 +567,10 @@ async fn connect(server: &Arc<Server>) -> Result<Connected, String> {
         server: Arc::downgrade(server),
     };
     let client = match (&config.command, &config.url) {
-        (Some(program), _) => handler.serve(child(config, program)?).await,
+        (Some(program), _) => {
+            let policy = server.sandbox.as_deref().filter(|_| config.sandbox);
+            handler.serve(child(config, program, policy)?).await
+        }
         (None, Some(url)) => handler.serve(http::transport(url, &config.headers)?).await,
         (None, None) => return Err("neither `command` nor `url` is set".to_string()),
     }
@@ -614,11 +620,28 @@ fn without_type_names(message: &str) -> String {
 }
 
 /// The stdio transport: `program` as a child process.
-fn child(config: &ServerConfig, program: &str) -> Result<TokioChildProcess, String> {
+/// The server's process, confined by `sandbox` when it asks for it.
+fn child(
+    config: &ServerConfig,
+    program: &str,
+    sandbox: Option<&crate::sandbox::Policy>,
+) -> Result<TokioChildProcess, String> {
     let mut command = tokio::process::Command::new(program);
     command.args(&config.args).envs(&config.env);
     if let Some(cwd) = &config.cwd {
         command.current_dir(cwd);
+    }
+    let confinement = match sandbox {
+        Some(policy) => crate::sandbox::Confinement::prepare(policy)
+            .map_err(|error| format!("not started: its sandbox could not be set up ({error})"))?,
+        None => None,
+    };
+    if let Some(mut confinement) = confinement {
+        // SAFETY: `apply` makes system calls only, which is what may run
+        // between fork and exec.
+        unsafe {
+            command.pre_exec(move || confinement.apply());
+        }
     }
     let (transport, _stderr) = TokioChildProcess::builder(command)
         .stderr(std::process::Stdio::null())

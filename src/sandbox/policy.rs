@@ -174,8 +174,49 @@ impl Policy {
         !self.is_off() && self.deny_read.iter().any(|denied| path.starts_with(denied))
     }
 
+    /// The warning to show at start-up, in `cairn run`'s stderr and in
+    /// `/permissions` when commands are less confined than the default
+    /// promises: the user turned the sandbox off, or the kernel cannot.
+    pub fn warning(&self) -> Option<String> {
+        let support = super::support();
+        if self.is_off() {
+            return Some("sandbox off: commands run unconfined and can write anywhere you can (--sandbox off or [sandbox] mode)".into());
+        }
+        if !support.confines() {
+            return Some(format!(
+                "this system offers no {}: commands run UNCONFINED (cairn cannot keep them in the project or off the network)",
+                support.missing().join(", ")
+            ));
+        }
+        if self.mode == SandboxMode::WorkspaceWrite && !support.mount_namespace {
+            return Some("no mount namespaces here: commands are confined, but .git/hooks, .git/config and the project's agent config are not write-protected".into());
+        }
+        None
+    }
+
+    /// What the model is told in its system prompt; `None` when commands
+    /// run unconfined (nothing to tell).
+    pub fn for_model(&self) -> Option<String> {
+        if self.is_off() || !super::support().confines() {
+            return None;
+        }
+        let writes = if self.writable.is_empty() {
+            "only the temp directory"
+        } else {
+            "only inside the workspace root and the temp directory (not .git/hooks, .git/config or agent config files)"
+        };
+        let network = if self.network { "" } else { "; no network" };
+        Some(format!(
+            "Shell commands run in a sandbox: they may write {writes}{network}. A command the sandbox blocks \
+             says so in its result; tell the user what it needed, and they may allow one run outside the sandbox."
+        ))
+    }
+
     /// One line for the status line, `cairn run`'s stderr and `/permissions`.
     pub fn describe(&self) -> String {
+        if !self.is_off() && !super::support().confines() {
+            return "sandbox unavailable: commands run unconfined".to_string();
+        }
         let network = if self.network {
             "network on"
         } else {
@@ -230,7 +271,11 @@ mod tests {
             mode,
             ..SandboxConfig::default()
         };
-        Policy::new(&config, dir.path(), &[])
+        let mut policy = Policy::new(&config, dir.path(), &[]);
+        // The project is in the temp directory here; the rules under test
+        // are about a project elsewhere.
+        policy.temp = PathBuf::from("/elsewhere/tmp");
+        policy
     }
 
     #[test]
@@ -246,7 +291,7 @@ mod tests {
     fn read_only_commands_lose_the_project() {
         let policy = policy(SandboxMode::WorkspaceWrite).for_read_only_command();
         assert!(!policy.may_write(&policy.root.join("src/main.rs")));
-        assert!(policy.may_write(&policy.temp.join("x")));
+        assert!(policy.may_write(Path::new("/elsewhere/tmp/x")));
     }
 
     #[test]

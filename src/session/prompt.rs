@@ -66,6 +66,9 @@ pub struct Environment {
     pub config_dir: Option<PathBuf>,
     /// Extra instruction files from config (`instructions`), relative to cwd.
     pub extra_instructions: Vec<String>,
+    /// What the sandbox lets commands do, told to the model so that it
+    /// neither fights a refusal nor asks for what it already has.
+    pub sandbox: Option<String>,
 }
 
 impl Environment {
@@ -79,6 +82,7 @@ impl Environment {
             home: std::env::var_os("HOME").map(PathBuf::from),
             config_dir: None,
             extra_instructions: Vec::new(),
+            sandbox: None,
         }
     }
 
@@ -139,7 +143,7 @@ pub fn build_variant(
 }
 
 fn environment_block(model: &ModelRef, env: &Environment) -> String {
-    format!(
+    let mut block = format!(
         "You are powered by the model named {model_id}. The exact model ID is {model}\n\
          Here is some useful information about the environment you are running in:\n\
          <env>\n  Working directory: {cwd}\n  Workspace root folder: {root}\n  \
@@ -150,10 +154,17 @@ fn environment_block(model: &ModelRef, env: &Environment) -> String {
         git = if env.is_git { "yes" } else { "no" },
         platform = std::env::consts::OS,
         date = today(),
-    )
+    );
+    if let Some(sandbox) = &env.sandbox {
+        block.push('\n');
+        block.push_str(sandbox);
+    }
+    block
 }
 
-/// The environment block in one line: what the model needs to act.
+/// The environment block in one line: what the model needs to act. No
+/// sandbox line: a small window has no room for it, and a blocked command's
+/// result says what the sandbox refused anyway.
 fn lean_environment_block(env: &Environment) -> String {
     format!(
         "cwd: {cwd} (git: {git}), os: {platform}, date: {date}",
@@ -316,6 +327,7 @@ mod tests {
             home: None,
             config_dir: None,
             extra_instructions: Vec::new(),
+            sandbox: None,
         }
     }
 

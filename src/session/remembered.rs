@@ -62,7 +62,15 @@ pub async fn command(ctx: &SessionCtx, revoke: Option<i64>) -> Result<(), Error>
     let project = project(ctx);
     let store = &ctx.writer.store;
     let notice = match revoke {
-        None => listing(&project, &store.remembered_rules(&project).await?),
+        None => {
+            let sandbox = &ctx.settings.sandbox;
+            let mut text = listing(&project, &store.remembered_rules(&project).await?);
+            let _ = write!(text, "\n{}", sandbox.describe());
+            if let Some(warning) = sandbox.warning() {
+                let _ = write!(text, "\nwarning: {warning}");
+            }
+            text
+        }
         Some(id) => match store.forget_rule(&project, id).await? {
             Some(rule) => {
                 ctx.permissions.revoke(&rule.permission, &rule.pattern);

@@ -406,3 +406,158 @@ async fn the_table_catches_attacks_when_the_sandbox_is_off() {
     let _ = std::fs::remove_file(format!("/etc/cairn-{name}"));
     let _ = std::fs::remove_file(format!("/var/tmp/cairn-{name}"));
 }
+
+/// The tool result the model received for `call_id`, from the last request.
+fn tool_result(server: &ScriptedServer, call_id: &str) -> String {
+    let requests = server.requests();
+    let last = requests.last().expect("a request").json();
+    last["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .find(|m| m["role"] == "tool" && m["tool_call_id"] == call_id)
+        .map(|m| {
+            m["content"]
+                .as_str()
+                .map_or_else(|| m["content"].to_string(), str::to_string)
+        })
+        .unwrap_or_else(|| panic!("no result for {call_id} in {last}"))
+}
+
+/// Runs `commands` as bash calls through `cairn run --yolo` with `args`
+/// added; returns the server (for the tool results) and the output.
+async fn run_commands(
+    victim: &Victim,
+    commands: &[&str],
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (ScriptedServer, std::process::Output) {
+    let mut script: Vec<_> = commands
+        .iter()
+        .enumerate()
+        .map(|(i, command)| {
+            tool_call(
+                &format!("call_{i}"),
+                "bash",
+                json!({ "command": command }),
+                1_000,
+            )
+        })
+        .collect();
+    script.push(text("Done.", 1_000));
+    let server = ScriptedServer::start(script).await;
+    victim.project.use_scripted_with(&server, "", "");
+    let mut all = vec!["run", "--yolo"];
+    all.extend_from_slice(args);
+    all.push("go");
+    let mut command = victim.project.command(&all);
+    command.env("TMPDIR", &victim.temp);
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let output = command.output().await.expect("run cairn");
+    (server, output)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_inside_the_project_work_and_a_blocked_write_says_why() {
+    if !kernel_confines() {
+        return;
+    }
+    let victim = Victim::new();
+    std::fs::write(victim.root().join("gone.txt"), "x").unwrap();
+    let commands = [
+        "echo ok > inside.txt && mkdir -p sub/dir && echo ok > sub/dir/f && rm gone.txt && echo ok > \"$TMPDIR/t\" && cat inside.txt",
+        "git add inside.txt && git commit -qm 'from the sandbox' && git log --oneline | wc -l",
+        "touch ~/outside",
+        "echo 'touch pwned' > .git/hooks/post-merge",
+    ];
+    let (server, output) = run_commands(&victim, &commands, &[], &[]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let root = victim.root();
+    assert_eq!(
+        std::fs::read_to_string(root.join("sub/dir/f")).unwrap(),
+        "ok\n"
+    );
+    assert!(!root.join("gone.txt").exists());
+    assert!(victim.temp.join("t").exists());
+    assert!(
+        tool_result(&server, "call_1").contains('1'),
+        "{}",
+        tool_result(&server, "call_1")
+    );
+    let outside = tool_result(&server, "call_2");
+    assert!(
+        outside.contains("blocked by the sandbox: write to ~/outside is outside the project and the temp directory"),
+        "{outside}"
+    );
+    assert!(
+        outside.contains("--sandbox off"),
+        "the headless answer names the flag: {outside}"
+    );
+    let hook = tool_result(&server, "call_3");
+    assert!(
+        hook.contains("blocked by the sandbox: .git/hooks/post-merge decides what runs later"),
+        "{hook}"
+    );
+    assert!(!victim.home.join("outside").exists());
+    // The model is told it runs confined.
+    let system = server.requests()[0].json()["messages"][0]["content"].to_string();
+    assert!(
+        system.contains("Shell commands run in a sandbox"),
+        "{system}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_command_that_writes_is_stopped_by_the_kernel() {
+    if !kernel_confines() {
+        return;
+    }
+    // `git status` is classified read-only (no snapshot after it), but the
+    // repository's config makes it run a program: that program's write
+    // would escape /undo. Confined, it fails; unconfined it would not.
+    for (args, written) in [(&[][..], false), (&["--sandbox", "off"][..], true)] {
+        let victim = Victim::new();
+        victim
+            .project
+            .git(&["config", "core.fsmonitor", "touch fsmonitor-ran; false"]);
+        let (_server, output) = run_commands(&victim, &["git status -s"], args, &[]).await;
+        assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+        assert_eq!(
+            victim.root().join("fsmonitor-ran").exists(),
+            written,
+            "{args:?}: {}",
+            describe(&output)
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn running_unconfined_is_said_on_stderr() {
+    let victim = Victim::new();
+    let (_server, output) = run_commands(&victim, &["true"], &["--sandbox", "off"], &[]).await;
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("sandbox off: commands run unconfined"),
+        "{}",
+        describe(&output)
+    );
+    let (_server, output) = run_commands(
+        &victim,
+        &["true"],
+        &[],
+        &[("CAIRN_SANDBOX_PRETEND_UNSUPPORTED", "1")],
+    )
+    .await;
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("commands run UNCONFINED"),
+        "{}",
+        describe(&output)
+    );
+    let (_server, output) = run_commands(&victim, &["true"], &[], &[]).await;
+    assert!(
+        !String::from_utf8_lossy(&output.stderr).contains("unconfined") || !kernel_confines(),
+        "{}",
+        describe(&output)
+    );
+}

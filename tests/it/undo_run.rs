@@ -418,7 +418,17 @@ async fn a_read_only_step_takes_no_snapshot_the_next_writing_step_records_its_fi
         tools.path().display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let mut command = project.command(&["run", "--format", "json", "look, then write"]);
+    // Unconfined: this `ls` must watch cairn's snapshot store, which the
+    // sandbox hides from commands (and its read-only rules would stop the
+    // write this test wants to see left alone by the snapshot logic).
+    let mut command = project.command(&[
+        "run",
+        "--sandbox",
+        "off",
+        "--format",
+        "json",
+        "look, then write",
+    ]);
     command.env("PATH", path);
     let output = tokio::time::timeout(std::time::Duration::from_secs(60), command.output())
         .await
