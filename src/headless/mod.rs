@@ -542,13 +542,26 @@ impl Printer {
             ToolState::Running { input, .. } => {
                 writeln!(stderr, "> {tool} {}", key_argument(input))
             }
-            ToolState::Completed { time, title, .. } => {
+            ToolState::Completed {
+                time,
+                title,
+                output,
+                ..
+            } => {
                 let ms = time.end.unwrap_or(time.start) - time.start;
                 writeln!(
                     stderr,
                     "  {tool} done in {:.1}s: {title}",
                     ms as f64 / 1000.0
-                )
+                )?;
+                // What the sandbox refused, where a script's user looks.
+                for line in output
+                    .lines()
+                    .filter(|l| l.starts_with(crate::sandbox::BLOCKED))
+                {
+                    writeln!(stderr, "    {line}")?;
+                }
+                Ok(())
             }
             ToolState::Error { error, .. } => {
                 // Whole, up to a limit: a refusal ends with the config lines

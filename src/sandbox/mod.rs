@@ -22,6 +22,14 @@ mod refusal;
 mod rules;
 mod support;
 
+/// How a command's result starts the line that says what the sandbox
+/// refused: the bash tool writes it, `cairn run` shows it on stderr.
+pub const BLOCKED: &str = "blocked by the sandbox: ";
+
+/// The permission of running one command outside the sandbox: asked of
+/// the person only, never settled by a rule or `--yolo`.
+pub const UNCONFINED: &str = "unsandboxed";
+
 pub use confine::{Confinement, Error, remove_created};
 pub use policy::{PROTECTED, Policy, SECRET_PATHS};
 pub use refusal::{Refusal, refusals};

@@ -79,7 +79,8 @@ where
     }
     let reasons: Vec<String> = refused.iter().map(|r| r.explain(policy)).collect();
     let mut note = format!(
-        "\n\n<sandbox>\nblocked by the sandbox: {}",
+        "\n\n<sandbox>\n{}{}",
+        crate::sandbox::BLOCKED,
         reasons.join("; ")
     );
     match ask_unconfined(command, &reasons, ctx).await {
@@ -119,17 +120,17 @@ async fn ask_unconfined(
         id: format!("per_{}", crate::id::part_id().trim_start_matches("prt_")),
         session_id: ctx.session_id.clone(),
         call_id: Some(ctx.call_id.clone()),
-        permission: UNCONFINED.to_string(),
+        permission: crate::sandbox::UNCONFINED.to_string(),
         patterns: vec![command.to_string()],
         reasons: reasons
             .iter()
-            .map(|r| format!("blocked by the sandbox: {r}"))
+            .map(|r| format!("{}{r}", crate::sandbox::BLOCKED))
             .collect(),
         title: format!("Run once outside the sandbox: {command}"),
         metadata: json!({ "command": command }),
         preview: Some(Preview::Command {
             command: command.to_string(),
-            description: Some("blocked by the sandbox; allow it to run once unconfined".into()),
+            description: None,
         }),
         ..PermissionRequest::default()
     };
@@ -140,7 +141,3 @@ async fn ask_unconfined(
         .ask_person(request, refused, &ctx.cancel)
         .await
 }
-
-/// The permission name of running a command outside the sandbox: asked of
-/// the person only, never settled by a rule.
-pub const UNCONFINED: &str = "unsandboxed";

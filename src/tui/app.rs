@@ -150,8 +150,12 @@ pub enum Choice {
 }
 
 /// The answers offered for `request`: "always" only when it has patterns,
-/// the broad one only when it differs from the exact one.
+/// the broad one only when it differs from the exact one. Running a command
+/// outside the sandbox offers "reject" first, so that no habit key leaves it.
 pub fn choices(request: &PermissionRequest) -> Vec<Choice> {
+    if request.permission == crate::sandbox::UNCONFINED {
+        return vec![Choice::Reject, Choice::Once];
+    }
     let mut out = vec![Choice::Once];
     if !request.always.is_empty() {
         out.push(Choice::Always);

@@ -396,3 +396,53 @@ fn model_picker_filters_as_you_type() {
     update(&mut app, Action::Enter);
     assert_eq!(app.model_label, "lmstudio/qwen/qwen3-4b");
 }
+
+/// A command run outside the sandbox: the choices are always on screen,
+/// however long the command and its reasons, with "reject" first.
+#[test]
+fn unsandboxed_dialog_keeps_its_choices_in_view_with_reject_first() {
+    for (width, height) in [(80, 24), (60, 20), (40, 16)] {
+        let mut app = app(exchange(1));
+        let command = format!("echo {} >> ~/.bashrc", "x".repeat(360));
+        let request = PermissionRequest {
+            id: "per_1".into(),
+            session_id: SESSION.into(),
+            call_id: Some("call_bash".into()),
+            permission: crate::sandbox::UNCONFINED.into(),
+            patterns: vec![command.clone()],
+            reasons: vec![
+                "blocked by the sandbox: write to ~/.bashrc is outside the project and the temp directory"
+                    .into(),
+            ],
+            title: format!("Run once outside the sandbox: {command}"),
+            metadata: json!({}),
+            preview: Some(Preview::Command {
+                command: command.clone(),
+                description: None,
+            }),
+            ..PermissionRequest::default()
+        };
+        apply(
+            &mut app,
+            Event::PermissionAsked {
+                session_id: SESSION.into(),
+                request: Arc::new(request),
+            },
+        );
+        let screen = render(&mut app, width, height);
+        let reject = screen
+            .find("› Reject")
+            .unwrap_or_else(|| panic!("{width}x{height}:\n{screen}"));
+        let once = screen
+            .find("Allow once")
+            .unwrap_or_else(|| panic!("{width}x{height}:\n{screen}"));
+        assert!(reject < once, "{width}x{height}:\n{screen}");
+        assert!(
+            screen.contains("Shift+↑/↓"),
+            "the command scrolls: {width}x{height}:\n{screen}"
+        );
+        if width == 80 {
+            assert_snapshot!(screen);
+        }
+    }
+}

@@ -412,3 +412,67 @@ async fn a_tool_call_being_written_shows_its_partial_command() {
     .expect("the terminal session");
     assert!(screen.contains("bash"), "{screen}");
 }
+
+/// Issue 27: a command the sandbox blocked asks, in the dialog, to run
+/// once outside it, even under yolo; "reject" is the first choice, so a
+/// habit Enter never leaves the sandbox, and only a deliberate ↓ does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_blocked_command_asks_to_leave_the_sandbox_and_enter_does_not() {
+    if !cairn::sandbox::support().confines() {
+        return;
+    }
+    let server = ScriptedServer::start([]).await;
+    let (project, data, config_home) = pty_dirs(&server, true);
+    let outside = tempfile::tempdir().expect("outside dir");
+    let temp = tempfile::tempdir().expect("command temp dir");
+    let first = outside.path().join("first");
+    let second = outside.path().join("second");
+    for (i, target) in [&first, &second].iter().enumerate() {
+        server.push(tool_call(
+            &format!("call_{i}"),
+            "bash",
+            json!({ "command": format!("echo x > {}", target.display()) }),
+            1_000,
+        ));
+    }
+    server.push(text("Both tried.", 1_000));
+    let (project_path, data_path, config_path) = owned_paths(&project, &data, &config_home);
+    let temp_path = temp.path().to_string_lossy().into_owned();
+    let (first_path, second_path) = (first.clone(), second.clone());
+    tokio::task::spawn_blocking(move || {
+        let env = [("TMPDIR", Some(temp_path.as_str()))];
+        let mut terminal =
+            Terminal::start_with_env(&project_path, &data_path, &config_path, &[], &env);
+        terminal.wait_for("the status line", |s| s.contains("scripted/test-model"));
+        terminal.type_text("write outside\r");
+        let screen =
+            terminal.wait_for("the sandbox ask", |s| s.contains("permission: unsandboxed"));
+        assert!(
+            screen.contains("› Reject"),
+            "reject is chosen first:\n{screen}"
+        );
+        assert!(
+            screen.contains("is outside the project"),
+            "it says why:\n{screen}"
+        );
+        // Past the dialog's guard time, a habit Enter (and another).
+        std::thread::sleep(Duration::from_millis(1_000));
+        terminal.type_text("\r");
+        terminal.type_text("\r");
+        terminal.wait_for("the second ask", |s| {
+            s.contains("permission: unsandboxed") && s.contains("second")
+        });
+        assert!(!first_path.exists(), "Enter left the sandbox");
+        std::thread::sleep(Duration::from_millis(1_000));
+        terminal.type_text("\x1b[B");
+        terminal.type_text("\r");
+        terminal.wait_for("the answer", |s| s.contains("Both tried."));
+        assert!(
+            second_path.exists(),
+            "a chosen 'Allow once' runs it outside"
+        );
+        terminal.quit();
+    })
+    .await
+    .expect("the terminal session");
+}

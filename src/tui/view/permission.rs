@@ -47,32 +47,72 @@ pub fn draw(
         );
     }
     let footer = footer_lines(request, dialog);
-    let preview = preview_lines(request.preview.as_ref());
-    let fixed = header.len() as u16 + footer.len() as u16 + 2;
-    let room = max_height(area).saturating_sub(fixed);
-    let shown = (preview.len() as u16).min(room.max(1));
-    let max_scroll = (preview.len() as u16).saturating_sub(shown);
+    // Rows as the paragraph wraps them: the choices must always be seen,
+    // however long the command or the reasons; the preview scrolls by row,
+    // so that even one 400-character command line can be read whole.
+    let inner = area.width.saturating_sub(2).max(1);
+    let preview: Vec<Line<'static>> = preview_lines(request.preview.as_ref())
+        .into_iter()
+        .flat_map(|line| split_rows(line, inner))
+        .collect();
+    let total = preview.len() as u16;
+    let footer_rows = rows(&footer, inner);
+    let limit = max_height(area).max(footer_rows + 3).min(area.height);
+    let mut room = limit.saturating_sub(footer_rows + 2);
+    // The preview keeps a few rows of its own before the header takes any
+    // (the title repeats the command: it is cut to two rows).
+    let kept_for_preview = total.min(PREVIEW_MIN_ROWS) + u16::from(total > PREVIEW_MIN_ROWS);
+    let mut header_room = room.saturating_sub(kept_for_preview);
+    let header: Vec<Line<'static>> = header
+        .into_iter()
+        .map(|line| {
+            split_rows(line, inner)
+                .into_iter()
+                .take(2)
+                .collect::<Vec<_>>()
+        })
+        .map(|rows| {
+            Line::from(
+                rows.into_iter()
+                    .flat_map(|row| row.spans)
+                    .collect::<Vec<_>>(),
+            )
+        })
+        .collect();
+    let header = fit(header, inner, &mut header_room);
+    room = room.saturating_sub(rows(&header, inner));
+    // One row for the scroll hint whenever the preview does not fit whole.
+    let preview_fits = rows(&preview, inner) <= room;
+    if !preview_fits {
+        room = room.saturating_sub(1);
+    }
+    let max_scroll = if preview_fits {
+        0
+    } else {
+        last_start(&preview, inner, room)
+    };
     let scroll = dialog.preview_scroll.min(max_scroll);
-    let mut lines = header;
-    lines.extend(
-        preview
-            .into_iter()
-            .skip(scroll as usize)
-            .take(shown as usize),
+    let shown_lines = fit(
+        preview.into_iter().skip(scroll as usize).collect(),
+        inner,
+        &mut room,
     );
+    let shown = shown_lines.len() as u16;
+    let mut lines = header;
+    lines.extend(shown_lines);
     if max_scroll > 0 {
         lines.push(Line::styled(
             format!(
                 "  lines {}-{} of {} · Shift+↑/↓ or the wheel scroll",
                 scroll + 1,
                 scroll + shown,
-                max_scroll + shown
+                total
             ),
             Style::default().fg(Color::DarkGray),
         ));
     }
     lines.extend(footer);
-    let height = (lines.len() as u16 + 2).min(area.height);
+    let height = (rows(&lines, inner) + 2).min(area.height);
     let rect = Rect {
         x: area.x,
         y: area.bottom().saturating_sub(height),
@@ -86,6 +126,79 @@ pub fn draw(
             .wrap(Wrap { trim: false }),
         rect,
     );
+}
+
+/// Rows of the preview (the command, the diff) shown however long the
+/// header is.
+const PREVIEW_MIN_ROWS: u16 = 3;
+
+/// `line` cut into rows of at most `width` columns, each span keeping its
+/// style (a preview line is code: cut anywhere, not at words).
+fn split_rows(line: Line<'static>, width: u16) -> Vec<Line<'static>> {
+    let width = usize::from(width);
+    let mut rows: Vec<Line<'static>> = Vec::new();
+    let mut row: Vec<Span<'static>> = Vec::new();
+    let mut used = 0;
+    for span in line.spans {
+        let mut piece = String::new();
+        for ch in span.content.chars() {
+            let w = unicode_width::UnicodeWidthChar::width(ch).unwrap_or(0);
+            if used + w > width && used > 0 {
+                row.push(Span::styled(std::mem::take(&mut piece), span.style));
+                rows.push(Line::from(std::mem::take(&mut row)));
+                used = 0;
+            }
+            piece.push(ch);
+            used += w;
+        }
+        if !piece.is_empty() {
+            row.push(Span::styled(piece, span.style));
+        }
+    }
+    rows.push(Line::from(row).style(line.style));
+    rows
+}
+
+/// The rows `lines` take wrapped at `width`.
+fn rows(lines: &[Line<'static>], width: u16) -> u16 {
+    lines.iter().map(|line| line_rows(line, width)).sum()
+}
+
+fn line_rows(line: &Line<'static>, width: u16) -> u16 {
+    let count = Paragraph::new(line.clone())
+        .wrap(Wrap { trim: false })
+        .line_count(width);
+    u16::try_from(count.max(1)).unwrap_or(u16::MAX)
+}
+
+/// The first of `lines` that fit in `room` rows; `room` keeps what is left.
+fn fit(lines: Vec<Line<'static>>, width: u16, room: &mut u16) -> Vec<Line<'static>> {
+    let mut kept = Vec::new();
+    for line in lines {
+        let needed = line_rows(&line, width);
+        if needed > *room {
+            break;
+        }
+        *room -= needed;
+        kept.push(line);
+    }
+    kept
+}
+
+/// The first line from which the rest of `lines` fits in `room` rows: the
+/// furthest the preview scrolls.
+fn last_start(lines: &[Line<'static>], width: u16, room: u16) -> u16 {
+    let mut used = 0;
+    let mut start = lines.len();
+    while start > 0 {
+        let needed = line_rows(&lines[start - 1], width);
+        if used + needed > room {
+            break;
+        }
+        used += needed;
+        start -= 1;
+    }
+    u16::try_from(start).unwrap_or(u16::MAX)
 }
 
 fn frame_block(
