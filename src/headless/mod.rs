@@ -25,6 +25,7 @@ use crate::store::Store;
 
 mod history;
 pub use history::{HistoryCommand, run_history_command};
+mod lag;
 mod result;
 mod slash;
 
@@ -94,6 +95,8 @@ pub async fn run_watching(
     let parsed = slash::parse(&message);
     let mut watch = Watch {
         handle,
+        store,
+        run_start: crate::id::message_id(),
         events,
         printer: Printer::new(format),
         subagents: HashSet::new(),
@@ -134,6 +137,11 @@ pub async fn run_watching(
 /// A run in progress: the session it drives, its events, what was printed.
 struct Watch<'a> {
     handle: &'a SessionHandle,
+    /// Where the events dropped by a lag are read back from.
+    store: &'a Store,
+    /// A message id minted before the run sent anything: the run's own
+    /// messages sort after it.
+    run_start: String,
     events: broadcast::Receiver<Event>,
     printer: Printer,
     /// The subagent sessions below this one seen so far.
@@ -225,8 +233,10 @@ impl Watch<'_> {
             };
             let event = match event {
                 Ok(event) => event,
-                // Missed deltas are printed from the part's final update instead.
-                Err(RecvError::Lagged(_)) => continue,
+                Err(RecvError::Lagged(_)) => {
+                    self.catch_up(stdout, stderr).await?;
+                    continue;
+                }
                 Err(RecvError::Closed) => return Ok(None),
             };
             if event.session_id() != self.handle.session_id {
@@ -318,6 +328,9 @@ struct Printer {
     notices_are_answers: bool,
     /// Bytes of each text part already printed.
     printed: HashMap<String, usize>,
+    /// Set at a lag to a part id minted then: the text of older parts is
+    /// printed from their final update only (see [`lag`]).
+    delta_floor: Option<String>,
     /// Messages whose text is not part of the answer (compaction summaries).
     hidden: HashSet<String>,
     /// An assistant message finished with an answer (not tool calls, no error).
@@ -347,6 +360,7 @@ impl Printer {
             show_summaries: false,
             notices_are_answers: false,
             printed: HashMap::new(),
+            delta_floor: None,
             hidden: HashSet::new(),
             answered: false,
             failed: false,
@@ -441,7 +455,7 @@ impl Printer {
                 field: crate::bus::DeltaField::Text,
                 delta,
                 ..
-            } if !self.hidden.contains(message_id) => {
+            } if !self.hidden.contains(message_id) && self.prints_deltas_of(part_id) => {
                 *self.printed.entry(part_id.clone()).or_default() += delta.len();
                 Some((message_id.clone(), delta.clone()))
             }

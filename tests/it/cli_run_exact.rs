@@ -1,0 +1,167 @@
+//! `cairn run`'s stdout is exactly the answer, whoever reads it and however
+//! slowly (issue #31): a reader that starts late or pauses mid-stream, and a
+//! stream that dropped mid-answer and was retried. The real binary, its
+//! stdout a pipe this test reads when it chooses; the model a scripted server.
+
+use crate::project::{Project, text_of};
+use crate::scenario::{chunk, usage};
+use crate::support::{ScriptedResponse, ScriptedServer};
+
+use std::process::Output;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::AsyncReadExt;
+
+/// Words of the long answer: far more deltas than the event bus holds for
+/// a subscriber that falls behind, and more bytes than a pipe buffers.
+const WORDS: usize = 30_000;
+
+/// How long the reader stays away once the whole answer has been sent.
+const READER_AWAY: Duration = Duration::from_secs(8);
+
+/// The note on the last chunk of the long answer.
+const SENT_ALL: &str = "[sent all]";
+
+/// `w00000 w00001 ...`: every word different, so a lost or repeated
+/// stretch shows.
+fn long_answer() -> String {
+    (0..WORDS).map(|n| format!("w{n:05} ")).collect()
+}
+
+/// `answer` one word a chunk, the last chunk noted as [`SENT_ALL`].
+fn word_by_word(answer: &str) -> ScriptedResponse {
+    let mut response =
+        ScriptedResponse::sse().chunk(chunk(json!({"role": "assistant", "content": ""}), None));
+    for word in answer.split_inclusive(' ') {
+        response = response.chunk(chunk(json!({ "content": word }), None));
+    }
+    response
+        .chunk(chunk(json!({}), Some("stop")))
+        .chunk(usage(1_000, WORDS as u64))
+        .noted_chunk("data: [DONE]\n\n", SENT_ALL)
+}
+
+/// Where the reader stops for a while.
+#[derive(Clone, Copy)]
+enum Away {
+    /// Before reading anything.
+    AtStart,
+    /// After the first bytes.
+    MidStream,
+}
+
+/// Runs `cairn run [args] question` with stdout a pipe that is not read
+/// while the server sends the whole long answer and for [`READER_AWAY`]
+/// after; returns the output with every byte of stdout.
+async fn run_with_reader_away(args: &[&str], away: Away) -> Output {
+    let project = Project::new();
+    let server = ScriptedServer::start([word_by_word(&long_answer())]).await;
+    project.use_scripted(&server);
+    let mut command_args = vec!["run"];
+    command_args.extend_from_slice(args);
+    command_args.push("write a long answer");
+    let mut child = project
+        .command(&command_args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start cairn");
+    let mut stdout = child.stdout.take().expect("stdout is piped");
+    let mut printed = Vec::new();
+    if let Away::MidStream = away {
+        let mut piece = vec![0u8; 16 * 1024];
+        let read = tokio::time::timeout(Duration::from_secs(30), stdout.read(&mut piece))
+            .await
+            .expect("the answer starts within 30 s")
+            .expect("read cairn's stdout");
+        printed.extend_from_slice(&piece[..read]);
+    }
+    tokio::time::timeout(Duration::from_secs(60), async {
+        while !server.sent_text().iter().any(|(_, text)| text == SENT_ALL) {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .expect("the server sends the whole answer within 60 s");
+    tokio::time::sleep(READER_AWAY).await;
+    let output = tokio::time::timeout(Duration::from_secs(60), async {
+        stdout
+            .read_to_end(&mut printed)
+            .await
+            .expect("read cairn's stdout");
+        child.wait_with_output().await
+    })
+    .await
+    .expect("cairn finishes within 60 s once read")
+    .expect("wait for cairn");
+    Output {
+        stdout: printed,
+        ..output
+    }
+}
+
+/// Where `actual` first differs from `expected`, for a readable failure.
+fn first_difference(actual: &str, expected: &str) -> String {
+    let at = actual
+        .bytes()
+        .zip(expected.bytes())
+        .position(|(a, e)| a != e)
+        .unwrap_or(actual.len().min(expected.len()));
+    let around = |s: &str| {
+        s.get(at.saturating_sub(20)..(at + 40).min(s.len()))
+            .unwrap_or("")
+            .to_string()
+    };
+    format!(
+        "lengths {} (got) vs {} (expected); first difference at byte {at}: got {:?}, expected {:?}",
+        actual.len(),
+        expected.len(),
+        around(actual),
+        around(expected)
+    )
+}
+
+fn assert_text_exact(output: &Output) {
+    let expected = long_answer();
+    assert_eq!(output.status.code(), Some(0), "{}", text_of(&output.stderr));
+    let stdout = text_of(&output.stdout);
+    // The answer ends with a space: the line is ended for the terminal.
+    let want = format!("{expected}\n");
+    assert!(stdout == want, "{}", first_difference(&stdout, &want));
+}
+
+fn assert_json_exact(output: &Output) {
+    let expected = long_answer();
+    assert_eq!(output.status.code(), Some(0), "{}", text_of(&output.stderr));
+    let stdout = text_of(&output.stdout);
+    let last = stdout.lines().last().expect("a result line");
+    let result: Value = serde_json::from_str(last).expect("the result is JSON");
+    assert_eq!(result["type"], "result", "{last}");
+    let text = result["text"].as_str().expect("result.text");
+    assert!(text == expected, "{}", first_difference(text, &expected));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reader_that_starts_late_gets_the_exact_answer() {
+    let output = run_with_reader_away(&[], Away::AtStart).await;
+    assert_text_exact(&output);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reader_that_pauses_mid_stream_gets_the_exact_answer() {
+    let output = run_with_reader_away(&[], Away::MidStream).await;
+    assert_text_exact(&output);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_json_reader_that_starts_late_gets_the_exact_result_text() {
+    let output = run_with_reader_away(&["--format", "json"], Away::AtStart).await;
+    assert_json_exact(&output);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_json_reader_that_pauses_mid_stream_gets_the_exact_result_text() {
+    let output = run_with_reader_away(&["--format", "json"], Away::MidStream).await;
+    assert_json_exact(&output);
+}
