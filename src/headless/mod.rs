@@ -25,6 +25,7 @@ use crate::store::Store;
 
 mod history;
 pub use history::{HistoryCommand, run_history_command};
+mod hold;
 mod lag;
 mod result;
 mod slash;
@@ -78,11 +79,23 @@ pub async fn run(
     stderr: &mut impl Write,
 ) -> std::io::Result<Outcome> {
     let events = bus.subscribe();
-    run_watching(handle, events, store, message, format, stdout, stderr).await
+    let streams = Streams { holds: true };
+    run_from(
+        handle,
+        events,
+        store,
+        message,
+        (format, streams),
+        stdout,
+        stderr,
+    )
+    .await
 }
 
 /// [`run`] with `events` subscribed before the session was opened, so what
-/// opening it reports (a broken agent file, a repaired crash) is printed too.
+/// opening it reports (a broken agent file, a repaired crash) is printed too;
+/// `stdout` is the process's, and the text streams only when it is a
+/// terminal (see [`hold`]).
 pub async fn run_watching(
     handle: &SessionHandle,
     events: tokio::sync::broadcast::Receiver<Event>,
@@ -92,13 +105,45 @@ pub async fn run_watching(
     stdout: &mut impl Write,
     stderr: &mut impl Write,
 ) -> std::io::Result<Outcome> {
+    use std::io::IsTerminal;
+    let streams = Streams {
+        holds: !std::io::stdout().is_terminal(),
+    };
+    run_from(
+        handle,
+        events,
+        store,
+        message,
+        (format, streams),
+        stdout,
+        stderr,
+    )
+    .await
+}
+
+/// How the answer's text reaches stdout.
+#[derive(Debug, Clone, Copy)]
+struct Streams {
+    /// Hold each step's text until the step is kept ([`hold`]).
+    holds: bool,
+}
+
+async fn run_from(
+    handle: &SessionHandle,
+    events: tokio::sync::broadcast::Receiver<Event>,
+    store: &Store,
+    message: String,
+    (format, streams): (Format, Streams),
+    stdout: &mut impl Write,
+    stderr: &mut impl Write,
+) -> std::io::Result<Outcome> {
     let parsed = slash::parse(&message);
     let mut watch = Watch {
         handle,
         store,
         run_start: crate::id::message_id(),
         events,
-        printer: Printer::new(format),
+        printer: Printer::new(format, streams),
         subagents: HashSet::new(),
     };
     match parsed {
@@ -119,7 +164,11 @@ pub async fn run_watching(
             }
         }
     }
-    let printer = watch.printer;
+    let mut printer = watch.printer;
+    let rest = printer.steps.release();
+    if !rest.is_empty() {
+        printer.write_text(stdout, &rest)?;
+    }
     let outcome = printer.outcome();
     match format {
         Format::Text if !printer.ends_with_newline => writeln!(stdout)?,
@@ -328,6 +377,8 @@ struct Printer {
     notices_are_answers: bool,
     /// Bytes of each text part already printed.
     printed: HashMap<String, usize>,
+    /// Each step's text on its way to stdout (held on a pipe).
+    steps: hold::Steps,
     /// Set at a lag to a part id minted then: the text of older parts is
     /// printed from their final update only (see [`lag`]).
     delta_floor: Option<String>,
@@ -354,9 +405,10 @@ struct Printer {
 }
 
 impl Printer {
-    fn new(format: Format) -> Self {
+    fn new(format: Format, streams: Streams) -> Self {
         Self {
             format,
+            steps: hold::Steps::new(streams.holds),
             show_summaries: false,
             notices_are_answers: false,
             printed: HashMap::new(),
@@ -436,13 +488,28 @@ impl Printer {
                 writeln!(stdout)?;
             }
             Format::Text => {
-                if let Some((_, text)) = &visible {
-                    self.write_text(stdout, text)?;
+                if let Some(now) = self.release_text(event, visible.as_ref()) {
+                    self.write_text(stdout, &now)?;
                 }
                 self.print_text(event, stdout, stderr)?;
             }
         }
         Ok(done)
+    }
+
+    /// The text to print now for `event`, which adds `visible`: a notice at
+    /// once, a step's text as [`hold`] lets it through.
+    fn release_text(
+        &mut self,
+        event: &Event,
+        visible: Option<&(String, String)>,
+    ) -> Option<String> {
+        match (event, visible) {
+            (Event::Notice { .. }, Some((_, text))) => Some(text.clone()),
+            (_, Some((message_id, text))) => self.steps.text(message_id, text),
+            (Event::MessageUpdated { message }, None) => self.steps.settle(message),
+            _ => None,
+        }
     }
 
     /// The answer's text that `event` adds: (message id, or the command's

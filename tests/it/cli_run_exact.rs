@@ -3,7 +3,7 @@
 //! stream that dropped mid-answer and was retried. The real binary, its
 //! stdout a pipe this test reads when it chooses; the model a scripted server.
 
-use crate::project::{Project, text_of};
+use crate::project::{Project, describe, text_of};
 use crate::scenario::{chunk, usage};
 use crate::support::{ScriptedResponse, ScriptedServer};
 
@@ -164,4 +164,29 @@ async fn a_json_reader_that_starts_late_gets_the_exact_result_text() {
 async fn a_json_reader_that_pauses_mid_stream_gets_the_exact_result_text() {
     let output = run_with_reader_away(&["--format", "json"], Away::MidStream).await;
     assert_json_exact(&output);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retried_stream_prints_only_the_final_answer() {
+    let project = Project::new();
+    let server = ScriptedServer::start([
+        ScriptedResponse::sse()
+            .chunk(chunk(
+                json!({"role": "assistant", "content": "The abandoned fragm"}),
+                None,
+            ))
+            .then_drop(),
+        crate::scenario::text("The answer is 42.", 500),
+    ])
+    .await;
+    project.use_scripted(&server);
+    let output = project.cairn(&["run", "what is the answer?"]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    assert_eq!(server.requests().len(), 2, "{}", describe(&output));
+    assert_eq!(
+        text_of(&output.stdout),
+        "The answer is 42.\n",
+        "{}",
+        describe(&output)
+    );
 }
