@@ -82,8 +82,8 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// How to print the result.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
+    /// How to print the result (`--output-format`, claude's name, works too).
+    #[arg(long, alias = "output-format", value_enum, default_value_t = Format::Text)]
     pub format: Format,
     /// Continue the most recent session.
     #[arg(short = 'c', long = "continue", conflicts_with = "session")]
@@ -106,11 +106,21 @@ pub struct RunArgs {
 pub enum Format {
     /// The answer as plain text.
     Text,
-    /// One JSON event per line.
+    /// One JSON event per line, the `result` last (`stream-json`, claude's
+    /// name for such lines, is the same).
+    #[value(alias = "stream-json")]
     Json,
 }
 
 impl Cli {
+    /// How `cairn run` prints; `None` for the other commands.
+    pub fn run_format(&self) -> Option<Format> {
+        match &self.command {
+            Some(Command::Run(run)) => Some(run.format),
+            _ => None,
+        }
+    }
+
     /// The config flags that apply to the chosen command: those given after
     /// the subcommand win, those given before it (`cairn --model X run ...`)
     /// fill in the rest.

@@ -26,12 +26,19 @@ use std::sync::Arc;
 fn main() -> ExitCode {
     // clap exits by itself for --version, --help and usage errors (code 2).
     let cli = Cli::parse();
+    let json_run = cli.run_format() == Some(cairn::cli::Format::Json);
     match run(cli) {
         Ok(code) => ExitCode::from(code),
         Err(error) => {
             // Not eprintln!: with the terminal gone it would panic (101).
             let _ = writeln!(std::io::stderr(), "error: {error:#}");
-            ExitCode::from(exit_code_of(&error))
+            let code = exit_code_of(&error);
+            if json_run {
+                // A script reads one result whatever the failure.
+                let message = format!("{error:#}");
+                let _ = headless::write_failure_result(&mut std::io::stdout(), &message, code);
+            }
+            ExitCode::from(code)
         }
     }
 }
@@ -295,6 +302,7 @@ fn run_headless(
                 snapshots.as_ref(),
                 &session.id,
                 command,
+                args.format,
                 &mut stdout,
                 &mut stderr,
             )
@@ -310,6 +318,10 @@ fn run_headless(
                 Some(Ok(text)) => message = text,
                 Some(Err(error)) => {
                     writeln!(stderr, "cairn: {error}")?;
+                    if args.format == cairn::cli::Format::Json {
+                        let error = error.to_string();
+                        headless::write_failure_result(&mut stdout, &error, EXIT_FAILURE)?;
+                    }
                     return Ok(EXIT_FAILURE);
                 }
                 None => {}

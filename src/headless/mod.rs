@@ -28,6 +28,7 @@ pub use history::{HistoryCommand, run_history_command};
 mod hold;
 mod lag;
 mod result;
+pub use result::write_failure as write_failure_result;
 mod slash;
 
 /// How a headless run ended; maps to the process exit status.
@@ -42,6 +43,8 @@ pub enum Outcome {
     /// The message named a command `cairn run` cannot do (it needs a screen).
     Usage,
     Interrupted,
+    /// The session is open in another cairn process.
+    SessionBusy,
 }
 
 impl Outcome {
@@ -52,6 +55,7 @@ impl Outcome {
             Outcome::FailedAfterAnswer => EXIT_FAILED_AFTER_ANSWER,
             Outcome::Usage => EXIT_USAGE,
             Outcome::Interrupted => 130,
+            Outcome::SessionBusy => crate::cli::EXIT_SESSION_BUSY,
         }
     }
 
@@ -63,6 +67,7 @@ impl Outcome {
             Outcome::FailedAfterAnswer => "failed_after_answer",
             Outcome::Usage => "usage",
             Outcome::Interrupted => "interrupted",
+            Outcome::SessionBusy => "session_busy",
         }
     }
 }
@@ -174,7 +179,7 @@ async fn run_from(
         Format::Text if !printer.ends_with_newline => writeln!(stdout)?,
         Format::Text => {}
         Format::Json => {
-            let result = printer.tally.result(&handle.session_id, outcome);
+            let result = printer.tally.result(Some(&handle.session_id), outcome);
             serde_json::to_writer(&mut *stdout, &result)?;
             writeln!(stdout)?;
         }
