@@ -97,8 +97,9 @@ pub struct RunArgs {
     /// URLs) for this run without storing trust: for CI that vetted the repository.
     #[arg(long)]
     pub trust_project: bool,
-    /// The message to send; several words are joined with spaces.
-    #[arg(required = true, value_name = "MESSAGE")]
+    /// The message to send; several words are joined with spaces. None, or
+    /// `-`: read from stdin; piped stdin is attached after a message.
+    #[arg(value_name = "MESSAGE")]
     pub message: Vec<String>,
 }
 

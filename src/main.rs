@@ -12,7 +12,7 @@ use anyhow::Context;
 use clap::Parser;
 
 use cairn::app::{App, SessionChoice};
-use cairn::cli::{Cli, Command, EXIT_FAILURE, EXIT_OK, EXIT_SESSION_BUSY, RunArgs};
+use cairn::cli::{Cli, Command, EXIT_FAILURE, EXIT_OK, EXIT_SESSION_BUSY, EXIT_USAGE, RunArgs};
 use cairn::config::{self, LoadOptions, Loaded};
 use cairn::headless;
 use cairn::permission::Mode;
@@ -258,6 +258,16 @@ fn run_headless(
     flag_model: Option<String>,
     mut loaded: Loaded,
 ) -> anyhow::Result<u8> {
+    // First: a missing message is a usage error before anything is opened.
+    let message = {
+        use std::io::IsTerminal;
+        let stdin = std::io::stdin();
+        let is_terminal = stdin.is_terminal();
+        match headless::message_from(&args.message, stdin.lock(), is_terminal) {
+            Ok(message) => message,
+            Err(error) => return usage_error(&error.to_string(), args.format),
+        }
+    };
     let runtime = runtime()?;
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let risks = cairn::app::ProjectRisks::gather(&loaded, &cwd);
@@ -275,7 +285,6 @@ fn run_headless(
         (true, None) => SessionChoice::Latest,
         (false, None) => SessionChoice::New,
     };
-    let message = args.message.join(" ");
     if let Some(rest) = message.trim().strip_prefix("/mcp") {
         return runtime.block_on(mcp_command(&app, rest.trim()));
     }
@@ -343,6 +352,16 @@ fn run_headless(
     // in a blocking thread: the session is repaired when it is reopened.
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     code
+}
+
+/// A `cairn run` that cannot start: said on stderr (and in a result with
+/// `--format json`), exit 2.
+fn usage_error(message: &str, format: cairn::cli::Format) -> anyhow::Result<u8> {
+    writeln!(std::io::stderr(), "error: {message}")?;
+    if format == cairn::cli::Format::Json {
+        headless::write_failure_result(&mut std::io::stdout(), message, EXIT_USAGE)?;
+    }
+    Ok(EXIT_USAGE)
 }
 
 /// `cairn`: the terminal UI, reopened on another session when the user

@@ -27,6 +27,8 @@ mod history;
 pub use history::{HistoryCommand, run_history_command};
 mod hold;
 mod lag;
+mod prompt;
+pub use prompt::{MessageError, message_from};
 mod result;
 pub use result::write_failure as write_failure_result;
 mod slash;

@@ -105,11 +105,10 @@ pub fn subtype(outcome: Outcome) -> &'static str {
 /// bad config, no session to continue, a session in use): `exit_code`
 /// names the outcome, `error` says why.
 pub fn write_failure(stdout: &mut impl Write, error: &str, exit_code: u8) -> std::io::Result<()> {
-    let outcome = if exit_code == Outcome::SessionBusy.exit_code() {
-        Outcome::SessionBusy
-    } else {
-        Outcome::Failed
-    };
+    let outcome = [Outcome::SessionBusy, Outcome::Usage]
+        .into_iter()
+        .find(|outcome| outcome.exit_code() == exit_code)
+        .unwrap_or(Outcome::Failed);
     let mut tally = Tally::new();
     tally.add_error(error.to_string());
     serde_json::to_writer(&mut *stdout, &tally.result(None, outcome))?;
