@@ -86,7 +86,10 @@ pub async fn run(
     stderr: &mut impl Write,
 ) -> std::io::Result<Outcome> {
     let events = bus.subscribe();
-    let streams = Streams { holds: true };
+    let streams = Streams {
+        holds: true,
+        stderr_is_terminal: false,
+    };
     run_from(
         handle,
         events,
@@ -115,6 +118,7 @@ pub async fn run_watching(
     use std::io::IsTerminal;
     let streams = Streams {
         holds: !std::io::stdout().is_terminal(),
+        stderr_is_terminal: std::io::stderr().is_terminal(),
     };
     run_from(
         handle,
@@ -128,11 +132,15 @@ pub async fn run_watching(
     .await
 }
 
-/// How the answer's text reaches stdout.
+/// What stdout and stderr are: how the answer's text and the status lines
+/// are written.
 #[derive(Debug, Clone, Copy)]
 struct Streams {
     /// Hold each step's text until the step is kept ([`hold`]).
     holds: bool,
+    /// Rewrite the retry countdown in place (`\r`, `ESC[2K`) instead of
+    /// printing a line per retry.
+    stderr_is_terminal: bool,
 }
 
 async fn run_from(
@@ -384,6 +392,7 @@ struct Printer {
     notices_are_answers: bool,
     /// Bytes of each text part already printed.
     printed: HashMap<String, usize>,
+    streams: Streams,
     /// Each step's text on its way to stdout (held on a pipe).
     steps: hold::Steps,
     /// Set at a lag to a part id minted then: the text of older parts is
@@ -415,6 +424,7 @@ impl Printer {
     fn new(format: Format, streams: Streams) -> Self {
         Self {
             format,
+            streams,
             steps: hold::Steps::new(streams.holds),
             show_summaries: false,
             notices_are_answers: false,
@@ -595,12 +605,16 @@ impl Printer {
             } => {
                 let wait = (next_at - crate::clock::now_millis()).max(0) as f64 / 1000.0;
                 let digits = if wait < 10.0 { 1 } else { 0 };
-                write!(
-                    stderr,
-                    "\r\x1b[2Kretry {attempt} in {wait:.digits$} s: {message}"
-                )?;
+                let line = format!("retry {attempt} in {wait:.digits$} s: {message}");
+                if self.streams.stderr_is_terminal {
+                    // Each retry rewrites the line on a screen.
+                    write!(stderr, "\r\x1b[2K{line}")?;
+                    self.retry_line_open = true;
+                } else {
+                    // A CI log keeps every line and shows no control codes.
+                    writeln!(stderr, "{line}")?;
+                }
                 stderr.flush()?;
-                self.retry_line_open = true;
             }
             _ => {}
         }

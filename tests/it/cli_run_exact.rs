@@ -190,3 +190,27 @@ async fn a_retried_stream_prints_only_the_final_answer() {
         describe(&output)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_on_a_piped_stderr_is_a_plain_line() {
+    let project = Project::new();
+    let server = ScriptedServer::start([
+        ScriptedResponse::sse()
+            .chunk(chunk(json!({"role": "assistant", "content": "Cut"}), None))
+            .then_drop(),
+        crate::scenario::text("Whole.", 500),
+    ])
+    .await;
+    project.use_scripted(&server);
+    let output = project.cairn(&["run", "a question"]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let stderr = text_of(&output.stderr);
+    // A CI log gets lines, not a countdown redrawn in place.
+    assert!(!stderr.contains('\x1b'), "{stderr:?}");
+    assert!(!stderr.contains('\r'), "{stderr:?}");
+    let retry = stderr
+        .lines()
+        .find(|line| line.starts_with("retry 1 in "))
+        .unwrap_or_else(|| panic!("no retry line: {stderr:?}"));
+    assert!(retry.contains(" s: "), "{retry:?}");
+}
