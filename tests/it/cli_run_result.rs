@@ -230,3 +230,24 @@ async fn a_refused_ask_is_published_as_permission_asked() {
     assert_eq!(asked[0]["request"]["permission"], "bash");
     assert!(!project.path("made.txt").exists());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_toml_syntax_error_names_file_line_and_key() {
+    let (project, _server) = answered_project(1).await;
+    let config = project.path("cairn.toml");
+    let text = std::fs::read_to_string(&config).expect("read config");
+    std::fs::write(&config, format!("{text}\n[log]\nlevel = \n")).expect("write config");
+    let line = text.lines().count() + 3;
+    let output = project.cairn(&["run", "--format", "json", "hi"]).await;
+    assert_eq!(output.status.code(), Some(1), "{}", describe(&output));
+    let located = format!("{}:{line}: log.level: ", config.display());
+    let stderr = text_of(&output.stderr);
+    assert!(stderr.contains(&located), "want {located:?} in {stderr}");
+    let result = the_one_result(&output);
+    assert!(
+        result["error"]
+            .as_str()
+            .is_some_and(|e| e.contains(&located)),
+        "{result}"
+    );
+}
