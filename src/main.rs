@@ -24,6 +24,7 @@ use cairn::tui::{Discovered, HISTORY_PAGE, History, HistoryRead, TuiExit, TuiInp
 use std::sync::Arc;
 
 fn main() -> ExitCode {
+    ignore_file_size_signal();
     // clap exits by itself for --version, --help and usage errors (code 2).
     let cli = Cli::parse();
     let json_run = cli.run_format() == Some(cairn::cli::Format::Json);
@@ -40,6 +41,17 @@ fn main() -> ExitCode {
             }
             ExitCode::from(code)
         }
+    }
+}
+
+/// A file size limit (`ulimit -f`) would kill cairn with SIGXFSZ in the
+/// middle of a database write; ignored, the write fails with EFBIG and is
+/// reported like a full disk ("may NOT be saved"). Children inherit it: a
+/// tool's write past the limit fails the same way instead of killing it.
+fn ignore_file_size_signal() {
+    // SAFETY: signal(2) with SIG_IGN, before any other thread exists.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
     }
 }
 

@@ -251,3 +251,46 @@ async fn a_toml_syntax_error_names_file_line_and_key() {
         "{result}"
     );
 }
+
+/// `ulimit -f` as a shell sets it: a file size limit and SIGXFSZ left at its
+/// default, which kills the process whose write crosses the limit.
+fn with_ulimit_f(command: &mut tokio::process::Command, bytes: u64) {
+    // SAFETY: between fork and exec only setrlimit (async-signal-safe) is
+    // called, on the child's own limits.
+    unsafe {
+        command.pre_exec(move || {
+            let limit = libc::rlimit {
+                rlim_cur: bytes,
+                rlim_max: bytes,
+            };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_size_limit_is_reported_like_a_full_disk() {
+    let project = Project::new();
+    let big = "y".repeat(6 * 1024 * 1024);
+    let server = ScriptedServer::start([text(&big, 300)]).await;
+    project.use_scripted(&server);
+    let mut command = project.command(&["run", "--format", "json", "say a lot"]);
+    with_ulimit_f(&mut command, 2 * 1024 * 1024);
+    let output = tokio::time::timeout(Duration::from_secs(40), command.output())
+        .await
+        .expect("cairn ends promptly when a write fails")
+        .expect("run cairn");
+    // Not killed by SIGXFSZ (no exit code): the failed save is reported.
+    assert_eq!(output.status.code(), Some(1), "{:?}", output.status);
+    let result = the_one_result(&output);
+    assert!(
+        result["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("may NOT be saved")),
+        "{}",
+        result["error"]
+    );
+}
