@@ -198,9 +198,13 @@ fn trust_project(cwd: &std::path::Path, loaded: &Loaded, revoke: bool) -> anyhow
     Ok(EXIT_OK)
 }
 
-/// `cairn run /mcp [restart NAME]`: the servers' states (no model needed).
-async fn mcp_command(app: &App, args: &str) -> anyhow::Result<u8> {
+/// `cairn run /mcp [restart NAME]`: the servers' states (no model needed);
+/// with `--format json`, as the text of a `result`.
+async fn mcp_command(app: &App, args: &str, format: cairn::cli::Format) -> anyhow::Result<u8> {
     let Some(hub) = app.tools.mcp() else {
+        if format == cairn::cli::Format::Json {
+            headless::write_report_result(&mut std::io::stdout(), "", EXIT_OK)?;
+        }
         return Ok(EXIT_OK);
     };
     hub.start();
@@ -212,7 +216,12 @@ async fn mcp_command(app: &App, args: &str) -> anyhow::Result<u8> {
         );
         hub.wait_ready(MCP_RUN_WAIT).await;
     }
-    print!("{}", cairn::mcp::render(&hub.statuses()));
+    let report = cairn::mcp::render(&hub.statuses());
+    if format == cairn::cli::Format::Json {
+        headless::write_report_result(&mut std::io::stdout(), &report, EXIT_OK)?;
+    } else {
+        print!("{report}");
+    }
     Ok(EXIT_OK)
 }
 
@@ -231,6 +240,7 @@ async fn list_models(app: &App, format: cairn::cli::Format) -> anyhow::Result<u8
             .collect();
         let event = serde_json::json!({ "type": "models", "models": models });
         writeln!(stdout, "{event}")?;
+        headless::write_report_result(&mut stdout, "", EXIT_OK)?;
         return Ok(EXIT_OK);
     }
     if choices.is_empty() {
@@ -298,7 +308,7 @@ fn run_headless(
         (false, None) => SessionChoice::New,
     };
     if let Some(rest) = message.trim().strip_prefix("/mcp") {
-        return runtime.block_on(mcp_command(&app, rest.trim()));
+        return runtime.block_on(mcp_command(&app, rest.trim(), args.format));
     }
     if matches!(message.trim(), "/model" | "/models") {
         return runtime.block_on(list_models(&app, args.format));

@@ -30,7 +30,7 @@ mod lag;
 mod prompt;
 pub use prompt::{MessageError, message_from};
 mod result;
-pub use result::write_failure as write_failure_result;
+pub use result::{write_failure as write_failure_result, write_report as write_report_result};
 mod slash;
 
 /// How a headless run ended; maps to the process exit status.

@@ -105,12 +105,24 @@ pub fn subtype(outcome: Outcome) -> &'static str {
 /// bad config, no session to continue, a session in use): `exit_code`
 /// names the outcome, `error` says why.
 pub fn write_failure(stdout: &mut impl Write, error: &str, exit_code: u8) -> std::io::Result<()> {
-    let outcome = [Outcome::SessionBusy, Outcome::Usage]
+    let mut tally = Tally::new();
+    tally.add_error(error.to_string());
+    write_outside(stdout, &tally, exit_code)
+}
+
+/// Writes the result of a command answered outside a session (`/model`,
+/// `/mcp`): `text` is its report.
+pub fn write_report(stdout: &mut impl Write, text: &str, exit_code: u8) -> std::io::Result<()> {
+    let mut tally = Tally::new();
+    tally.add_text("report", text);
+    write_outside(stdout, &tally, exit_code)
+}
+
+fn write_outside(stdout: &mut impl Write, tally: &Tally, exit_code: u8) -> std::io::Result<()> {
+    let outcome = [Outcome::Success, Outcome::SessionBusy, Outcome::Usage]
         .into_iter()
         .find(|outcome| outcome.exit_code() == exit_code)
         .unwrap_or(Outcome::Failed);
-    let mut tally = Tally::new();
-    tally.add_error(error.to_string());
     serde_json::to_writer(&mut *stdout, &tally.result(None, outcome))?;
     writeln!(stdout)?;
     stdout.flush()

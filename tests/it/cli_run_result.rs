@@ -294,3 +294,19 @@ async fn a_file_size_limit_is_reported_like_a_full_disk() {
         result["error"]
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listings_end_with_a_result() {
+    let (project, server) = answered_project(1).await;
+    let output = project.cairn(&["run", "--format", "json", "/models"]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    the_one_result(&output);
+    let first: Value = serde_json::from_str(text_of(&output.stdout).lines().next().unwrap_or(""))
+        .expect("the models line");
+    assert_eq!(first["type"], "models", "{first}");
+
+    let output = project.cairn(&["run", "--format", "json", "/mcp"]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    the_one_result(&output);
+    assert!(server.requests().is_empty(), "listing calls no model");
+}
