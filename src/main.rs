@@ -324,8 +324,9 @@ fn run_headless(
         if let Some(model) = flag_model.filter(|_| continued) {
             choose_model(&app, &session.id, &model).await?;
         }
-        let mut stdout = std::io::stdout().lock();
-        let mut stderr = std::io::stderr().lock();
+        // Wait for a slow reader even on a non-blocking descriptor.
+        let mut stdout = headless::out::stdout()?;
+        let mut stderr = headless::out::stderr()?;
         if let Some(command) = headless::HistoryCommand::parse(&message) {
             let snapshots = app.snapshots(&session);
             let outcome = headless::run_history_command(

@@ -27,6 +27,7 @@ mod history;
 pub use history::{HistoryCommand, run_history_command};
 mod hold;
 mod lag;
+pub mod out;
 mod prompt;
 pub use prompt::{MessageError, message_from};
 mod result;

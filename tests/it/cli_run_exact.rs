@@ -166,6 +166,60 @@ async fn a_json_reader_that_pauses_mid_stream_gets_the_exact_result_text() {
     assert_json_exact(&output);
 }
 
+/// A pipe whose write end is non-blocking, as a parent that set O_NONBLOCK
+/// on a shared pipe or terminal leaves it: (read end, write end).
+fn nonblocking_pipe() -> (std::fs::File, std::os::fd::OwnedFd) {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 fills the two descriptors it creates; fcntl reads and
+    // sets the flags of one of them; each is then owned exactly once.
+    unsafe {
+        assert_eq!(libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC), 0);
+        let flags = libc::fcntl(fds[1], libc::F_GETFL);
+        assert_eq!(
+            libc::fcntl(fds[1], libc::F_SETFL, flags | libc::O_NONBLOCK),
+            0
+        );
+        (
+            std::fs::File::from_raw_fd(fds[0]),
+            std::os::fd::OwnedFd::from_raw_fd(fds[1]),
+        )
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_non_blocking_stdout_read_late_gets_the_exact_answer() {
+    let project = Project::new();
+    let server = ScriptedServer::start([word_by_word(&long_answer())]).await;
+    project.use_scripted(&server);
+    let (mut reader, writer) = nonblocking_pipe();
+    let child = project
+        .command(&["run", "write a long answer"])
+        .stdout(std::process::Stdio::from(writer))
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start cairn");
+    tokio::time::timeout(Duration::from_secs(60), async {
+        while !server.sent_text().iter().any(|(_, text)| text == SENT_ALL) {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .expect("the server sends the whole answer within 60 s");
+    tokio::time::sleep(READER_AWAY).await;
+    let printed = tokio::task::spawn_blocking(move || {
+        use std::io::Read;
+        let mut printed = Vec::new();
+        reader.read_to_end(&mut printed).map(|_| printed)
+    });
+    let output = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+        .await
+        .expect("cairn finishes within 60 s once read")
+        .expect("wait for cairn");
+    let stdout = printed.await.expect("reader").expect("read the pipe");
+    assert_text_exact(&Output { stdout, ..output });
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_retried_stream_prints_only_the_final_answer() {
     let project = Project::new();
