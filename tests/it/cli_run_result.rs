@@ -310,3 +310,55 @@ async fn listings_end_with_a_result() {
     the_one_result(&output);
     assert!(server.requests().is_empty(), "listing calls no model");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failure_after_the_answer_ends_with_a_result_and_exit_3() {
+    let project = Project::new();
+    let server = ScriptedServer::start([
+        // Fills the window: a compaction follows, and is refused.
+        text("The answer is 42.", 190_000),
+        crate::support::ScriptedResponse::json(
+            400,
+            r#"{"error":{"message":"summaries are not allowed","type":"invalid_request_error"}}"#,
+        ),
+    ])
+    .await;
+    project.use_scripted(&server);
+    let output = project
+        .cairn(&["run", "--format", "json", "what is the answer?"])
+        .await;
+    assert_eq!(output.status.code(), Some(3), "{}", describe(&output));
+    let result = the_one_result(&output);
+    assert_eq!(result["subtype"], "error_after_answer");
+    assert_eq!(result["result"], "The answer is 42.");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupted_run_ends_with_a_result_and_exit_130() {
+    let project = Project::new();
+    let server = ScriptedServer::start([scenario::text_then_stall("Half of the answer")]).await;
+    project.use_scripted(&server);
+    let child = project
+        .command(&["run", "--format", "json", "a long question"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start cairn");
+    tokio::time::timeout(Duration::from_secs(30), async {
+        while server.requests().is_empty() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the model is asked within 30 s");
+    let pid = child.id().expect("cairn is running") as i32;
+    // SAFETY: kill(2) on the child we spawned and still own.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    let output = tokio::time::timeout(Duration::from_secs(10), child.wait_with_output())
+        .await
+        .expect("cairn stops within 10 s of Ctrl+C")
+        .expect("wait for cairn");
+    assert_eq!(output.status.code(), Some(130), "{}", describe(&output));
+    let result = the_one_result(&output);
+    assert_eq!(result["subtype"], "error_interrupted");
+}
