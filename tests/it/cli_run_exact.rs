@@ -1,7 +1,10 @@
 //! `cairn run`'s stdout is exactly the answer, whoever reads it and however
 //! slowly (issue #31): a reader that starts late or pauses mid-stream, and a
 //! stream that dropped mid-answer and was retried. The real binary, its
-//! stdout a pipe this test reads when it chooses; the model a scripted server.
+//! stdout a pipe (or a pty) this test reads when it chooses; the model a
+//! scripted server. On a pipe the text of a step is held until the step
+//! ends, so the event lag a slow reader causes is met by the JSON tests and
+//! by the terminal one, where the text streams.
 
 use crate::project::{Project, describe, text_of};
 use crate::scenario::{chunk, usage};
@@ -267,4 +270,65 @@ async fn a_retry_on_a_piped_stderr_is_a_plain_line() {
         .find(|line| line.starts_with("retry 1 in "))
         .unwrap_or_else(|| panic!("no retry line: {stderr:?}"));
     assert!(retry.contains(" s: "), "{retry:?}");
+}
+
+/// Ctrl+S on a terminal: stdout is a tty (the text streams) that nobody
+/// reads while the whole answer is sent and for [`READER_AWAY`] after.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_terminal_that_stops_reading_gets_the_exact_answer() {
+    use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+    let project = Project::new();
+    let server = ScriptedServer::start([word_by_word(&long_answer())]).await;
+    project.use_scripted(&server);
+    let pair = native_pty_system()
+        .openpty(PtySize {
+            rows: 40,
+            cols: 120,
+            pixel_width: 0,
+            pixel_height: 0,
+        })
+        .expect("open a pty");
+    let mut command = CommandBuilder::new(env!("CARGO_BIN_EXE_cairn"));
+    command.args(["run", "write a long answer"]);
+    command.cwd(project.root.path());
+    command.env("HOME", project.home.path());
+    command.env("XDG_CONFIG_HOME", project.home.path().join("config"));
+    command.env("CAIRN_DATA_DIR", project.data_dir());
+    command.env("CAIRN_LOCAL_SERVERS", "");
+    command.env_remove("CAIRN_CONFIG");
+    let mut child = pair.slave.spawn_command(command).expect("spawn cairn");
+    drop(pair.slave);
+    let mut reader = pair.master.try_clone_reader().expect("pty reader");
+    tokio::time::timeout(Duration::from_secs(60), async {
+        while !server.sent_text().iter().any(|(_, text)| text == SENT_ALL) {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .expect("the server sends the whole answer within 60 s");
+    tokio::time::sleep(READER_AWAY).await;
+    let printed = tokio::task::spawn_blocking(move || {
+        let _master = pair.master; // the pty stays open while it is read
+        let mut printed = Vec::new();
+        let mut buffer = [0u8; 8192];
+        // The end is EIO once cairn has exited and closed its side.
+        while let Ok(read) = std::io::Read::read(&mut reader, &mut buffer) {
+            if read == 0 {
+                break;
+            }
+            printed.extend_from_slice(&buffer[..read]);
+        }
+        printed
+    })
+    .await
+    .expect("reader");
+    let status = tokio::task::spawn_blocking(move || child.wait())
+        .await
+        .expect("waiter")
+        .expect("wait for cairn");
+    assert!(status.success(), "{status:?}: {}", text_of(&printed));
+    // The terminal turns the last newline into \r\n.
+    let want = format!("{}\r\n", long_answer());
+    let got = text_of(&printed);
+    assert!(got == want, "{}", first_difference(&got, &want));
 }
