@@ -1,13 +1,18 @@
 //! `cairn run`: the loop without a terminal UI, for scripts and CI.
 //!
 //! A second front end on the same commands and events as the TUI: it sends one
-//! prompt, prints the assistant's text to stdout as it streams and tool
-//! activity to stderr (or, with `--format json`, every event as one JSON line
-//! on stdout), and returns how the run ended. Ctrl+C interrupts like Esc.
+//! prompt, prints the assistant's text to stdout (as it streams on a
+//! terminal, step by step elsewhere: `hold.rs`) and tool activity to stderr
+//! (or, with `--format json`, every event as one JSON line on stdout, then
+//! one `result`: `result.rs`), and returns how the run ended. Ctrl+C
+//! interrupts like Esc.
 //!
-//! stdout carries only the visible answer: the hidden summary of a compaction
-//! made during the run is not printed (`/compact` asked for explicitly is the
-//! exception: its summary is the answer).
+//! stdout carries exactly the visible answer: the hidden summary of a
+//! compaction made during the run is not printed (`/compact` asked for
+//! explicitly is the exception: its summary is the answer), nor the text of
+//! a step abandoned for a retry, and a reader that falls behind misses
+//! nothing (`lag.rs`, `out.rs`). The message itself may come from stdin
+//! (`prompt.rs`).
 
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
@@ -106,7 +111,7 @@ pub async fn run(
 /// [`run`] with `events` subscribed before the session was opened, so what
 /// opening it reports (a broken agent file, a repaired crash) is printed too;
 /// `stdout` is the process's, and the text streams only when it is a
-/// terminal (see [`hold`]).
+/// terminal (see `hold.rs`).
 pub async fn run_watching(
     handle: &SessionHandle,
     events: tokio::sync::broadcast::Receiver<Event>,
