@@ -11,7 +11,7 @@
 //! the same bytes again: none were taken.
 
 use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, LineWriter, Write};
 use std::os::fd::{AsFd, AsRawFd};
 
 /// A descriptor written with `write(2)` that waits out EAGAIN.
@@ -66,13 +66,15 @@ impl Write for Patient {
     }
 }
 
-/// stdout for `cairn run`: buffered (JSON lines are written in pieces) over
-/// a [`Patient`] writer, so the buffer never sees EAGAIN.
+/// stdout for `cairn run`: line-buffered, as std's stdout is (a JSON line
+/// is written in pieces, and a script following the events gets each line
+/// when it is whole), over a [`Patient`] writer, so the buffer never sees
+/// EAGAIN.
 ///
 /// # Errors
 /// As [`Patient::of`].
-pub fn stdout() -> io::Result<BufWriter<Patient>> {
-    Patient::of(io::stdout()).map(BufWriter::new)
+pub fn stdout() -> io::Result<LineWriter<Patient>> {
+    Patient::of(io::stdout()).map(LineWriter::new)
 }
 
 /// stderr for `cairn run`: unbuffered, as stderr is.
@@ -107,7 +109,7 @@ mod tests {
     #[test]
     fn a_full_non_blocking_pipe_is_waited_for_and_nothing_is_lost() {
         let (mut reader, writer) = nonblocking_pipe();
-        let mut out = BufWriter::new(Patient::of(&writer).expect("dup"));
+        let mut out = LineWriter::new(Patient::of(&writer).expect("dup"));
         drop(writer);
         // Several times a pipe's buffer, every line different.
         let text: String = (0..100_000).map(|n| format!("line {n}\n")).collect();

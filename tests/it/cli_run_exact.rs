@@ -332,3 +332,31 @@ async fn a_terminal_that_stops_reading_gets_the_exact_answer() {
     let got = text_of(&printed);
     assert!(got == want, "{}", first_difference(&got, &want));
 }
+
+/// A script that follows the events (a progress display) gets each line
+/// as it happens, not when a buffer fills or the run ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_lines_are_written_as_they_happen() {
+    let project = Project::new();
+    let server = ScriptedServer::start([crate::scenario::text_then_stall("Half of it")]).await;
+    project.use_scripted(&server);
+    let mut child = project
+        .command(&["run", "--format", "json", "a long question"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start cairn");
+    let mut stdout = child.stdout.take().expect("stdout is piped");
+    let mut printed = Vec::new();
+    let mut piece = [0u8; 4096];
+    // The stream stalls after its text: the delta's line must already be out.
+    while !text_of(&printed).contains("\"delta\":\"Half of it\"") {
+        let read = tokio::time::timeout(Duration::from_secs(20), stdout.read(&mut piece))
+            .await
+            .unwrap_or_else(|_| panic!("no delta line within 20 s: {}", text_of(&printed)))
+            .expect("read cairn's stdout");
+        assert!(read > 0, "stdout closed early: {}", text_of(&printed));
+        printed.extend_from_slice(&piece[..read]);
+    }
+    child.start_kill().expect("stop cairn");
+}
