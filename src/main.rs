@@ -281,14 +281,9 @@ fn run_headless(
     mut loaded: Loaded,
 ) -> anyhow::Result<u8> {
     // First: a missing message is a usage error before anything is opened.
-    let message = {
-        use std::io::IsTerminal;
-        let stdin = std::io::stdin();
-        let is_terminal = stdin.is_terminal();
-        match headless::message_from(&args.message, stdin.lock(), is_terminal) {
-            Ok(message) => message,
-            Err(error) => return usage_error(&error.to_string(), args.format),
-        }
+    let message = match headless::read_message(&args.message) {
+        Ok(message) => message,
+        Err(error) => return usage_error(&error.to_string(), args.format),
     };
     let runtime = runtime()?;
     let cwd = std::env::current_dir().context("cannot read the current directory")?;

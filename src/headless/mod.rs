@@ -34,7 +34,7 @@ mod hold;
 mod lag;
 pub mod out;
 mod prompt;
-pub use prompt::{MessageError, message_from};
+pub use prompt::{MessageError, read_message};
 mod result;
 pub use result::{write_failure as write_failure_result, write_report as write_report_result};
 mod slash;

@@ -5,9 +5,52 @@
 //! and a stdin that is not a terminal, what stdin holds is attached below
 //! them in a `<stdin>` block (`git diff | cairn run "review this"`); an
 //! empty stdin adds nothing. A terminal is never read: it would wait for
-//! the user to type and press Ctrl+D.
+//! the user to type and press Ctrl+D. A pipe is read to its end, however
+//! long that takes (`cargo test | cairn run "why?"`); when it stays silent a
+//! while, stderr says the run is waiting for it.
 
-use std::io::Read;
+use std::io::{IsTerminal, Read, Write};
+use std::os::fd::AsRawFd;
+use std::time::Duration;
+
+/// How long a silent stdin is waited for before the run says it waits.
+const STDIN_QUIET: Duration = Duration::from_secs(2);
+
+/// The message of `cairn run` from its `words` and the process's stdin.
+///
+/// # Errors
+/// [`MessageError::Missing`] when neither holds one; `Stdin` when stdin
+/// cannot be read.
+pub fn read_message(words: &[String]) -> Result<String, MessageError> {
+    let stdin = std::io::stdin();
+    let is_terminal = stdin.is_terminal();
+    if !is_terminal && !has_news(&stdin, STDIN_QUIET) {
+        let why = if words.is_empty() || words == ["-"] {
+            "it is the message"
+        } else {
+            "it is attached below the message"
+        };
+        // Ignored when stderr is gone: the wait goes on regardless.
+        let _ = writeln!(
+            std::io::stderr(),
+            "cairn run: waiting for stdin to end ({why}); run it with `< /dev/null` to send the message alone"
+        );
+    }
+    message_from(words, stdin.lock(), is_terminal)
+}
+
+/// Whether `stdin` has bytes or its end to read within `wait`.
+fn has_news(stdin: &std::io::Stdin, wait: Duration) -> bool {
+    let mut watched = libc::pollfd {
+        fd: stdin.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let millis = i32::try_from(wait.as_millis()).unwrap_or(i32::MAX);
+    // SAFETY: one valid pollfd for the duration of the call. An error (or
+    // EINTR) counts as news: the read that follows reports or waits.
+    unsafe { libc::poll(&mut watched, 1, millis) != 0 }
+}
 
 /// Why no message could be made; a usage error (exit 2).
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]

@@ -9,7 +9,7 @@ use crate::support::ScriptedServer;
 use std::process::Output;
 use std::time::Duration;
 
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Runs `cairn run ARGS` with `input` written to its stdin, then closed.
 async fn run_with_stdin(project: &Project, args: &[&str], input: &str) -> Output {
@@ -110,4 +110,41 @@ async fn no_message_and_empty_stdin_is_a_usage_error() {
     );
     assert!(text_of(&output.stdout).contains("\"subtype\":\"error_usage\""));
     assert!(server.requests().is_empty());
+}
+
+/// A stdin left open and silent (a parent that never closes its pipe) keeps
+/// the run waiting, as `claude -p` does; stderr says why, and what to do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_open_stdin_is_said_to_be_waited_for() {
+    let (project, server) = project_answering().await;
+    let mut child = project
+        .command(&["run", "the message"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start cairn");
+    let stdin = child.stdin.take().expect("stdin is piped");
+    let mut stderr = child.stderr.take().expect("stderr is piped");
+    let mut said = Vec::new();
+    let mut piece = [0u8; 1024];
+    while !text_of(&said).contains("< /dev/null") {
+        let read = tokio::time::timeout(Duration::from_secs(20), stderr.read(&mut piece))
+            .await
+            .unwrap_or_else(|_| panic!("nothing said within 20 s: {}", text_of(&said)))
+            .expect("read cairn's stderr");
+        assert!(read > 0, "stderr closed early: {}", text_of(&said));
+        said.extend_from_slice(&piece[..read]);
+    }
+    assert!(
+        server.requests().is_empty(),
+        "nothing sent while stdin is open"
+    );
+    drop(stdin);
+    let output = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+        .await
+        .expect("cairn finishes once stdin is closed")
+        .expect("wait for cairn");
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    assert!(sent_prompt(&server).ends_with("the message"));
 }
