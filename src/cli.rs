@@ -87,8 +87,8 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// How to print the result.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
+    /// How to print the result (`--output-format`, claude's name, works too).
+    #[arg(long, alias = "output-format", value_enum, default_value_t = Format::Text)]
     pub format: Format,
     /// Continue the most recent session.
     #[arg(short = 'c', long = "continue", conflicts_with = "session")]
@@ -102,8 +102,9 @@ pub struct RunArgs {
     /// URLs) for this run without storing trust: for CI that vetted the repository.
     #[arg(long)]
     pub trust_project: bool,
-    /// The message to send; several words are joined with spaces.
-    #[arg(required = true, value_name = "MESSAGE")]
+    /// The message to send; several words are joined with spaces. None, or
+    /// `-`: read from stdin; piped stdin is attached after a message.
+    #[arg(value_name = "MESSAGE")]
     pub message: Vec<String>,
 }
 
@@ -111,11 +112,21 @@ pub struct RunArgs {
 pub enum Format {
     /// The answer as plain text.
     Text,
-    /// One JSON event per line.
+    /// One JSON event per line, the `result` last (`stream-json`, claude's
+    /// name for such lines, is the same).
+    #[value(alias = "stream-json")]
     Json,
 }
 
 impl Cli {
+    /// How `cairn run` prints; `None` for the other commands.
+    pub fn run_format(&self) -> Option<Format> {
+        match &self.command {
+            Some(Command::Run(run)) => Some(run.format),
+            _ => None,
+        }
+    }
+
     /// The config flags that apply to the chosen command: those given after
     /// the subcommand win, those given before it (`cairn --model X run ...`)
     /// fill in the rest.

@@ -12,7 +12,7 @@ use anyhow::Context;
 use clap::Parser;
 
 use cairn::app::{App, SessionChoice};
-use cairn::cli::{Cli, Command, EXIT_FAILURE, EXIT_OK, EXIT_SESSION_BUSY, RunArgs};
+use cairn::cli::{Cli, Command, EXIT_FAILURE, EXIT_OK, EXIT_SESSION_BUSY, EXIT_USAGE, RunArgs};
 use cairn::config::{self, LoadOptions, Loaded};
 use cairn::headless;
 use cairn::permission::Mode;
@@ -24,15 +24,34 @@ use cairn::tui::{Discovered, HISTORY_PAGE, History, HistoryRead, TuiExit, TuiInp
 use std::sync::Arc;
 
 fn main() -> ExitCode {
+    ignore_file_size_signal();
     // clap exits by itself for --version, --help and usage errors (code 2).
     let cli = Cli::parse();
+    let json_run = cli.run_format() == Some(cairn::cli::Format::Json);
     match run(cli) {
         Ok(code) => ExitCode::from(code),
         Err(error) => {
             // Not eprintln!: with the terminal gone it would panic (101).
             let _ = writeln!(std::io::stderr(), "error: {error:#}");
-            ExitCode::from(exit_code_of(&error))
+            let code = exit_code_of(&error);
+            if json_run {
+                // A script reads one result whatever the failure.
+                let message = format!("{error:#}");
+                let _ = headless::write_failure_result(&mut std::io::stdout(), &message, code);
+            }
+            ExitCode::from(code)
         }
+    }
+}
+
+/// A file size limit (`ulimit -f`) would kill cairn with SIGXFSZ in the
+/// middle of a database write; ignored, the write fails with EFBIG and is
+/// reported like a full disk ("may NOT be saved"). Children inherit it: a
+/// tool's write past the limit fails the same way instead of killing it.
+fn ignore_file_size_signal() {
+    // SAFETY: signal(2) with SIG_IGN, before any other thread exists.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
     }
 }
 
@@ -181,9 +200,13 @@ fn trust_project(cwd: &std::path::Path, loaded: &Loaded, revoke: bool) -> anyhow
     Ok(EXIT_OK)
 }
 
-/// `cairn run /mcp [restart NAME]`: the servers' states (no model needed).
-async fn mcp_command(app: &App, args: &str) -> anyhow::Result<u8> {
+/// `cairn run /mcp [restart NAME]`: the servers' states (no model needed);
+/// with `--format json`, as the text of a `result`.
+async fn mcp_command(app: &App, args: &str, format: cairn::cli::Format) -> anyhow::Result<u8> {
     let Some(hub) = app.tools.mcp() else {
+        if format == cairn::cli::Format::Json {
+            headless::write_report_result(&mut std::io::stdout(), "", EXIT_OK)?;
+        }
         return Ok(EXIT_OK);
     };
     hub.start();
@@ -195,7 +218,12 @@ async fn mcp_command(app: &App, args: &str) -> anyhow::Result<u8> {
         );
         hub.wait_ready(MCP_RUN_WAIT).await;
     }
-    print!("{}", cairn::mcp::render(&hub.statuses()));
+    let report = cairn::mcp::render(&hub.statuses());
+    if format == cairn::cli::Format::Json {
+        headless::write_report_result(&mut std::io::stdout(), &report, EXIT_OK)?;
+    } else {
+        print!("{report}");
+    }
     Ok(EXIT_OK)
 }
 
@@ -214,6 +242,7 @@ async fn list_models(app: &App, format: cairn::cli::Format) -> anyhow::Result<u8
             .collect();
         let event = serde_json::json!({ "type": "models", "models": models });
         writeln!(stdout, "{event}")?;
+        headless::write_report_result(&mut stdout, "", EXIT_OK)?;
         return Ok(EXIT_OK);
     }
     if choices.is_empty() {
@@ -253,6 +282,11 @@ fn run_headless(
     flag_model: Option<String>,
     mut loaded: Loaded,
 ) -> anyhow::Result<u8> {
+    // First: a missing message is a usage error before anything is opened.
+    let message = match headless::read_message(&args.message) {
+        Ok(message) => message,
+        Err(error) => return usage_error(&error.to_string(), args.format),
+    };
     let runtime = runtime()?;
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let risks = cairn::app::ProjectRisks::gather(&loaded, &cwd);
@@ -270,9 +304,8 @@ fn run_headless(
         (true, None) => SessionChoice::Latest,
         (false, None) => SessionChoice::New,
     };
-    let message = args.message.join(" ");
     if let Some(rest) = message.trim().strip_prefix("/mcp") {
-        return runtime.block_on(mcp_command(&app, rest.trim()));
+        return runtime.block_on(mcp_command(&app, rest.trim(), args.format));
     }
     if matches!(message.trim(), "/model" | "/models") {
         return runtime.block_on(list_models(&app, args.format));
@@ -288,8 +321,9 @@ fn run_headless(
         if let Some(model) = flag_model.filter(|_| continued) {
             choose_model(&app, &session.id, &model).await?;
         }
-        let mut stdout = std::io::stdout().lock();
-        let mut stderr = std::io::stderr().lock();
+        // Wait for a slow reader even on a non-blocking descriptor.
+        let mut stdout = headless::out::stdout()?;
+        let mut stderr = headless::out::stderr()?;
         if let Some(command) = headless::HistoryCommand::parse(&message) {
             let snapshots = app.snapshots(&session);
             let outcome = headless::run_history_command(
@@ -297,6 +331,7 @@ fn run_headless(
                 snapshots.as_ref(),
                 &session.id,
                 command,
+                args.format,
                 &mut stdout,
                 &mut stderr,
             )
@@ -312,6 +347,10 @@ fn run_headless(
                 Some(Ok(text)) => message = text,
                 Some(Err(error)) => {
                     writeln!(stderr, "cairn: {error}")?;
+                    if args.format == cairn::cli::Format::Json {
+                        let error = error.to_string();
+                        headless::write_failure_result(&mut stdout, &error, EXIT_FAILURE)?;
+                    }
                     return Ok(EXIT_FAILURE);
                 }
                 None => {}
@@ -333,6 +372,16 @@ fn run_headless(
     // in a blocking thread: the session is repaired when it is reopened.
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     code
+}
+
+/// A `cairn run` that cannot start: said on stderr (and in a result with
+/// `--format json`), exit 2.
+fn usage_error(message: &str, format: cairn::cli::Format) -> anyhow::Result<u8> {
+    writeln!(std::io::stderr(), "error: {message}")?;
+    if format == cairn::cli::Format::Json {
+        headless::write_failure_result(&mut std::io::stdout(), message, EXIT_USAGE)?;
+    }
+    Ok(EXIT_USAGE)
 }
 
 /// `cairn`: the terminal UI, reopened on another session when the user

@@ -26,7 +26,8 @@ pub enum Error {
         path: PathBuf,
         /// 1-based; None when the parser gave no position.
         line: Option<usize>,
-        /// Dotted path like `compaction.threshold`; None for syntax errors.
+        /// Dotted path like `compaction.threshold`; for a syntax error the
+        /// `key =` of its line under its `[table]`; None when there is none.
         key: Option<String>,
         message: String,
     },

@@ -1,9 +1,12 @@
 //! `/undo`, `/redo` and `/diff` in `cairn run`: served from the store and
-//! the snapshots without starting the loop or calling the model.
+//! the snapshots without starting the loop or calling the model; with
+//! `--format json` their report is the `result`'s text.
 
 use std::io::Write;
 
 use super::Outcome;
+use super::result::Tally;
+use crate::cli::Format;
 
 /// `/undo`, `/undo --force`, `/redo` and `/diff` typed as the message of
 /// `cairn run`.
@@ -30,70 +33,90 @@ impl HistoryCommand {
 }
 
 /// Runs `command` on the session without calling the model and says what
-/// it did. A refused undo (files edited since the turn) exits 1 with the list.
+/// it did: as text, or with `--format json` as one `result` (its `text` is
+/// what text would print). A refused undo (files edited since the turn)
+/// exits 1 with the list.
 pub async fn run_history_command(
     store: &crate::store::Store,
     snapshots: Option<&crate::snapshot::Snapshots>,
     session_id: &str,
     command: HistoryCommand,
+    format: Format,
     stdout: &mut impl Write,
     stderr: &mut impl Write,
 ) -> std::io::Result<Outcome> {
+    let report = match command {
+        HistoryCommand::Diff => diff(store, snapshots, session_id).await,
+        _ => undo_or_redo(store, snapshots, session_id, command).await,
+    };
+    let mut tally = Tally::new();
+    let outcome = match report {
+        Ok(text) => {
+            tally.add_text("report", &text);
+            if format == Format::Text {
+                stdout.write_all(text.as_bytes())?;
+            }
+            Outcome::Success
+        }
+        Err(error) => {
+            writeln!(stderr, "error: {error}")?;
+            tally.add_error(error);
+            Outcome::Failed
+        }
+    };
+    if format == Format::Json {
+        serde_json::to_writer(&mut *stdout, &tally.result(Some(session_id), outcome))?;
+        writeln!(stdout)?;
+    }
+    stdout.flush()?;
+    Ok(outcome)
+}
+
+/// `/undo` or `/redo`: what was done, or why not.
+async fn undo_or_redo(
+    store: &crate::store::Store,
+    snapshots: Option<&crate::snapshot::Snapshots>,
+    session_id: &str,
+    command: HistoryCommand,
+) -> Result<String, String> {
     use crate::session::undo;
     let (verb, result) = match command {
         HistoryCommand::Undo { force } => (
             "undid",
             undo::undo(store, snapshots, session_id, force).await,
         ),
-        HistoryCommand::Redo => ("redid", undo::redo(store, snapshots, session_id).await),
-        HistoryCommand::Diff => {
-            return print_diff(store, snapshots, session_id, stdout, stderr).await;
-        }
+        _ => ("redid", undo::redo(store, snapshots, session_id).await),
     };
-    let done = match result {
-        Ok(done) => done,
-        Err(error) => {
-            writeln!(stderr, "error: {error}")?;
-            return Ok(Outcome::Failed);
-        }
-    };
+    let done = result.map_err(|error| error.to_string())?;
     let files = if done.files.is_empty() {
         "no files changed".to_owned()
     } else {
         format!("files restored: {}", done.files.join(", "))
     };
-    writeln!(
-        stdout,
-        "{verb} the last turn ({} messages; {files})",
+    let mut text = format!(
+        "{verb} the last turn ({} messages; {files})\n",
         done.messages
-    )?;
+    );
     if let Some(tokens) = done.compaction_removed {
-        writeln!(
-            stdout,
-            "compaction removed: the model sees the full history again (about {tokens} tokens, the size of the last request before it)"
-        )?;
+        text.push_str(&format!(
+            "compaction removed: the model sees the full history again (about {tokens} tokens, the size of the last request before it)\n"
+        ));
     }
     if matches!(command, HistoryCommand::Undo { .. }) && !done.prompt.is_empty() {
-        writeln!(stdout, "prompt: {}", done.prompt)?;
+        text.push_str(&format!("prompt: {}\n", done.prompt));
     }
-    Ok(Outcome::Success)
+    Ok(text)
 }
 
-/// `/diff`: the unified diff on stdout, or a line saying there is none.
-async fn print_diff(
+/// `/diff`: the unified diff, or a line saying there is none.
+async fn diff(
     store: &crate::store::Store,
     snapshots: Option<&crate::snapshot::Snapshots>,
     session_id: &str,
-    stdout: &mut impl Write,
-    stderr: &mut impl Write,
-) -> std::io::Result<Outcome> {
+) -> Result<String, String> {
     match crate::session::undo::session_diff(store, snapshots, session_id).await {
-        Ok(diff) if diff.is_empty() => writeln!(stdout, "no files changed in this session")?,
-        Ok(diff) => stdout.write_all(diff.as_bytes())?,
-        Err(error) => {
-            writeln!(stderr, "error: {error}")?;
-            return Ok(Outcome::Failed);
-        }
+        Ok(diff) if diff.is_empty() => Ok("no files changed in this session\n".to_string()),
+        Ok(diff) => Ok(diff),
+        Err(error) => Err(error.to_string()),
     }
-    Ok(Outcome::Success)
 }

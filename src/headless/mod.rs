@@ -1,13 +1,18 @@
 //! `cairn run`: the loop without a terminal UI, for scripts and CI.
 //!
 //! A second front end on the same commands and events as the TUI: it sends one
-//! prompt, prints the assistant's text to stdout as it streams and tool
-//! activity to stderr (or, with `--format json`, every event as one JSON line
-//! on stdout), and returns how the run ended. Ctrl+C interrupts like Esc.
+//! prompt, prints the assistant's text to stdout (as it streams on a
+//! terminal, step by step elsewhere: `hold.rs`) and tool activity to stderr
+//! (or, with `--format json`, every event as one JSON line on stdout, then
+//! one `result`: `result.rs`), and returns how the run ended. Ctrl+C
+//! interrupts like Esc.
 //!
-//! stdout carries only the visible answer: the hidden summary of a compaction
-//! made during the run is not printed (`/compact` asked for explicitly is the
-//! exception: its summary is the answer).
+//! stdout carries exactly the visible answer: the hidden summary of a
+//! compaction made during the run is not printed (`/compact` asked for
+//! explicitly is the exception: its summary is the answer), nor the text of
+//! a step abandoned for a retry, and a reader that falls behind misses
+//! nothing (`lag.rs`, `out.rs`). The message itself may come from stdin
+//! (`prompt.rs`).
 
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
@@ -25,7 +30,13 @@ use crate::store::Store;
 
 mod history;
 pub use history::{HistoryCommand, run_history_command};
+mod hold;
+mod lag;
+pub mod out;
+mod prompt;
+pub use prompt::{MessageError, read_message};
 mod result;
+pub use result::{write_failure as write_failure_result, write_report as write_report_result};
 mod slash;
 
 /// How a headless run ended; maps to the process exit status.
@@ -40,6 +51,8 @@ pub enum Outcome {
     /// The message named a command `cairn run` cannot do (it needs a screen).
     Usage,
     Interrupted,
+    /// The session is open in another cairn process.
+    SessionBusy,
 }
 
 impl Outcome {
@@ -50,6 +63,7 @@ impl Outcome {
             Outcome::FailedAfterAnswer => EXIT_FAILED_AFTER_ANSWER,
             Outcome::Usage => EXIT_USAGE,
             Outcome::Interrupted => 130,
+            Outcome::SessionBusy => crate::cli::EXIT_SESSION_BUSY,
         }
     }
 
@@ -61,6 +75,7 @@ impl Outcome {
             Outcome::FailedAfterAnswer => "failed_after_answer",
             Outcome::Usage => "usage",
             Outcome::Interrupted => "interrupted",
+            Outcome::SessionBusy => "session_busy",
         }
     }
 }
@@ -77,11 +92,26 @@ pub async fn run(
     stderr: &mut impl Write,
 ) -> std::io::Result<Outcome> {
     let events = bus.subscribe();
-    run_watching(handle, events, store, message, format, stdout, stderr).await
+    let streams = Streams {
+        holds: true,
+        stderr_is_terminal: false,
+    };
+    run_from(
+        handle,
+        events,
+        store,
+        message,
+        (format, streams),
+        stdout,
+        stderr,
+    )
+    .await
 }
 
 /// [`run`] with `events` subscribed before the session was opened, so what
-/// opening it reports (a broken agent file, a repaired crash) is printed too.
+/// opening it reports (a broken agent file, a repaired crash) is printed too;
+/// `stdout` is the process's, and the text streams only when it is a
+/// terminal (see `hold.rs`).
 pub async fn run_watching(
     handle: &SessionHandle,
     events: tokio::sync::broadcast::Receiver<Event>,
@@ -91,11 +121,50 @@ pub async fn run_watching(
     stdout: &mut impl Write,
     stderr: &mut impl Write,
 ) -> std::io::Result<Outcome> {
+    use std::io::IsTerminal;
+    let streams = Streams {
+        holds: !std::io::stdout().is_terminal(),
+        stderr_is_terminal: std::io::stderr().is_terminal(),
+    };
+    run_from(
+        handle,
+        events,
+        store,
+        message,
+        (format, streams),
+        stdout,
+        stderr,
+    )
+    .await
+}
+
+/// What stdout and stderr are: how the answer's text and the status lines
+/// are written.
+#[derive(Debug, Clone, Copy)]
+struct Streams {
+    /// Hold each step's text until the step is kept ([`hold`]).
+    holds: bool,
+    /// Rewrite the retry countdown in place (`\r`, `ESC[2K`) instead of
+    /// printing a line per retry.
+    stderr_is_terminal: bool,
+}
+
+async fn run_from(
+    handle: &SessionHandle,
+    events: tokio::sync::broadcast::Receiver<Event>,
+    store: &Store,
+    message: String,
+    (format, streams): (Format, Streams),
+    stdout: &mut impl Write,
+    stderr: &mut impl Write,
+) -> std::io::Result<Outcome> {
     let parsed = slash::parse(&message);
     let mut watch = Watch {
         handle,
+        store,
+        run_start: crate::id::message_id(),
         events,
-        printer: Printer::new(format),
+        printer: Printer::new(format, streams),
         subagents: HashSet::new(),
     };
     match parsed {
@@ -116,13 +185,17 @@ pub async fn run_watching(
             }
         }
     }
-    let printer = watch.printer;
+    let mut printer = watch.printer;
+    let rest = printer.steps.release();
+    if !rest.is_empty() {
+        printer.write_text(stdout, &rest)?;
+    }
     let outcome = printer.outcome();
     match format {
         Format::Text if !printer.ends_with_newline => writeln!(stdout)?,
         Format::Text => {}
         Format::Json => {
-            let result = printer.tally.result(&handle.session_id, outcome);
+            let result = printer.tally.result(Some(&handle.session_id), outcome);
             serde_json::to_writer(&mut *stdout, &result)?;
             writeln!(stdout)?;
         }
@@ -134,6 +207,11 @@ pub async fn run_watching(
 /// A run in progress: the session it drives, its events, what was printed.
 struct Watch<'a> {
     handle: &'a SessionHandle,
+    /// Where the events dropped by a lag are read back from.
+    store: &'a Store,
+    /// A message id minted before the run sent anything: the run's own
+    /// messages sort after it.
+    run_start: String,
     events: broadcast::Receiver<Event>,
     printer: Printer,
     /// The subagent sessions below this one seen so far.
@@ -225,8 +303,10 @@ impl Watch<'_> {
             };
             let event = match event {
                 Ok(event) => event,
-                // Missed deltas are printed from the part's final update instead.
-                Err(RecvError::Lagged(_)) => continue,
+                Err(RecvError::Lagged(_)) => {
+                    self.catch_up(stdout, stderr).await?;
+                    continue;
+                }
                 Err(RecvError::Closed) => return Ok(None),
             };
             if event.session_id() != self.handle.session_id {
@@ -318,6 +398,12 @@ struct Printer {
     notices_are_answers: bool,
     /// Bytes of each text part already printed.
     printed: HashMap<String, usize>,
+    streams: Streams,
+    /// Each step's text on its way to stdout (held on a pipe).
+    steps: hold::Steps,
+    /// Set at a lag to a part id minted then: the text of older parts is
+    /// printed from their final update only (see [`lag`]).
+    delta_floor: Option<String>,
     /// Messages whose text is not part of the answer (compaction summaries).
     hidden: HashSet<String>,
     /// An assistant message finished with an answer (not tool calls, no error).
@@ -341,12 +427,15 @@ struct Printer {
 }
 
 impl Printer {
-    fn new(format: Format) -> Self {
+    fn new(format: Format, streams: Streams) -> Self {
         Self {
             format,
+            streams,
+            steps: hold::Steps::new(streams.holds),
             show_summaries: false,
             notices_are_answers: false,
             printed: HashMap::new(),
+            delta_floor: None,
             hidden: HashSet::new(),
             answered: false,
             failed: false,
@@ -422,13 +511,28 @@ impl Printer {
                 writeln!(stdout)?;
             }
             Format::Text => {
-                if let Some((_, text)) = &visible {
-                    self.write_text(stdout, text)?;
+                if let Some(now) = self.release_text(event, visible.as_ref()) {
+                    self.write_text(stdout, &now)?;
                 }
                 self.print_text(event, stdout, stderr)?;
             }
         }
         Ok(done)
+    }
+
+    /// The text to print now for `event`, which adds `visible`: a notice at
+    /// once, a step's text as [`hold`] lets it through.
+    fn release_text(
+        &mut self,
+        event: &Event,
+        visible: Option<&(String, String)>,
+    ) -> Option<String> {
+        match (event, visible) {
+            (Event::Notice { .. }, Some((_, text))) => Some(text.clone()),
+            (_, Some((message_id, text))) => self.steps.text(message_id, text),
+            (Event::MessageUpdated { message }, None) => self.steps.settle(message),
+            _ => None,
+        }
     }
 
     /// The answer's text that `event` adds: (message id, or the command's
@@ -441,7 +545,7 @@ impl Printer {
                 field: crate::bus::DeltaField::Text,
                 delta,
                 ..
-            } if !self.hidden.contains(message_id) => {
+            } if !self.hidden.contains(message_id) && self.prints_deltas_of(part_id) => {
                 *self.printed.entry(part_id.clone()).or_default() += delta.len();
                 Some((message_id.clone(), delta.clone()))
             }
@@ -507,12 +611,16 @@ impl Printer {
             } => {
                 let wait = (next_at - crate::clock::now_millis()).max(0) as f64 / 1000.0;
                 let digits = if wait < 10.0 { 1 } else { 0 };
-                write!(
-                    stderr,
-                    "\r\x1b[2Kretry {attempt} in {wait:.digits$} s: {message}"
-                )?;
+                let line = format!("retry {attempt} in {wait:.digits$} s: {message}");
+                if self.streams.stderr_is_terminal {
+                    // Each retry rewrites the line on a screen.
+                    write!(stderr, "\r\x1b[2K{line}")?;
+                    self.retry_line_open = true;
+                } else {
+                    // A CI log keeps every line and shows no control codes.
+                    writeln!(stderr, "{line}")?;
+                }
                 stderr.flush()?;
-                self.retry_line_open = true;
             }
             _ => {}
         }

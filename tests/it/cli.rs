@@ -72,7 +72,8 @@ fn help_lists_every_command_and_flag() {
         "json",
         "--continue",
         "--session",
-        "<MESSAGE>",
+        // Optional: without it the message is read from stdin.
+        "[MESSAGE]",
     ] {
         assert!(
             help.contains(expected),

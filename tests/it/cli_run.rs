@@ -217,18 +217,13 @@ async fn ctrl_c_interrupts_the_run_and_keeps_the_partial_answer() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("start cairn");
-    // Interrupt once the partial answer has been printed, as a user would.
+    // Interrupt once the partial answer has come, as a user would. stdout
+    // is a pipe, so the answer is held until its step ends (a step retried
+    // after a dropped stream must not leave its fragment there, issue #31):
+    // the text part opened in the store says it came.
     let mut stdout = child.stdout.take().expect("stdout is piped");
     let mut printed = Vec::new();
-    let mut piece = [0u8; 4096];
-    while !text_of(&printed).contains("Half of the answer") {
-        let read = tokio::time::timeout(Duration::from_secs(20), stdout.read(&mut piece))
-            .await
-            .expect("the partial answer is printed within 20 s")
-            .expect("read cairn's stdout");
-        assert!(read > 0, "stdout closed early: {}", text_of(&printed));
-        printed.extend_from_slice(&piece[..read]);
-    }
+    wait_for_a_text_part(&project).await;
     let pid = child.id().expect("cairn is running") as i32;
     // SAFETY: kill(2) on the child we spawned and still own; no memory is touched.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
@@ -586,4 +581,31 @@ async fn a_broken_agent_file_is_shown_by_cairn_run() {
     );
     assert!(stderr.contains("broken.md"), "{}", describe(&output));
     assert_eq!(text_of(&output.stdout), "Hello.\n");
+}
+
+/// Waits (at most 20 s) until the run's answer has a text part in the store:
+/// the part is saved when its first text arrives.
+async fn wait_for_a_text_part(project: &Project) {
+    let store =
+        cairn::store::Store::open(&project.data_dir().join("cairn.db")).expect("open store");
+    tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            let sessions = store.list_sessions(1).await.expect("list sessions");
+            if let Some(session) = sessions.first() {
+                let messages = store.read_all(&session.id).await.expect("read session");
+                let has_text = messages.iter().any(|m| {
+                    !m.message.is_user()
+                        && m.parts
+                            .iter()
+                            .any(|p| matches!(p.kind, cairn::message::PartKind::Text(_)))
+                });
+                if has_text {
+                    return;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .expect("the answer starts within 20 s");
 }

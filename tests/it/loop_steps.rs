@@ -194,7 +194,7 @@ async fn cairn_run_says_at_once_that_a_local_server_is_down() {
         "{}",
         describe(&output)
     );
-    // One countdown line, rewritten in place, ended once.
+    // One retry line (stderr is a pipe: plain lines, no countdown redrawn in place).
     assert_eq!(stderr.matches("retry 1 in").count(), 1, "{stderr:?}");
     assert!(!stderr.contains("retry 2"), "{stderr:?}");
     assert!(waited < Duration::from_secs(10), "waited {waited:?}");

@@ -22,6 +22,9 @@ mod tools_common;
 
 mod cli;
 mod cli_run;
+mod cli_run_exact;
+mod cli_run_result;
+mod cli_run_stdin;
 mod cli_slash;
 mod config;
 mod context_compaction_flow;

@@ -145,8 +145,10 @@ async fn run_model_alone_lists_keyed_configured_and_local_models() {
         .output()
         .await
         .expect("run cairn");
-    let event: serde_json::Value =
-        serde_json::from_slice(&json.stdout).unwrap_or_else(|_| panic!("{}", describe(&json)));
+    // The `models` line, then the `result` every `--format json` run ends with.
+    let stdout = text_of(&json.stdout);
+    let event: serde_json::Value = serde_json::from_str(stdout.lines().next().unwrap_or(""))
+        .unwrap_or_else(|_| panic!("{}", describe(&json)));
     assert_eq!(event["type"], "models");
     assert_eq!(
         event["models"],
