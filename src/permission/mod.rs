@@ -460,8 +460,9 @@ impl Permissions {
         match self.check(&request) {
             (Action::Deny, _) => self.ask_cancellable(request, cancel).await,
             _ if self.is_yolo() => Ok(()),
-            (_, rule) if self.mode == Mode::Headless => Err(PermissionError::Denied {
-                message: format!(
+            (_, rule) if self.mode == Mode::Headless => Err(self.unanswered(
+                request.clone(),
+                format!(
                     "Permission `{}` for {} needs an answer whatever the rules say, because of: {}. \
                      cairn is running without a terminal to ask in, so it was refused; only --yolo \
                      runs such commands unasked. Rewrite it as plain commands instead.",
@@ -470,7 +471,7 @@ impl Permissions {
                     request.reasons.join("; ")
                 ),
                 rule,
-            }),
+            )),
             _ => self.wait_for_answer(request, cancel).await,
         }
     }
@@ -489,14 +490,33 @@ impl Permissions {
         cancel: &CancellationToken,
     ) -> Result<(), PermissionError> {
         if self.mode == Mode::Headless {
-            return Err(PermissionError::Denied {
-                message: refused.to_string(),
-                rule: None,
-            });
+            return Err(self.unanswered(request, refused.to_string(), None));
         }
         request.always.clear();
         request.always_broad.clear();
         self.wait_for_answer(request, cancel).await
+    }
+
+    /// The refusal of a question nobody can answer (headless). It is still
+    /// published, and closed at once, so that `cairn run --format json`
+    /// shows what was asked and refused.
+    fn unanswered(
+        &self,
+        request: PermissionRequest,
+        message: String,
+        rule: Option<Rule>,
+    ) -> PermissionError {
+        let session_id = request.session_id.clone();
+        let request_id = request.id.clone();
+        self.bus.publish(Event::PermissionAsked {
+            session_id: session_id.clone(),
+            request: Arc::new(request),
+        });
+        self.bus.publish(Event::PermissionReplied {
+            session_id,
+            request_id,
+        });
+        PermissionError::Denied { message, rule }
     }
 
     /// Asks without a way to cancel; see [`Permissions::ask_cancellable`].
@@ -528,10 +548,8 @@ impl Permissions {
                 return Err(PermissionError::Denied { message, rule });
             }
             (Action::Ask, rule) if self.mode == Mode::Headless => {
-                return Err(PermissionError::Denied {
-                    message: headless_message(&request),
-                    rule,
-                });
+                let message = headless_message(&request);
+                return Err(self.unanswered(request, message, rule));
             }
             (Action::Ask, _) => {}
         }

@@ -197,13 +197,9 @@ async fn a_session_in_use_ends_with_a_result_and_exit_4() {
     assert_eq!(result["subtype"], "error_session_busy");
 }
 
-/// Issue #31 part 5: fails today. The refusal is made in
-/// `Permissions::ask_cancellable` / `ask_forced` (src/permission/, not this
-/// branch's to change) without publishing the question; publishing
-/// `PermissionAsked` then `PermissionReplied` in their headless branches
-/// makes it pass. Run with `--ignored` to see it fail.
+/// Issue #31 part 5: a question refused because nobody can answer it
+/// is still published (failed before `Permissions::unanswered`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs src/permission to publish refused asks (issue #31 part 5)"]
 async fn a_refused_ask_is_published_as_permission_asked() {
     let project = Project::new();
     let server = ScriptedServer::start([
