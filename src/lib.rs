@@ -17,9 +17,10 @@
 //!   redacted from tool outputs and messages
 //! - `token`      tokenizer counts and estimates (pure)
 //! - `message`, `bus`, `id`, `clock`, `config`, `trust`, `paths`, `cli`,
-//!   `frontmatter`, `shared`   the data model, the change broadcast, ids, time,
-//!   configuration, the record of trusted projects, file locations, the command
-//!   line, Markdown front matter, small helpers with no layer of their own
+//!   `slash`, `frontmatter`, `shared`   the data model, the change broadcast,
+//!   ids, time, configuration, the record of trusted projects, file locations,
+//!   the command line, the slash-command table, Markdown front matter, small
+//!   helpers with no layer of their own
 //!
 //! Dependencies point down this list, never up. New code goes in the lowest
 //! layer that can hold it: a rule that needs no I/O goes in `context` (or
@@ -44,6 +45,7 @@ pub mod secret;
 pub mod session;
 pub mod shared;
 pub mod skill;
+pub mod slash;
 pub mod snapshot;
 pub mod store;
 pub mod token;

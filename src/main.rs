@@ -18,6 +18,7 @@ use cairn::headless;
 use cairn::permission::Mode;
 use cairn::provider::discover::LocalServer;
 use cairn::session::lock::LockError;
+use cairn::slash::{FrontEnd, Verb};
 use cairn::tui::keymap::KeyMap;
 use cairn::tui::wrap::str_width;
 use cairn::tui::{Discovered, HISTORY_PAGE, History, HistoryRead, TuiExit, TuiInput};
@@ -251,6 +252,12 @@ fn run_headless(
     flag_model: Option<String>,
     mut loaded: Loaded,
 ) -> anyhow::Result<u8> {
+    if matches!(cairn::slash::parse(&args.message.join(" ")), Some((command, _)) if command.verb == Verb::Help)
+    {
+        // No session is opened (or created) just to print the table.
+        print!("{}", cairn::slash::help_text(FrontEnd::Run));
+        return Ok(EXIT_OK);
+    }
     let runtime = runtime()?;
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let risks = cairn::app::ProjectRisks::gather(&loaded, &cwd);
@@ -269,11 +276,11 @@ fn run_headless(
         (false, None) => SessionChoice::New,
     };
     let message = args.message.join(" ");
-    if let Some(rest) = message.trim().strip_prefix("/mcp") {
-        return runtime.block_on(mcp_command(&app, rest.trim()));
-    }
-    if matches!(message.trim(), "/model" | "/models") {
-        return runtime.block_on(list_models(&app, args.format));
+    // Whole command names only: `/mcp.json is broken` is a question.
+    match cairn::slash::parse(&message).map(|(command, rest)| (command.verb, rest)) {
+        Some((Verb::Mcp, rest)) => return runtime.block_on(mcp_command(&app, rest)),
+        Some((Verb::Model, "")) => return runtime.block_on(list_models(&app, args.format)),
+        _ => {}
     }
     let code = runtime.block_on(async {
         let continued = choice != SessionChoice::New;

@@ -73,6 +73,7 @@ mod tui_mcp;
 mod tui_paging;
 mod tui_pty;
 mod tui_sessions;
+mod tui_slash;
 mod tui_subtask;
 mod tui_undo;
 mod undo_run;
