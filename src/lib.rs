@@ -11,16 +11,17 @@
 //! - `snapshot`   private snapshots of the working tree, for patches and /undo
 //! - `context`    the pure rules of what the model sees and how the window is
 //!   managed: model view, counting, gauge and overflow, prune, compaction
-//! - `provider`, `tool`, `store`, `permission`, `secret`   LLM backends (one request type,
-//!   one event stream, three wires); the tools and truncation of their output;
-//!   SQLite persistence (the source of truth); allow / ask / deny rules; secrets
+//! - `provider`, `tool`, `mcp`, `store`, `permission`, `secret`   LLM backends
+//!   (one request type, one event stream, three wires); the tools and
+//!   truncation of their output; MCP servers' tools and prompts; SQLite
+//!   persistence (the source of truth); allow / ask / deny rules; secrets
 //!   redacted from tool outputs and messages
 //! - `token`      tokenizer counts and estimates (pure)
 //! - `message`, `bus`, `id`, `clock`, `config`, `trust`, `paths`, `cli`,
-//!   `slash`, `frontmatter`, `shared`   the data model, the change broadcast,
-//!   ids, time, configuration, the record of trusted projects, file locations,
-//!   the command line, the slash-command table, Markdown front matter, small
-//!   helpers with no layer of their own
+//!   `slash`, `skill`, `frontmatter`, `shared`   the data model, the change
+//!   broadcast, ids, time, configuration, the record of trusted projects, file
+//!   locations, the command line, the slash-command table, skills found on
+//!   disk, Markdown front matter, small helpers with no layer of their own
 //!
 //! Dependencies point down this list, never up. New code goes in the lowest
 //! layer that can hold it: a rule that needs no I/O goes in `context` (or

@@ -36,6 +36,7 @@ mod hardening_hangs;
 mod hardening_secrets;
 mod hardening_soak;
 mod hardening_streams;
+mod layering;
 mod loop_failures;
 mod loop_scenarios;
 mod loop_steps;
