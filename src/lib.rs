@@ -17,11 +17,13 @@
 //!   persistence (the source of truth); allow / ask / deny rules; secrets
 //!   redacted from tool outputs and messages
 //! - `token`      tokenizer counts and estimates (pure)
-//! - `message`, `bus`, `id`, `clock`, `config`, `trust`, `paths`, `cli`,
-//!   `slash`, `skill`, `frontmatter`, `shared`   the data model, the change
-//!   broadcast, ids, time, configuration, the record of trusted projects, file
-//!   locations, the command line, the slash-command table, skills found on
-//!   disk, Markdown front matter, small helpers with no layer of their own
+//! - `message`, `bus`, `gauge`, `permission_request`, `id`, `clock`,
+//!   `config`, `trust`, `paths`, `cli`, `slash`, `skill`, `frontmatter`,
+//!   `shared`   the data model, the change broadcast and two values it
+//!   carries (the context gauge, a permission question and its answer), ids,
+//!   time, configuration, the record of trusted projects, file locations, the
+//!   command line, the slash-command table, skills found on disk, Markdown
+//!   front matter, small helpers with no layer of their own
 //!
 //! Dependencies point down this list, never up. New code goes in the lowest
 //! layer that can hold it: a rule that needs no I/O goes in `context` (or
@@ -35,12 +37,14 @@ pub mod clock;
 pub mod config;
 pub mod context;
 pub mod frontmatter;
+pub mod gauge;
 pub mod headless;
 pub mod id;
 pub mod mcp;
 pub mod message;
 pub mod paths;
 pub mod permission;
+pub mod permission_request;
 pub mod provider;
 pub mod secret;
 pub mod session;

@@ -28,6 +28,8 @@ const LAYERS: &[&[&str]] = &[
     &[
         "message",
         "bus",
+        "gauge",
+        "permission_request",
         "id",
         "clock",
         "config",
