@@ -8,6 +8,7 @@
 mod error;
 mod load;
 mod locate;
+pub mod mcp;
 pub mod permission;
 mod project;
 mod render;
@@ -59,7 +60,7 @@ pub struct Config {
     pub task: TaskConfig,
     /// `[mcp.NAME]`: MCP servers to start in the background.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub mcp: BTreeMap<String, crate::mcp::ServerConfig>,
+    pub mcp: BTreeMap<String, mcp::ServerConfig>,
     /// An untrusted project file's `ask`/`deny` permission entries: they
     /// only make answers stricter (never written in a file).
     #[serde(skip)]
@@ -70,7 +71,7 @@ pub struct Config {
     pub trust: Trust,
     /// The project file's MCP servers that do not start, for `/mcp`.
     #[serde(skip)]
-    pub held_mcp: Vec<crate::mcp::config::Held>,
+    pub held_mcp: Vec<mcp::Held>,
 }
 
 impl Default for Config {
