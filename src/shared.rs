@@ -1,5 +1,6 @@
 //! Small helpers used by several layers that belong to none of them: digit
-//! grouping for the figures messages show, and a lock that survives a panic.
+//! grouping for the figures messages show, a lock that survives a panic, and
+//! the password part of a URL (config and secret redaction both need it).
 
 use std::sync::{Mutex, MutexGuard};
 
@@ -22,6 +23,15 @@ pub fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The password of a URL like `https://user:password@host/v1`, if any.
+pub fn url_password(url: &str) -> Option<&str> {
+    let (_, rest) = url.split_once("://")?;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let (userinfo, _) = authority.rsplit_once('@')?;
+    let (_, password) = userinfo.split_once(':')?;
+    Some(password).filter(|p| !p.is_empty())
 }
 
 #[cfg(test)]

@@ -159,11 +159,15 @@ pub struct SnapshotConfig {
     pub max_age_days: u32,
 }
 
+/// Files bigger than this are left out of snapshots unless configured
+/// (`[snapshot] max_file_bytes`).
+pub const DEFAULT_SNAPSHOT_MAX_FILE_BYTES: u64 = 10 * 1024 * 1024;
+
 impl Default for SnapshotConfig {
     fn default() -> Self {
         Self {
             enabled: true,
-            max_file_bytes: crate::snapshot::DEFAULT_MAX_FILE_BYTES,
+            max_file_bytes: DEFAULT_SNAPSHOT_MAX_FILE_BYTES,
             max_age_days: 7,
         }
     }
