@@ -11,7 +11,9 @@ use crate::session::command::Command;
 
 use super::TuiExit;
 use super::action::Action;
-use super::app::{App, Choice, DOUBLE_PRESS_MS, Effect, Overlay, PickerKind, choices};
+use super::app::{
+    App, Choice, DOUBLE_PRESS_MS, Effect, INTERRUPTING, Overlay, PickerKind, QUEUE_HELD, choices,
+};
 use super::completion::{file_candidates, prompt_candidates, slash_candidates};
 use super::slash::{is_command, run_slash};
 pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
@@ -481,12 +483,6 @@ fn escape(app: &mut App) -> Vec<Effect> {
     }
     Vec::new()
 }
-
-/// The flash shown while an interrupt is on its way; cleared once idle.
-pub const INTERRUPTING: &str = "interrupting…";
-
-/// Said while Esc holds the queue (during the interrupt and after it).
-pub const QUEUE_HELD: &str = "queued message waits: Enter sends, Esc Esc edits";
 
 /// Esc Esc: queued prompts go back into the composer (oldest first, before
 /// whatever is being typed) instead of being dropped.

@@ -660,3 +660,23 @@ fn an_import_up_the_list_is_reported() {
         "{found:?}"
     );
 }
+
+/// Not a check: prints the file edges inside one circle, to see which
+/// import to cut. `LAYERING_FILE=src/tui/app.rs cargo test --test it --
+/// --ignored layering::print_circle --nocapture`
+#[test]
+#[ignore = "a tool for breaking a circle, not a check"]
+fn print_circle() {
+    let mut files = Vec::new();
+    read_tree(&src_dir(), &src_dir(), &mut files);
+    let edges = edges(&files);
+    let wanted = std::env::var("LAYERING_FILE").unwrap_or_default();
+    for circle in circles(&edges).iter().filter(|c| c.contains(&wanted)) {
+        for (from, to) in edges
+            .iter()
+            .filter(|(f, t)| circle.contains(f) && circle.contains(t))
+        {
+            println!("{from} -> {to}");
+        }
+    }
+}
