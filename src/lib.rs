@@ -25,10 +25,15 @@
 //!   command line, the slash-command table, skills found on disk, Markdown
 //!   front matter, small helpers with no layer of their own
 //!
-//! Dependencies point down this list, never up. New code goes in the lowest
-//! layer that can hold it: a rule that needs no I/O goes in `context` (or
-//! `permission`, `token`), not in `session`; a new tool is one file in `tool/`;
-//! a new front-end feature talks to the session through `session::command`.
+//! Dependencies point down this list, never up: `tests/it/layering.rs` reads
+//! every module path in `src/` and checks it against the same list, and
+//! checks for import circles between files; what is not fixed yet is listed
+//! in `tests/it/layering_known.txt`, which may only shrink.
+//!
+//! New code goes in the lowest layer that can hold it: a rule that needs no
+//! I/O goes in `context` (or `permission`, `token`), not in `session`; a new
+//! tool is one file in `tool/`; a new front-end feature talks to the session
+//! through `session::command`; a new slash command is a row in `slash`.
 
 pub mod app;
 pub mod bus;
