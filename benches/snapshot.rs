@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use cairn::snapshot::{DEFAULT_MAX_FILE_BYTES, Snapshots};
+use cairn::snapshot::{DEFAULT_SNAPSHOT_MAX_FILE_BYTES, Snapshots};
 
 const FILES: usize = 10_000;
 const FILE_BYTES: usize = 5_000;
@@ -47,7 +47,11 @@ fn main() {
     let temp = tempfile::tempdir().expect("temp");
     let project = temp.path().join("project");
     generate(&project);
-    let store = Snapshots::new(&temp.path().join("data"), &project, DEFAULT_MAX_FILE_BYTES);
+    let store = Snapshots::new(
+        &temp.path().join("data"),
+        &project,
+        DEFAULT_SNAPSHOT_MAX_FILE_BYTES,
+    );
 
     let started = Instant::now();
     let first = store.track().expect("first snapshot");

@@ -11,7 +11,7 @@ use serde::Serialize;
 use tokio::sync::broadcast;
 
 use crate::clock::Millis;
-use crate::context::ContextGauge;
+use crate::gauge::ContextGauge;
 use crate::message::{Message, Part, Session};
 
 /// How many events a subscriber may fall behind before it lags.
@@ -85,7 +85,7 @@ pub enum Event {
     /// A tool is waiting for the user's permission.
     PermissionAsked {
         session_id: String,
-        request: Arc<crate::permission::request::PermissionRequest>,
+        request: Arc<crate::permission_request::PermissionRequest>,
     },
     PermissionReplied {
         session_id: String,

@@ -18,6 +18,7 @@ use cairn::headless;
 use cairn::permission::Mode;
 use cairn::provider::discover::LocalServer;
 use cairn::session::lock::LockError;
+use cairn::slash::{FrontEnd, Verb};
 use cairn::tui::keymap::KeyMap;
 use cairn::tui::wrap::str_width;
 use cairn::tui::{Discovered, HISTORY_PAGE, History, HistoryRead, TuiExit, TuiInput};
@@ -287,6 +288,11 @@ fn run_headless(
         Ok(message) => message,
         Err(error) => return usage_error(&error.to_string(), args.format),
     };
+    if matches!(cairn::slash::parse(&message), Some((command, _)) if command.verb == Verb::Help) {
+        // No session is opened (or created) just to print the table.
+        print!("{}", cairn::slash::help_text(FrontEnd::Run));
+        return Ok(EXIT_OK);
+    }
     let runtime = runtime()?;
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let risks = cairn::app::ProjectRisks::gather(&loaded, &cwd);
@@ -304,11 +310,11 @@ fn run_headless(
         (true, None) => SessionChoice::Latest,
         (false, None) => SessionChoice::New,
     };
-    if let Some(rest) = message.trim().strip_prefix("/mcp") {
-        return runtime.block_on(mcp_command(&app, rest.trim(), args.format));
-    }
-    if matches!(message.trim(), "/model" | "/models") {
-        return runtime.block_on(list_models(&app, args.format));
+    // Whole command names only: `/mcp.json is broken` is a question.
+    match cairn::slash::parse(&message).map(|(command, rest)| (command.verb, rest)) {
+        Some((Verb::Mcp, rest)) => return runtime.block_on(mcp_command(&app, rest, args.format)),
+        Some((Verb::Model, "")) => return runtime.block_on(list_models(&app, args.format)),
+        _ => {}
     }
     let code = runtime.block_on(async {
         let continued = choice != SessionChoice::New;

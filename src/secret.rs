@@ -190,14 +190,9 @@ pub fn redact_json(value: &mut serde_json::Value) {
     }
 }
 
-/// The password of a URL like `https://user:password@host/v1`, if any.
-pub fn url_password(url: &str) -> Option<&str> {
-    let (_, rest) = url.split_once("://")?;
-    let authority = rest.split(['/', '?', '#']).next()?;
-    let (userinfo, _) = authority.rsplit_once('@')?;
-    let (_, password) = userinfo.split_once(':')?;
-    Some(password).filter(|p| !p.is_empty())
-}
+/// Also used by `config` to keep a password out of the files it writes:
+/// defined in the bottom layer, with no secrets of its own.
+pub use crate::shared::url_password;
 
 #[cfg(test)]
 mod tests {

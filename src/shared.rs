@@ -1,5 +1,6 @@
 //! Small helpers used by several layers that belong to none of them: digit
-//! grouping for the figures messages show, and a lock that survives a panic.
+//! grouping and short token counts for the figures messages show, a lock that survives a panic, and
+//! the password part of a URL (config and secret redaction both need it).
 
 use std::sync::{Mutex, MutexGuard};
 
@@ -22,6 +23,25 @@ pub fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The password of a URL like `https://user:password@host/v1`, if any.
+pub fn url_password(url: &str) -> Option<&str> {
+    let (_, rest) = url.split_once("://")?;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let (userinfo, _) = authority.rsplit_once('@')?;
+    let (_, password) = userinfo.split_once(':')?;
+    Some(password).filter(|p| !p.is_empty())
+}
+
+/// `124000` -> `124k`, `3100` -> `3.1k`.
+pub fn short(tokens: u64) -> String {
+    match tokens {
+        0..=999 => tokens.to_string(),
+        1_000..=9_999 => format!("{:.1}k", tokens as f64 / 1000.0),
+        10_000..=999_999 => format!("{}k", tokens / 1000),
+        _ => format!("{:.1}M", tokens as f64 / 1_000_000.0),
+    }
 }
 
 #[cfg(test)]

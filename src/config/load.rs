@@ -223,19 +223,19 @@ pub fn load(options: &LoadOptions) -> Result<Loaded, Error> {
 
 impl ProjectPart {
     /// Its servers that do not start: shadowed, or held until trusted.
-    fn held_mcp(&self) -> Vec<crate::mcp::config::Held> {
-        use crate::mcp::State;
+    fn held_mcp(&self) -> Vec<super::mcp::Held> {
+        use super::mcp::State;
         let file = self
             .file
             .as_ref()
             .and_then(|file| file.file_name().map(|n| n.to_string_lossy().into_owned()))
             .unwrap_or_default();
-        let shadowed = self.shadowed.iter().map(|name| crate::mcp::config::Held {
+        let shadowed = self.shadowed.iter().map(|name| super::mcp::Held {
             name: format!("{name} ({file})"),
             state: State::Shadowed,
             note: "your own server of that name is used instead".to_string(),
         });
-        let held = self.held.iter().map(|name| crate::mcp::config::Held {
+        let held = self.held.iter().map(|name| super::mcp::Held {
             name: name.clone(),
             state: State::Untrusted,
             note: format!("from {file}; not started until you trust the project (`cairn trust`)"),

@@ -8,6 +8,7 @@
 mod error;
 mod load;
 mod locate;
+pub mod mcp;
 pub mod permission;
 mod project;
 mod render;
@@ -60,7 +61,7 @@ pub struct Config {
     pub task: TaskConfig,
     /// `[mcp.NAME]`: MCP servers to start in the background.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub mcp: BTreeMap<String, crate::mcp::ServerConfig>,
+    pub mcp: BTreeMap<String, mcp::ServerConfig>,
     /// An untrusted project file's `ask`/`deny` permission entries: they
     /// only make answers stricter (never written in a file).
     #[serde(skip)]
@@ -71,7 +72,7 @@ pub struct Config {
     pub trust: Trust,
     /// The project file's MCP servers that do not start, for `/mcp`.
     #[serde(skip)]
-    pub held_mcp: Vec<crate::mcp::config::Held>,
+    pub held_mcp: Vec<mcp::Held>,
 }
 
 impl Default for Config {
@@ -160,11 +161,15 @@ pub struct SnapshotConfig {
     pub max_age_days: u32,
 }
 
+/// Files bigger than this are left out of snapshots unless configured
+/// (`[snapshot] max_file_bytes`).
+pub const DEFAULT_SNAPSHOT_MAX_FILE_BYTES: u64 = 10 * 1024 * 1024;
+
 impl Default for SnapshotConfig {
     fn default() -> Self {
         Self {
             enabled: true,
-            max_file_bytes: crate::snapshot::DEFAULT_MAX_FILE_BYTES,
+            max_file_bytes: DEFAULT_SNAPSHOT_MAX_FILE_BYTES,
             max_age_days: 7,
         }
     }

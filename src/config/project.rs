@@ -256,7 +256,7 @@ fn gate_providers(
             let shown = match (field, value) {
                 ("api_key", _) => "<a key>".to_string(),
                 // Shown in the dialog and stored in the trust record: no password.
-                ("base_url", Value::String(url)) => match crate::secret::url_password(url) {
+                ("base_url", Value::String(url)) => match crate::shared::url_password(url) {
                     Some(password) => {
                         format!(
                             "{:?}",

@@ -40,7 +40,7 @@ fn redact_api_keys(table: &mut Table) {
                 }
             }
             if let Some(Value::String(url)) = provider.get_mut("base_url")
-                && let Some(password) = crate::secret::url_password(url)
+                && let Some(password) = crate::shared::url_password(url)
             {
                 *url = url.replacen(&format!(":{password}@"), ":<redacted>@", 1);
             }

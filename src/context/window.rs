@@ -5,28 +5,10 @@
 //! [`is_overflow`] decides from that same value, so what the user sees is what
 //! the agent does.
 
-use serde::Serialize;
-
 use crate::config::CompactionConfig;
 
-/// What the token gauge shows: the next request's size against the usable
-/// window, from the same function the overflow check uses.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct ContextGauge {
-    /// Tokens the next request will carry.
-    pub used: u64,
-    /// The usable window: context minus reserved output space.
-    pub usable: u64,
-    /// Where automatic compaction fires (`usable * threshold`); `None` when
-    /// automatic compaction is off.
-    pub compact_at: Option<u64>,
-    /// Output space kept free.
-    pub reserved: u64,
-    /// The model's whole context window.
-    pub context: u64,
-    /// True while `used` is a cheap estimate rather than an exact count.
-    pub estimated: bool,
-}
+/// The gauge's value type lives in the bottom layer, as the bus carries it.
+pub use crate::gauge::ContextGauge;
 
 /// Output tokens asked for at most (OpenCode `OUTPUT_TOKEN_MAX`).
 pub const OUTPUT_TOKEN_MAX: u64 = 32_000;

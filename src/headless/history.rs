@@ -21,12 +21,15 @@ pub enum HistoryCommand {
 }
 
 impl HistoryCommand {
+    /// The history command `message` is, whole; `/undo` with other
+    /// arguments is left to [`super::slash::parse`], which says the usage.
     pub fn parse(message: &str) -> Option<Self> {
-        match message.split_whitespace().collect::<Vec<_>>().as_slice() {
-            ["/undo"] => Some(Self::Undo { force: false }),
-            ["/undo", "--force"] => Some(Self::Undo { force: true }),
-            ["/redo"] => Some(Self::Redo),
-            ["/diff"] => Some(Self::Diff),
+        use crate::slash::Verb;
+        match crate::slash::parse(message).map(|(command, args)| (command.verb, args)) {
+            Some((Verb::Undo, "")) => Some(Self::Undo { force: false }),
+            Some((Verb::Undo, "--force")) => Some(Self::Undo { force: true }),
+            Some((Verb::Redo, "")) => Some(Self::Redo),
+            Some((Verb::Diff, "")) => Some(Self::Diff),
             _ => None,
         }
     }

@@ -1,15 +1,14 @@
 //! Slash commands in `cairn run`: the TUI's commands that make sense without
 //! a screen, done through the same session commands and core functions.
 //!
-//! `/compact [focus]`, `/prune`, `/context`, `/export`, `/skills` and
-//! `/model provider/model` (kept for the session's next prompts) run instead of
-//! being sent to the model. The TUI's screen commands (`/new`,
-//! `/sessions`, ...) are refused with what to use in a script instead. Any
-//! other message starting with `/` (a path such as `/etc/hosts is empty?`, a
-//! word the user means) is sent to the model as text, as before.
+//! The commands are [`crate::slash::COMMANDS`]: those offered in
+//! [`FrontEnd::Run`] run instead of being sent to the model; the TUI's screen
+//! commands (`/new`, `/sessions`, ...) are refused with what to use in a
+//! script instead. Any other message starting with `/` (a path such as
+//! `/etc/hosts is empty?`, a word the user means) is sent to the model as text.
 //!
-//! Adding a command is one arm in [`parse`]: a [`Slash::Loop`] or
-//! [`Slash::Served`] session command needs nothing else.
+//! Adding a command is a row in the table and one arm in [`parse`]: a
+//! [`Slash::Loop`] or [`Slash::Served`] session command needs nothing else.
 
 use std::io::Write;
 
@@ -20,6 +19,7 @@ use crate::context::ContextBreakdown;
 use crate::session::command::Command;
 use crate::session::export::{export_path, session_markdown, write_export};
 use crate::shared::thousands;
+use crate::slash::{FrontEnd, Verb};
 use crate::store::Store;
 
 /// A slash command `cairn run` can do.
@@ -39,76 +39,55 @@ pub enum Slash {
     Export(Option<String>),
     /// `/skills`: list the skills the model is offered, one per line.
     Skills,
+    /// `/help`: print the slash-command table.
+    Help,
 }
 
-/// The TUI's commands that need a screen, and what a script uses instead.
-const SCREEN_ONLY: &[(&str, &str)] = &[
-    (
-        "/new",
-        "leave out --continue and --session to start a new session",
-    ),
-    (
-        "/clear",
-        "leave out --continue and --session to start a new session",
-    ),
-    (
-        "/sessions",
-        "run `cairn sessions`, then `cairn run --session ID`",
-    ),
-    (
-        "/resume",
-        "run `cairn sessions`, then `cairn run --session ID`",
-    ),
-    ("/agent", "pass --agent NAME"),
-    ("/agents", "pass --agent NAME"),
-    ("/copy", "the answer is on stdout"),
-    ("/help", "see `cairn run --help` and the README"),
-    ("/quit", "`cairn run` ends by itself"),
-    ("/exit", "`cairn run` ends by itself"),
-    ("/q", "`cairn run` ends by itself"),
-];
-
 /// The slash command `message` names: `Ok(None)` when it is text for the
-/// model.
+/// model (its first word is no command's whole name, see
+/// [`crate::slash::parse`]).
+///
+/// `/mcp`, `/model` alone, `/help` and `/undo`, `/redo`, `/diff` are served
+/// by `main.rs` without a session loop; here they are usage errors.
 ///
 /// # Errors
-/// A message for the user when `message` is a command that needs a screen.
+/// A message for the user when `message` is a command `cairn run` does not
+/// offer, or one given the wrong arguments.
 pub fn parse(message: &str) -> Result<Option<Slash>, String> {
-    let message = message.trim();
-    if !message.starts_with('/') {
+    let Some((command, args)) = crate::slash::parse(message) else {
         return Ok(None);
-    }
-    let (name, args) = match message.split_once(char::is_whitespace) {
-        Some((name, args)) => (name, args.trim()),
-        None => (message, ""),
     };
-    let slash = match name {
-        "/compact" | "/summarize" => Slash::Loop(Command::Compact {
+    let name = command.name;
+    let slash = match command.verb {
+        Verb::Compact => Slash::Loop(Command::Compact {
             instructions: (!args.is_empty()).then(|| args.to_string()),
         }),
-        "/prune" => Slash::Served(Command::Prune),
-        "/permissions" => Slash::Served(Command::Permissions {
+        Verb::Prune => Slash::Served(Command::Prune),
+        Verb::Permissions => Slash::Served(Command::Permissions {
             revoke: crate::session::remembered::parse_args(args)?,
         }),
-        "/context" => Slash::Context,
-        "/export" => Slash::Export((!args.is_empty()).then(|| args.to_string())),
-        "/skills" => Slash::Skills,
-        "/model" | "/models" if args.is_empty() => {
+        Verb::Context => Slash::Context,
+        Verb::Export => Slash::Export((!args.is_empty()).then(|| args.to_string())),
+        Verb::Skills => Slash::Skills,
+        Verb::Help => Slash::Help,
+        Verb::Model if args.is_empty() => {
             return Err(format!(
                 "{name} needs a model: {name} provider/model (`cairn run {name}` alone lists them)"
             ));
         }
-        "/model" | "/models" => Slash::Served(Command::UseModel {
+        Verb::Model => Slash::Served(Command::UseModel {
             model: crate::message::ModelRef::parse(args)
                 .map_err(|error| format!("{name}: {error}"))?,
         }),
-        other => {
-            return match SCREEN_ONLY.iter().find(|(screen, _)| *screen == other) {
-                Some((_, instead)) => Err(format!(
-                    "{other} needs the terminal UI; in `cairn run`, {instead}"
-                )),
-                None => Ok(None),
-            };
+        // Served before a session loop runs: here only with other words.
+        Verb::Undo | Verb::Redo | Verb::Diff | Verb::Mcp => {
+            return Err(format!("usage: {} as the whole message", command.usage()));
+        }
+        Verb::New | Verb::Sessions | Verb::Subtasks | Verb::Agent | Verb::Copy | Verb::Quit => {
+            return Err(format!(
+                "{name} needs the terminal UI; in `cairn run`, {}",
+                command.instead
+            ));
         }
     };
     Ok(Some(slash))
@@ -154,6 +133,7 @@ pub(super) async fn run(
         }
         Slash::Export(to) => export(watch, store, to.as_deref(), stdout, stderr).await?,
         Slash::Skills => skills(watch, store, stdout, stderr).await?,
+        Slash::Help => write!(stdout, "{}", crate::slash::help_text(FrontEnd::Run))?,
     }
     Ok(())
 }
@@ -377,6 +357,26 @@ mod tests {
         assert!(error.contains("provider/model"), "{error}");
         let error = parse("/models").expect_err("no model");
         assert!(error.contains("lists them"), "{error}");
+    }
+
+    /// The dispatch's screen-only arm and the table's front ends agree:
+    /// every command `cairn run` does not offer is refused with the table's
+    /// advice, and no offered one is.
+    #[test]
+    fn what_run_refuses_is_what_the_table_says() {
+        for command in crate::slash::COMMANDS {
+            let refused = parse(command.name)
+                .err()
+                .is_some_and(|error| error.contains("needs the terminal UI"));
+            assert_eq!(
+                refused,
+                !command.is_offered_in(FrontEnd::Run),
+                "{}",
+                command.name
+            );
+        }
+        assert!(matches!(parse("/help"), Ok(Some(Slash::Help))));
+        assert!(matches!(parse("/mcp.json is broken, why?"), Ok(None)));
     }
 
     #[test]

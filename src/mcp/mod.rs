@@ -6,7 +6,6 @@
 //! version negotiation are the SDK's, not ours. A server that fails, crashes
 //! or hangs only changes its own [`State`]; it never fails the session.
 
-pub mod config;
 mod content;
 mod http;
 pub mod prompt;
@@ -22,24 +21,13 @@ use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-pub use config::ServerConfig;
+/// Which servers to start is configuration: it lives in the bottom layer
+/// with the rest of it, and is re-exported here under its old path.
+pub use crate::config::mcp::{self as config, ServerConfig, State};
 pub use prompt::{McpPrompt, PromptCommand};
 
 use crate::provider::ToolSpec;
 use crate::tool::{ToolError, ToolOutput, ToolScope};
-
-/// Where a server is in its life.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum State {
-    Starting,
-    Ready,
-    Failed,
-    Disabled,
-    /// A repository's server the user has not trusted: never started.
-    Untrusted,
-    /// A repository's server named like one of the user's: never started.
-    Shadowed,
-}
 
 /// One tool a server offers.
 #[derive(Debug, Clone)]
@@ -57,19 +45,6 @@ pub struct Status {
     pub tools: usize,
     pub prompts: usize,
     pub last_error: Option<String>,
-}
-
-impl State {
-    pub fn label(&self) -> &'static str {
-        match self {
-            State::Starting => "starting",
-            State::Ready => "ready",
-            State::Failed => "failed",
-            State::Disabled => "disabled",
-            State::Untrusted => "not trusted",
-            State::Shadowed => "shadowed",
-        }
-    }
 }
 
 type Client = RunningService<RoleClient, Handler>;

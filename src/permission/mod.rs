@@ -18,13 +18,12 @@ use crate::bus::{Bus, Event};
 pub mod bash_rules;
 mod path;
 pub mod read_only;
-pub mod request;
 pub mod shell;
 
-pub use path::{is_external, resolve_path};
-pub use request::{
+pub use crate::permission_request::{
     Action, PermissionAnswer, PermissionConfig, PermissionRequest, PermissionSetting, Preview,
 };
+pub use path::{is_external, resolve_path};
 
 /// One line of a ruleset: for `permission` acting on something matching
 /// `pattern`, do `action`. Both fields are wildcards (see [`wildcard_match`]).

@@ -10,7 +10,7 @@ use std::time::Duration;
 use regex::Regex;
 use serde_json::Value;
 
-use super::error::{Error, ErrorKind};
+use super::error::{AUTH_ADVICE, Error, ErrorKind};
 
 /// Longest excerpt of a server's error text kept in a message.
 const MAX_DETAIL_CHARS: usize = 600;
@@ -224,10 +224,6 @@ fn classify(status: Option<u16>, body: &ErrorBody) -> ErrorKind {
         _ => ErrorKind::BadRequest,
     }
 }
-
-/// The end of an auth error's message until the client names where the key
-/// came from ([`Error::naming_key_source`]).
-pub const AUTH_ADVICE: &str = "check the API key variable for this provider";
 
 fn describe(provider: &str, kind: ErrorKind, status: Option<u16>, detail: &str) -> String {
     let http = status

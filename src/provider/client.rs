@@ -582,14 +582,14 @@ mod tests {
         config.headers = vec![("Authorization".into(), "Bearer x".into())];
         let by_header = with_key_advice(refused(), &config).to_string();
         assert!(
-            by_header.ends_with(crate::provider::classify::AUTH_ADVICE),
+            by_header.ends_with(crate::provider::error::AUTH_ADVICE),
             "{by_header}"
         );
         config.headers.clear();
         config.api_key = Some("k".into());
         let unnamed = with_key_advice(refused(), &config).to_string();
         assert!(
-            unnamed.ends_with(crate::provider::classify::AUTH_ADVICE),
+            unnamed.ends_with(crate::provider::error::AUTH_ADVICE),
             "{unnamed}"
         );
         config.key_source = Some("LOCAL_KEY".into());

@@ -32,6 +32,11 @@ pub enum ErrorKind {
     Config,
 }
 
+/// The end of an auth error's message until the client names where the key
+/// came from ([`Error::naming_key_source`]). Here, not in `classify` which
+/// writes it, so that the error type does not import its classifier.
+pub const AUTH_ADVICE: &str = "check the API key variable for this provider";
+
 /// A failed model call. `Display` is the message for users.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{message}")]
@@ -96,7 +101,7 @@ impl Error {
             Some(source) => format!("check {source}"),
             None => "no API key was sent: set api_key_env or api_key for this provider".into(),
         };
-        if let Some(start) = self.message.rfind(super::classify::AUTH_ADVICE) {
+        if let Some(start) = self.message.rfind(AUTH_ADVICE) {
             self.message.truncate(start);
             self.message.push_str(&advice);
         }

@@ -21,8 +21,8 @@ use std::process::{Command, Output, Stdio};
 #[cfg(test)]
 mod tests;
 
-/// Files bigger than this are left out of snapshots unless configured.
-pub const DEFAULT_MAX_FILE_BYTES: u64 = 10 * 1024 * 1024;
+/// A default of the config's `[snapshot]` table, so defined there.
+pub use crate::config::DEFAULT_SNAPSHOT_MAX_FILE_BYTES;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -567,7 +567,7 @@ pub fn collect(data_dir: &Path, max_age_days: u32) -> Vec<(PathBuf, Error)> {
             git_dir: git_dir.clone(),
             data_dir: data_dir.to_owned(),
             work_tree: data_dir.to_owned(),
-            max_file_bytes: DEFAULT_MAX_FILE_BYTES,
+            max_file_bytes: DEFAULT_SNAPSHOT_MAX_FILE_BYTES,
         };
         if let Err(error) = store.git(["prune", expire.as_str()]) {
             failed.push((git_dir, error));

@@ -136,7 +136,7 @@ fn a_snapshot_of_named_paths_records_them_as_a_full_one_would() {
 
 #[test]
 fn a_change_is_listed_with_line_counts_and_restored_exactly() {
-    let f = fixture(DEFAULT_MAX_FILE_BYTES);
+    let f = fixture(DEFAULT_SNAPSHOT_MAX_FILE_BYTES);
     std::fs::write(f.project.join("a.txt"), "one\ntwo\n").expect("write");
     std::fs::write(f.project.join("gone.txt"), "bye\n").expect("write");
     let before = f.store.track().expect("track");
@@ -171,7 +171,7 @@ fn a_change_is_listed_with_line_counts_and_restored_exactly() {
 
 #[test]
 fn a_diff_of_some_paths_shows_only_those_and_takes_names_literally() {
-    let f = fixture(DEFAULT_MAX_FILE_BYTES);
+    let f = fixture(DEFAULT_SNAPSHOT_MAX_FILE_BYTES);
     std::fs::write(f.project.join("*.txt"), "star\n").expect("write");
     std::fs::write(f.project.join("a.txt"), "a\n").expect("write");
     let before = f.store.track().expect("track");
@@ -211,7 +211,7 @@ fn the_data_dir_inside_the_project_is_never_snapshotted() {
     let data = temp.path().join(".cairn-data");
     std::fs::create_dir_all(&data).expect("mkdir");
     std::fs::write(temp.path().join("a.txt"), "a").expect("write");
-    let store = Snapshots::new(&data, temp.path(), DEFAULT_MAX_FILE_BYTES);
+    let store = Snapshots::new(&data, temp.path(), DEFAULT_SNAPSHOT_MAX_FILE_BYTES);
     let snap = store.track().expect("track");
     let listed = store
         .git(["ls-tree", "--name-only", &snap.hash])
@@ -221,7 +221,7 @@ fn the_data_dir_inside_the_project_is_never_snapshotted() {
 
 #[test]
 fn collection_keeps_what_the_current_tree_uses_and_drops_old_snapshots() {
-    let f = fixture(DEFAULT_MAX_FILE_BYTES);
+    let f = fixture(DEFAULT_SNAPSHOT_MAX_FILE_BYTES);
     std::fs::write(f.project.join("a.txt"), "old").expect("write");
     let old = f.store.track().expect("track");
     std::fs::write(f.project.join("a.txt"), "new").expect("write");
@@ -328,7 +328,7 @@ proptest! {
         turns in proptest::collection::vec(proptest::collection::vec(op(), 1..6), 1..5),
         moves in proptest::collection::vec(any::<bool>(), 1..10),
     ) {
-        let f = fixture(DEFAULT_MAX_FILE_BYTES);
+        let f = fixture(DEFAULT_SNAPSHOT_MAX_FILE_BYTES);
         std::fs::write(f.project.join("tracked.txt"), "base\n").expect("write");
         git_in(&f.project, &["init", "--quiet"]);
         git_in(&f.project, &["add", "."]);
@@ -412,7 +412,7 @@ fn an_incremental_snapshot_equals_one_taken_from_scratch() {
 /// `index.lock` behind; the next snapshot must not fail on it forever.
 #[test]
 fn a_lock_left_by_a_killed_git_does_not_block_later_snapshots() {
-    let f = fixture(DEFAULT_MAX_FILE_BYTES);
+    let f = fixture(DEFAULT_SNAPSHOT_MAX_FILE_BYTES);
     std::fs::write(f.project.join("a.txt"), "one\n").expect("write");
     let before = f.store.track().expect("track");
     std::fs::write(f.store.git_dir().join("index.lock"), "").expect("stale lock");

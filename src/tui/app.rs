@@ -28,6 +28,12 @@ use super::viewport::Viewport;
 /// user gets there.
 pub const PREFETCH_BLOCKS: usize = 60;
 
+/// The flash shown while an interrupt is on its way; cleared once idle.
+pub const INTERRUPTING: &str = "interrupting…";
+
+/// Said while Esc holds the queue (during the interrupt and after it).
+pub const QUEUE_HELD: &str = "queued message waits: Enter sends, Esc Esc edits";
+
 /// Something the runner must do for `update`, which does no I/O itself.
 #[derive(Debug)]
 pub enum Effect {
@@ -440,10 +446,10 @@ impl App {
         if self
             .flash
             .as_deref()
-            .is_some_and(|f| f.starts_with(super::update::INTERRUPTING))
+            .is_some_and(|f| f.starts_with(INTERRUPTING))
         {
-            self.flash = (self.queue_held && !self.queued.is_empty())
-                .then(|| super::update::QUEUE_HELD.to_string());
+            self.flash =
+                (self.queue_held && !self.queued.is_empty()).then(|| QUEUE_HELD.to_string());
         }
     }
 

@@ -13,9 +13,9 @@ use crate::bus::Event;
 use crate::message::{MessageWithParts, PartKind};
 
 use super::app::{App, Effect, Overlay, Picker, PickerKind};
+use super::children::{agent_name, description};
 use super::scroll::Scroll;
 use super::timeline::Timeline;
-use super::view::subtask_card::{agent_name, description};
 use super::viewport::Viewport;
 
 /// The child being shown and the parent's view set aside.

@@ -9,7 +9,9 @@
 use std::collections::{HashSet, VecDeque};
 
 use crate::bus::Event;
-use crate::message::{PartKind, ToolState};
+use serde_json::Value;
+
+use crate::message::{PartKind, ToolPart, ToolState};
 
 use super::view::tool_card::key_argument;
 
@@ -65,7 +67,7 @@ impl Children {
         let PartKind::Tool(tool) = &part.kind else {
             return;
         };
-        let Some(session_id) = super::view::subtask_card::child_session_id(tool) else {
+        let Some(session_id) = child_session_id(tool) else {
             return;
         };
         if self.session_for_call(&tool.call_id).is_some() {
@@ -88,8 +90,7 @@ impl Children {
 
     /// The child a `task` part names, or named while it ran.
     pub fn child_of<'a>(&'a self, tool: &'a crate::message::ToolPart) -> Option<&'a str> {
-        super::view::subtask_card::child_session_id(tool)
-            .or_else(|| self.session_for_call(&tool.call_id))
+        child_session_id(tool).or_else(|| self.session_for_call(&tool.call_id))
     }
 
     pub fn get(&self, session_id: &str) -> Option<&ChildProgress> {
@@ -198,6 +199,45 @@ fn action_of(tool: &str, state: &ToolState) -> String {
         format!("{tool} {detail}")
     };
     action.chars().take(ACTION_CHARS).collect()
+}
+
+// What a `task` part says of its child, read by the tracking here, the
+// child view and the subtask card (which used to own these and so made
+// this file and the card import each other).
+
+/// The child session a `task` part names (while running and once done).
+pub fn child_session_id(tool: &ToolPart) -> Option<&str> {
+    metadata(&tool.state)?.get("session_id")?.as_str()
+}
+
+/// The subagent's name: as the part's metadata says, else as the call asked.
+pub fn agent_name(tool: &ToolPart) -> String {
+    metadata(&tool.state)
+        .and_then(|m| m.get("agent"))
+        .or_else(|| tool.state.input().get("subagent_type"))
+        .and_then(Value::as_str)
+        .unwrap_or("subagent")
+        .to_string()
+}
+
+/// The task's short description from the call.
+pub fn description(tool: &ToolPart) -> String {
+    tool.state
+        .input()
+        .get("description")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string()
+}
+
+fn metadata(state: &ToolState) -> Option<&Value> {
+    match state {
+        ToolState::Running { metadata, .. } | ToolState::Error { metadata, .. } => {
+            metadata.as_ref()
+        }
+        ToolState::Completed { metadata, .. } => Some(metadata),
+        ToolState::Pending { .. } => None,
+    }
 }
 
 #[cfg(test)]

@@ -1,70 +1,19 @@
 //! Completion candidates for the composer: slash commands and `@path` file
 //! mentions.
 //!
-//! Owns the slash-command table (name + one-line help, also shown by /help)
-//! and the walk of the working directory (the `ignore` crate, so .gitignore
-//! is honoured). The walk is I/O and runs once, off the render path.
+//! Slash commands come from [`crate::slash::COMMANDS`] (the one table, also
+//! shown by /help); this file owns the walk of the working directory (the
+//! `ignore` crate, so .gitignore is honoured). The walk is I/O and runs
+//! once, off the render path.
 
 use std::path::Path;
+
+use crate::slash::FrontEnd;
 
 /// Files listed for `@` completion at most; a huge tree is cut off here.
 pub const MAX_INDEXED_FILES: usize = 20_000;
 /// Rows a completion popup shows.
 pub const MAX_SHOWN: usize = 8;
-
-/// (name, arguments, what it does)
-pub const SLASH_COMMANDS: &[(&str, &str, &str)] = &[
-    (
-        "/compact",
-        "[instructions]",
-        "summarise the history now, with an optional focus",
-    ),
-    (
-        "/prune",
-        "",
-        "clear old tool outputs now and say what it freed",
-    ),
-    ("/context", "", "what fills the context window, by category"),
-    (
-        "/permissions",
-        "[revoke N]",
-        "list the \"always\" answers this project remembers, or forget one",
-    ),
-    (
-        "/undo",
-        "[--force]",
-        "take the last turn back (files and messages); its prompt returns to the composer",
-    ),
-    ("/redo", "", "bring back the turn undone last"),
-    ("/diff", "", "the session's changes so far, scrollable"),
-    ("/new", "", "start a new session"),
-    ("/sessions", "", "switch to another session"),
-    ("/model", "", "choose the model for the next messages"),
-    ("/skills", "", "list the skills the model can load"),
-    (
-        "/subtasks",
-        "",
-        "open a subagent's session (Ctrl+G; Esc goes back)",
-    ),
-    (
-        "/mcp",
-        "[restart NAME]",
-        "MCP servers: state, tools, last error; r restarts",
-    ),
-    ("/agent", "[build|plan]", "switch agent (Tab also switches)"),
-    (
-        "/export",
-        "",
-        "write the session as Markdown into the working directory",
-    ),
-    (
-        "/copy",
-        "",
-        "copy the last answer to the clipboard (OSC 52)",
-    ),
-    ("/help", "", "keys and commands"),
-    ("/quit", "", "leave cairn"),
-];
 
 /// One row of a completion popup.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,17 +23,18 @@ pub struct Candidate {
     pub detail: String,
 }
 
-/// Slash commands starting with `typed` (`/co` -> /compact, /context, /copy).
+/// The TUI's slash commands starting with `typed` (`/co` -> /compact,
+/// /context, /copy), from [`crate::slash::COMMANDS`].
 pub fn slash_candidates(typed: &str) -> Vec<Candidate> {
-    SLASH_COMMANDS
+    crate::slash::COMMANDS
         .iter()
-        .filter(|(name, _, _)| name.starts_with(typed))
-        .map(|(name, args, help)| Candidate {
-            insert: name.to_string(),
-            detail: if args.is_empty() {
-                help.to_string()
+        .filter(|command| command.is_offered_in(FrontEnd::Tui) && command.name.starts_with(typed))
+        .map(|command| Candidate {
+            insert: command.name.to_string(),
+            detail: if command.args.is_empty() {
+                command.help.to_string()
             } else {
-                format!("{args}  {help}")
+                format!("{}  {}", command.args, command.help)
             },
         })
         .collect()

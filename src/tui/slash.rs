@@ -1,72 +1,90 @@
 //! Slash commands typed in the composer: parse `/name args` and turn it into
 //! state changes and [`Effect`]s.
 //!
-//! The table of names and help lives in `completion`; this file is the
-//! dispatch. No I/O: `/export` names where to write; the runner writes it.
+//! The table of names and help is [`crate::slash::COMMANDS`]; this file is
+//! the TUI's dispatch. No I/O: `/export` names where to write; the runner writes it.
 
 use crate::clock::Millis;
 use crate::message::Session;
 use crate::session::command::Command;
 
 use crate::session::remembered;
+use crate::slash::{SlashCommand, Verb};
 
 use super::TuiExit;
 use super::app::{App, Effect, Overlay, Picker, PickerKind};
 
+/// Whether `input` runs a command (one of [`crate::slash::COMMANDS`] or an
+/// MCP prompt, by whole name); any other message is text for the model,
+/// even when it starts with `/` (`/etc/hosts is empty?`, issue #26).
+pub fn is_command(app: &App, input: &str) -> bool {
+    crate::slash::parse(input).is_some() || mcp_prompt(app, input)
+}
+
+fn mcp_prompt(app: &App, input: &str) -> bool {
+    let word = input.split_whitespace().next().unwrap_or("");
+    app.mcp_prompts.iter().any(|p| p.command == word)
+}
+
+/// Runs the command `input` names (see [`is_command`]).
 pub fn run_slash(app: &mut App, input: &str) -> Vec<Effect> {
-    let (name, args) = match input.split_once(char::is_whitespace) {
-        Some((name, args)) => (name, args.trim()),
-        None => (input, ""),
-    };
-    match name {
-        "/compact" | "/summarize" => {
+    match crate::slash::parse(input) {
+        Some((command, args)) => run_command(app, command, args),
+        None if mcp_prompt(app, input) => vec![Effect::McpPrompt(input.to_string())],
+        None => {
+            let word = input.split_whitespace().next().unwrap_or(input);
+            app.flash = Some(format!("unknown command {word}; /help lists them"));
+            Vec::new()
+        }
+    }
+}
+
+fn run_command(app: &mut App, command: &SlashCommand, args: &str) -> Vec<Effect> {
+    match command.verb {
+        Verb::Compact => {
             let instructions = (!args.is_empty()).then(|| args.to_string());
             return vec![Effect::Send(Command::Compact { instructions })];
         }
-        "/prune" => return vec![Effect::Send(Command::Prune)],
-        "/permissions" => match remembered::parse_args(args) {
+        Verb::Prune => return vec![Effect::Send(Command::Prune)],
+        Verb::Permissions => match remembered::parse_args(args) {
             Ok(revoke) => return vec![Effect::Send(Command::Permissions { revoke })],
             Err(usage) => app.flash = Some(usage),
         },
-        "/context" => {
+        Verb::Context => {
             app.overlay = Some(Overlay::Context(None));
             return vec![Effect::RequestContext];
         }
-        "/new" | "/clear" => app.exit = Some(TuiExit::NewSession),
-        "/quit" | "/exit" | "/q" => app.exit = Some(TuiExit::Quit),
-        "/help" => {
+        Verb::New => app.exit = Some(TuiExit::NewSession),
+        Verb::Quit => app.exit = Some(TuiExit::Quit),
+        Verb::Help => {
             app.help_scroll = 0;
             app.overlay = Some(Overlay::Help);
         }
-        "/agent" | "/agents" => match args {
+        Verb::Agent => match args {
             "" => app.switch_agent(None),
             "build" | "plan" => app.switch_agent(Some(args)),
             other => app.flash = Some(format!("no agent named {other:?}; try build or plan")),
         },
-        "/model" | "/models" if args.is_empty() => open_model_picker(app),
-        "/model" | "/models" => pick_model(app, args),
-        "/sessions" | "/resume" => open_session_picker(app),
-        "/skills" => open_skill_list(app),
-        "/subtasks" | "/subtask" => {
+        Verb::Model if args.is_empty() => open_model_picker(app),
+        Verb::Model => pick_model(app, args),
+        Verb::Sessions => open_session_picker(app),
+        Verb::Skills => open_skill_list(app),
+        Verb::Subtasks => {
             let mut effects = app.leave_child();
             effects.extend(app.pick_child());
             return effects;
         }
-        "/export" => {
+        Verb::Export => {
             let to = (!args.is_empty()).then(|| args.to_string());
             return vec![Effect::Export { to }];
         }
-        "/copy" => match app.timeline.last_answer() {
+        Verb::Copy => match app.timeline.last_answer() {
             Some(answer) => return vec![Effect::Copy(answer)],
             None => app.flash = Some("no answer to copy yet".into()),
         },
-        "/undo" | "/redo" => return super::undo::slash(app, name, args),
-        "/diff" => return super::undo::open_diff(app),
-        "/mcp" => return mcp_slash(app, args),
-        prompt if app.mcp_prompts.iter().any(|p| p.command == prompt) => {
-            return vec![Effect::McpPrompt(input.to_string())];
-        }
-        other => app.flash = Some(format!("unknown command {other}; /help lists them")),
+        Verb::Undo | Verb::Redo => return super::undo::slash(app, command.name, args),
+        Verb::Diff => return super::undo::open_diff(app),
+        Verb::Mcp => return mcp_slash(app, args),
     }
     Vec::new()
 }

@@ -11,9 +11,11 @@ use crate::session::command::Command;
 
 use super::TuiExit;
 use super::action::Action;
-use super::app::{App, Choice, DOUBLE_PRESS_MS, Effect, Overlay, PickerKind, choices};
+use super::app::{
+    App, Choice, DOUBLE_PRESS_MS, Effect, INTERRUPTING, Overlay, PickerKind, QUEUE_HELD, choices,
+};
 use super::completion::{file_candidates, prompt_candidates, slash_candidates};
-use super::slash::run_slash;
+use super::slash::{is_command, run_slash};
 pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
     app.dirty = true;
     match action {
@@ -410,7 +412,7 @@ fn move_vertically(composer: &mut super::composer::Composer, up: bool) {
 
 fn submit(app: &mut App) -> Vec<Effect> {
     let draft = app.composer.text().trim();
-    if app.child_view.is_some() && !draft.is_empty() && !draft.starts_with('/') {
+    if app.child_view.is_some() && !draft.is_empty() && !is_command(app, draft) {
         // The child is shown read-only; the draft stays for the parent.
         app.flash = Some(format!(
             "this is a subagent's session, read-only · Esc or {} goes back to send it",
@@ -425,7 +427,7 @@ fn submit(app: &mut App) -> Vec<Effect> {
     }
     app.scroll.follow();
     app.flash = None;
-    if trimmed.starts_with('/') {
+    if is_command(app, trimmed) {
         return run_slash(app, trimmed);
     }
     if let Some(command) = trimmed.strip_prefix('!') {
@@ -481,12 +483,6 @@ fn escape(app: &mut App) -> Vec<Effect> {
     }
     Vec::new()
 }
-
-/// The flash shown while an interrupt is on its way; cleared once idle.
-pub const INTERRUPTING: &str = "interrupting…";
-
-/// Said while Esc holds the queue (during the interrupt and after it).
-pub const QUEUE_HELD: &str = "queued message waits: Enter sends, Esc Esc edits";
 
 /// Esc Esc: queued prompts go back into the composer (oldest first, before
 /// whatever is being typed) instead of being dropped.

@@ -135,7 +135,7 @@ fn escape_interrupts_and_a_second_escape_returns_the_queue_to_the_composer() {
     assert!(effects.is_empty());
     assert_eq!(
         app.flash.as_deref(),
-        Some(super::update::QUEUE_HELD),
+        Some(super::app::QUEUE_HELD),
         "interrupting… gives way to what the queue waits for"
     );
     app.now += 200;

@@ -193,3 +193,53 @@ async fn permissions_lists_the_remembered_answers_without_calling_the_model() {
     assert_eq!(bad.status.code(), Some(2), "{}", describe(&bad));
     assert_eq!(server.requests().len(), 1);
 }
+
+/// Issue #26: a message whose first word merely starts like a command
+/// (`/mcp.json`) was taken as `/mcp` by a prefix match and never reached the
+/// model. Commands match by whole name; anything else is the user's text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_word_that_starts_like_a_command_reaches_the_model() {
+    let server = ScriptedServer::start([
+        text("Its braces do not match.", 300),
+        text("That file lists host names.", 300),
+    ])
+    .await;
+    let project = Project::new();
+    project.use_scripted(&server);
+    for (i, message) in ["/mcp.json is broken, why?", "/etc/hosts is empty?"]
+        .into_iter()
+        .enumerate()
+    {
+        let output = project.cairn(&["run", message]).await;
+        assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+        let requests = server.requests();
+        assert_eq!(requests.len(), i + 1, "{message:?} reaches the model");
+        assert!(
+            said(&requests[i]).contains(message),
+            "{}",
+            said(&requests[i])
+        );
+    }
+}
+
+/// `cairn run /help` prints the slash-command table, the same one the TUI's
+/// `/help` shows (both are generated from `cairn::slash::COMMANDS`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn help_prints_the_one_command_table() {
+    let server = ScriptedServer::start([]).await;
+    let project = Project::new();
+    project.use_scripted(&server);
+    let output = project.cairn(&["run", "/help"]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    assert!(server.requests().is_empty(), "no model call for /help");
+    assert_eq!(
+        text_of(&output.stdout),
+        cairn::slash::help_text(cairn::slash::FrontEnd::Run)
+    );
+    // The README's text and the table agree on where /export writes.
+    assert!(
+        text_of(&output.stdout).contains("/export [path]"),
+        "{}",
+        describe(&output)
+    );
+}

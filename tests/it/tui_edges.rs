@@ -225,9 +225,11 @@ async fn cards_and_notices_show_what_the_user_needs() {
         for unwanted in ["...output truncated...", "<content>", "\"status\""] {
             assert!(!screen.contains(unwanted), "{unwanted}:\n{screen}");
         }
-        terminal.type_text("/bogus\r");
+        // A command's refusal as the long notice (`/bogus` alone is a
+        // prompt for the model since #26: only whole command names run).
+        terminal.type_text("/agent bogus\r");
         terminal.wait_for("the whole notice", |s| {
-            s.contains("unknown command /bogus; /help lists them") && s.contains("compact at")
+            s.contains("no agent named \"bogus\"; try build or plan") && s.contains("compact at")
         });
         terminal.type_text("\x0f");
         terminal.wait_for("the toggle's notice", |s| {

@@ -10,7 +10,7 @@
 
 use serde::Serialize;
 
-use crate::context::ContextGauge;
+use crate::gauge::ContextGauge;
 use crate::message::{CacheTokens, MessageWithParts, PartKind};
 use crate::provider::ToolSpec;
 use crate::token;
@@ -140,7 +140,7 @@ mod tests {
     use super::*;
     use crate::config::CompactionConfig;
     use crate::context::view::test_history::HistoryBuilder;
-    use crate::context::{Limits, gauge};
+    use crate::context::window::{Limits, gauge};
 
     #[test]
     fn categories_and_the_difference_add_up_to_the_gauge() {

@@ -10,8 +10,6 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use serde_json::Value;
 
-use super::tool_card::{more, plain};
-
 /// What leads bash output the model got only the tail of (`bash_output.rs`).
 const BASH_TRUNCATED: &str = "...output truncated...";
 
@@ -244,6 +242,20 @@ fn todo_look(status: &str) -> (&'static str, Style) {
         ),
         _ => ("☐", Style::default().fg(Color::Gray)),
     }
+}
+
+/// A line of output as the card shows it (tool cards and card bodies).
+pub(super) fn plain(line: &str) -> Line<'static> {
+    Line::styled(line.to_string(), Style::default().fg(Color::Gray))
+}
+
+/// The line standing for `hidden` lines that Ctrl+O shows.
+pub(super) fn more(hidden: usize) -> Line<'static> {
+    let noun = if hidden == 1 { "line" } else { "lines" };
+    Line::styled(
+        format!("… {hidden} more {noun} (Ctrl+O)"),
+        Style::default().fg(Color::DarkGray),
+    )
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use crate::context::ContextBreakdown;
 
 use super::popup_area;
 use super::status::{gauge_color, gauge_percent};
-use super::transcript::short;
+use crate::shared::short;
 
 /// Cells of each category's bar.
 const BAR_CELLS: usize = 24;

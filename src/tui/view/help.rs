@@ -6,7 +6,7 @@ use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 
-use crate::tui::completion::SLASH_COMMANDS;
+use crate::slash::{FrontEnd, help_rows};
 use crate::tui::wrap::wrap_into;
 
 use super::popup_area;
@@ -60,16 +60,12 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, scroll: u16) {
 /// Keys, then slash commands, wrapped to the popup's width in `area`.
 fn help_lines(area: Rect) -> Vec<Line<'static>> {
     let inner = (area.width.min(86) as usize).saturating_sub(2);
-    let mut entries: Vec<(String, &str)> = KEYS
+    let mut entries: Vec<(String, String)> = KEYS
         .iter()
-        .map(|(k, what)| ((*k).to_string(), *what))
+        .map(|(k, what)| ((*k).to_string(), (*what).to_string()))
         .collect();
     let commands = entries.len();
-    entries.extend(
-        SLASH_COMMANDS
-            .iter()
-            .map(|(name, args, what)| (format!("{name} {args}"), *what)),
-    );
+    entries.extend(help_rows(FrontEnd::Tui));
     let mut lines = Vec::new();
     for (i, (key, what)) in entries.iter().enumerate() {
         if i == commands {
@@ -95,5 +91,38 @@ fn entry_lines(key: &str, what: &str, width: usize, out: &mut Vec<Line<'static>>
     } else {
         out.push(Line::styled(key.trim_end().to_string(), key_style));
         wrap_into(&Line::raw(format!("  {what}")), width, 2, out);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue #26: the overlay said `/export` wrote to the working directory
+    /// and left out its path, while `cairn run` had its own list. Both now
+    /// print `crate::slash::help_rows`: the overlay's command rows are that
+    /// table, row for row, after the keys.
+    #[test]
+    fn the_command_rows_are_the_one_slash_table() {
+        let text: Vec<String> = help_lines(Rect::new(0, 0, 200, 100))
+            .iter()
+            .map(|line| line.spans.iter().map(|s| s.content.as_ref()).collect())
+            .collect();
+        let blank = text.iter().position(String::is_empty).expect("a blank row");
+        // Wrapped rows joined again: the words of the overlay's commands
+        // part are the words of the table, in order.
+        let shown = text[blank + 1..].join(" ");
+        let rows = help_rows(FrontEnd::Tui);
+        let table: Vec<String> = rows.iter().map(|(u, h)| format!("{u} {h}")).collect();
+        let words = |s: &str| s.split_whitespace().map(str::to_string).collect::<Vec<_>>();
+        assert_eq!(words(&shown), words(&table.join(" ")), "{text:#?}");
+        let run = crate::slash::help_text(FrontEnd::Run);
+        let usages: Vec<&str> = run
+            .lines()
+            .map(|l| l.split("  ").next().unwrap_or(""))
+            .collect();
+        let tui: Vec<&str> = rows.iter().map(|(usage, _)| usage.as_str()).collect();
+        assert_eq!(usages, tui, "cairn run /help lists the same commands");
+        assert!(tui.contains(&"/export [path]"), "{tui:?}");
     }
 }

@@ -15,7 +15,7 @@ use crate::context::ContextGauge;
 use crate::tui::app::App;
 use crate::tui::wrap::{str_width, wrap_into};
 
-use super::transcript::short;
+use crate::shared::short;
 
 /// Cells of the gauge bar.
 const BAR_CELLS: usize = 10;

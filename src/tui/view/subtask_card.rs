@@ -12,10 +12,10 @@ use serde_json::Value;
 
 use crate::clock::Millis;
 use crate::message::{ToolPart, ToolState};
-use crate::tui::children::ChildProgress;
+use crate::tui::children::{ChildProgress, agent_name, description};
 use crate::tui::wrap::wrap_into;
 
-use super::transcript::short;
+use crate::shared::short;
 
 pub struct SubtaskInputs<'a> {
     /// The child session the call started, once known.
@@ -25,41 +25,6 @@ pub struct SubtaskInputs<'a> {
     pub now: Millis,
     /// The key that opens the child (`ctrl+g`), for the hint.
     pub open_key: &'a str,
-}
-
-/// The child session a `task` part names (while running and once done).
-pub fn child_session_id(tool: &ToolPart) -> Option<&str> {
-    metadata(&tool.state)?.get("session_id")?.as_str()
-}
-
-/// The subagent's name: as the part's metadata says, else as the call asked.
-pub fn agent_name(tool: &ToolPart) -> String {
-    metadata(&tool.state)
-        .and_then(|m| m.get("agent"))
-        .or_else(|| tool.state.input().get("subagent_type"))
-        .and_then(Value::as_str)
-        .unwrap_or("subagent")
-        .to_string()
-}
-
-/// The task's short description from the call.
-pub fn description(tool: &ToolPart) -> String {
-    tool.state
-        .input()
-        .get("description")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_string()
-}
-
-fn metadata(state: &ToolState) -> Option<&Value> {
-    match state {
-        ToolState::Running { metadata, .. } | ToolState::Error { metadata, .. } => {
-            metadata.as_ref()
-        }
-        ToolState::Completed { metadata, .. } => Some(metadata),
-        ToolState::Pending { .. } => None,
-    }
 }
 
 pub fn subtask_card(tool: &ToolPart, cx: &SubtaskInputs<'_>, width: usize) -> Vec<Line<'static>> {

@@ -14,7 +14,7 @@ use crate::message::{ToolPart, ToolState};
 
 use crate::tui::wrap::{str_width, wrap_into};
 
-use super::card_body;
+use super::card_body::{self, more};
 
 /// Preview lines of a collapsed card; Ctrl+O shows up to `EXPANDED_LINES`.
 const PREVIEW_LINES: usize = 4;
@@ -281,19 +281,6 @@ fn truncate(text: &str, room: usize) -> String {
     }
     let kept: String = text.chars().take(room.saturating_sub(1)).collect();
     format!("{kept}…")
-}
-
-pub(super) fn plain(line: &str) -> Line<'static> {
-    Line::styled(line.to_string(), Style::default().fg(Color::Gray))
-}
-
-/// The line standing for `hidden` lines that Ctrl+O shows.
-pub(super) fn more(hidden: usize) -> Line<'static> {
-    let noun = if hidden == 1 { "line" } else { "lines" };
-    Line::styled(
-        format!("… {hidden} more {noun} (Ctrl+O)"),
-        Style::default().fg(Color::DarkGray),
-    )
 }
 
 /// A unified diff, coloured: additions green, deletions red, hunks cyan.

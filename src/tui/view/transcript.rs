@@ -455,16 +455,6 @@ fn reasoning_lines(text: &str, shown: bool, width: usize) -> Vec<Line<'static>> 
     out
 }
 
-/// `124000` -> `124k`, `3100` -> `3.1k`.
-pub fn short(tokens: u64) -> String {
-    match tokens {
-        0..=999 => tokens.to_string(),
-        1_000..=9_999 => format!("{:.1}k", tokens as f64 / 1000.0),
-        10_000..=999_999 => format!("{}k", tokens / 1000),
-        _ => format!("{:.1}M", tokens as f64 / 1_000_000.0),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

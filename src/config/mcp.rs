@@ -2,7 +2,9 @@
 //! servers users already configured for Claude Code (`.mcp.json`,
 //! `~/.claude.json` project entries) and OpenCode (`opencode.json` `mcp`),
 //! read unchanged. `${VAR}` references are expanded from the environment
-//! here so secrets stay out of config files.
+//! here so secrets stay out of config files. Also the [`State`] a server is
+//! in, as a held-back one is reported before any server runs. `mcp`
+//! re-exports all of it (`crate::mcp::config`).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -12,6 +14,32 @@ use serde_json::Value;
 
 /// Seconds a server has to start, and a call to answer, unless configured.
 pub const DEFAULT_TIMEOUT_SECS: u64 = 30;
+
+/// Where a server is in its life.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum State {
+    Starting,
+    Ready,
+    Failed,
+    Disabled,
+    /// A repository's server the user has not trusted: never started.
+    Untrusted,
+    /// A repository's server named like one of the user's: never started.
+    Shadowed,
+}
+
+impl State {
+    pub fn label(&self) -> &'static str {
+        match self {
+            State::Starting => "starting",
+            State::Ready => "ready",
+            State::Failed => "failed",
+            State::Disabled => "disabled",
+            State::Untrusted => "not trusted",
+            State::Shadowed => "shadowed",
+        }
+    }
+}
 
 /// `[mcp.NAME]`: one server, local (`command`) or remote (`url`).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -213,7 +241,7 @@ pub fn project_servers(root: &Path) -> Vec<ProjectServer> {
             root: canonical.clone(),
             file: file.to_path_buf(),
             line: json_line(text, name),
-            key: format!("{section}.{}", crate::config::quote_arg(name)),
+            key: format!("{section}.{}", super::quote_arg(name)),
             value: summary(&config),
         };
         found.push(ProjectServer {
@@ -254,7 +282,7 @@ pub fn summary(config: &ServerConfig) -> String {
     match (&config.command, &config.url) {
         (Some(command), _) => std::iter::once(command)
             .chain(&config.args)
-            .map(|arg| crate::config::quote_arg(arg))
+            .map(|arg| super::quote_arg(arg))
             .collect::<Vec<_>>()
             .join(" "),
         (None, Some(url)) => url.clone(),
@@ -286,7 +314,7 @@ fn read_json_text(path: &Path) -> Option<(Value, String)> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Held {
     pub name: String,
-    pub state: super::State,
+    pub state: State,
     pub note: String,
 }
 
@@ -310,7 +338,7 @@ pub fn discover(
     own: &BTreeMap<String, ServerConfig>,
     root: &Path,
     home: Option<&Path>,
-    trust: &crate::config::Trust,
+    trust: &super::Trust,
 ) -> Discovery {
     let mut servers = own.clone();
     if let Some(value) = home.and_then(|home| read_json(&home.join(".claude.json"))) {
@@ -334,7 +362,7 @@ pub fn discover(
         if let Some(taken) = taken {
             held.push(Held {
                 name: format!("{} ({file})", found.name),
-                state: super::State::Shadowed,
+                state: State::Shadowed,
                 note: format!("your own server `{taken}` is used instead"),
             });
             continue;
@@ -345,7 +373,7 @@ pub fn discover(
         } else {
             held.push(Held {
                 name: found.name,
-                state: super::State::Untrusted,
+                state: State::Untrusted,
                 note: format!(
                     "from {file}; not started until you trust the project (`cairn trust`)"
                 ),

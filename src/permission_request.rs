@@ -1,7 +1,8 @@
 //! What a permission question and its answer are: pure data shared by the
-//! rules, the bus that carries asks to front ends, and the dialogs. Kept
-//! apart from the asking (which publishes on the bus) so the bus can carry
-//! a request without depending on the asking.
+//! rules (`permission`, which re-exports them), the bus that carries asks to
+//! front ends, and the dialogs. In the bottom layer, apart from the asking
+//! (which publishes on the bus), so the bus can carry a request without
+//! importing a layer above it (issue #26).
 
 use serde::Serialize;
 use serde_json::Value;
