@@ -199,12 +199,8 @@ impl App {
         let mut discovery =
             crate::mcp::config::discover(&config.mcp, &root, home.as_deref(), &config.trust);
         discovery.held.extend(config.held_mcp.iter().cloned());
-        discovery.sandbox = Some(Arc::new(crate::sandbox::Policy::new(
-            &config.sandbox,
-            &root,
-            &own_dirs(data_dir),
-        )));
-        let mcp = crate::mcp::Hub::discovered(discovery);
+        let sandbox = crate::sandbox::Policy::new(&config.sandbox, &root, &own_dirs(data_dir));
+        let mcp = crate::mcp::Hub::discovered(discovery, Some(Arc::new(sandbox)));
         Ok(Self {
             config,
             store,

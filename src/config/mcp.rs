@@ -326,8 +326,6 @@ pub struct Discovery {
     /// The repository's servers that are not shadowed: they start only
     /// when trusted (the trust dialog lists them).
     pub risks: Vec<crate::trust::Risk>,
-    /// The sandbox of servers with `sandbox = true`.
-    pub sandbox: Option<std::sync::Arc<crate::sandbox::Policy>>,
 }
 
 /// Every server for a session in `root`: cairn's own first, then the
@@ -384,7 +382,6 @@ pub fn discover(
         servers,
         held,
         risks,
-        sandbox: None,
     }
 }
 

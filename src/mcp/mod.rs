@@ -172,15 +172,22 @@ impl std::fmt::Debug for Hub {
 impl Hub {
     /// The servers, not started yet (see [`Hub::start`]).
     pub fn new(servers: BTreeMap<String, ServerConfig>) -> Arc<Self> {
-        Self::discovered(config::Discovery {
-            servers,
-            ..Default::default()
-        })
+        Self::discovered(
+            config::Discovery {
+                servers,
+                ..Default::default()
+            },
+            None,
+        )
     }
 
     /// The servers to start, and the repository's servers held back (listed
-    /// by `/mcp` with their reason, never started).
-    pub fn discovered(discovery: config::Discovery) -> Arc<Self> {
+    /// by `/mcp` with their reason, never started). Servers whose entry
+    /// says `sandbox = true` run confined by `sandbox`.
+    pub fn discovered(
+        discovery: config::Discovery,
+        sandbox: Option<Arc<crate::sandbox::Policy>>,
+    ) -> Arc<Self> {
         let lookup = |name: &str| std::env::var(name).ok();
         let changed = Arc::new(watch::channel(0).0);
         let server = |name: String, config: ServerConfig, inner: Inner| {
@@ -190,7 +197,7 @@ impl Hub {
                 inner: Mutex::new(inner),
                 changed: watch::channel(0).0,
                 hub_changed: changed.clone(),
-                sandbox: discovery.sandbox.clone(),
+                sandbox: sandbox.clone(),
             })
         };
         let mut servers: Vec<Arc<Server>> = discovery

@@ -10,30 +10,13 @@ use std::path::{Path, PathBuf};
 use landlock::{RulesetCreated, RulesetStatus};
 use seccompiler::BpfProgram;
 
+use super::error::Error;
 use super::mounts::MountPlan;
 use super::policy::PINNED;
-use super::{Policy, network, rules, support};
+use super::policy::Policy;
+use super::support::support;
+use super::{network, rules};
 use crate::config::SandboxMode;
-
-/// Why a confinement could not be prepared.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error("cannot build the Landlock rules: {0}")]
-    Landlock(String),
-    #[error("cannot build the seccomp filter: {0}")]
-    Seccomp(String),
-    #[error("a path the sandbox must name holds a NUL byte: {}", .0.display())]
-    Path(PathBuf),
-}
-
-impl Error {
-    pub(super) fn landlock(error: impl std::fmt::Display) -> Self {
-        Self::Landlock(error.to_string())
-    }
-    pub(super) fn seccomp(error: impl std::fmt::Display) -> Self {
-        Self::Seccomp(error.to_string())
-    }
-}
 
 /// A policy ready to apply in one child.
 #[derive(Debug)]

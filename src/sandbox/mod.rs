@@ -15,6 +15,7 @@
 //! spawns one (`tool::bash` does).
 
 mod confine;
+mod error;
 mod mounts;
 mod network;
 mod policy;
@@ -30,7 +31,8 @@ pub const BLOCKED: &str = "blocked by the sandbox: ";
 /// the person only, never settled by a rule or `--yolo`.
 pub const UNCONFINED: &str = "unsandboxed";
 
-pub use confine::{Confinement, Error, remove_created};
+pub use confine::{Confinement, remove_created};
+pub use error::Error;
 pub use policy::{PROTECTED, Policy, SECRET_PATHS};
 pub use refusal::{Refusal, refusals};
 pub use support::{Support, support};

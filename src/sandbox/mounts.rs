@@ -17,7 +17,7 @@ use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-use super::confine::Error;
+use super::error::Error;
 
 /// Everything the child needs, prepared in cairn.
 #[derive(Debug)]

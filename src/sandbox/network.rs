@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 
 use seccompiler::{BpfProgram, SeccompAction, SeccompFilter, SeccompRule, TargetArch};
 
-use super::confine::Error;
+use super::error::Error;
 
 /// Calls refused whatever the policy: each reaches the kernel past the
 /// file-system rules when the caller is root.

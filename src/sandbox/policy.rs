@@ -178,7 +178,7 @@ impl Policy {
     /// `/permissions` when commands are less confined than the default
     /// promises: the user turned the sandbox off, or the kernel cannot.
     pub fn warning(&self) -> Option<String> {
-        let support = super::support();
+        let support = super::support::support();
         if self.is_off() {
             return Some("sandbox off: commands run unconfined and can write anywhere you can (--sandbox off or [sandbox] mode)".into());
         }
@@ -197,7 +197,7 @@ impl Policy {
     /// What the model is told in its system prompt; `None` when commands
     /// run unconfined (nothing to tell).
     pub fn for_model(&self) -> Option<String> {
-        if self.is_off() || !super::support().confines() {
+        if self.is_off() || !super::support::support().confines() {
             return None;
         }
         let writes = if self.writable.is_empty() {
@@ -214,7 +214,7 @@ impl Policy {
 
     /// One line for the status line, `cairn run`'s stderr and `/permissions`.
     pub fn describe(&self) -> String {
-        if !self.is_off() && !super::support().confines() {
+        if !self.is_off() && !super::support::support().confines() {
             return "sandbox unavailable: commands run unconfined".to_string();
         }
         let network = if self.network {

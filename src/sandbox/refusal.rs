@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::Policy;
+use super::policy::Policy;
 
 /// One thing the sandbox refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -137,7 +137,32 @@ fn absolute(cwd: &Path, path: &str) -> PathBuf {
         (Some(rest), Some(home)) => home.join(rest),
         _ => cwd.join(path),
     };
-    crate::permission::resolve_path(Path::new("/"), &path)
+    resolve(&path)
+}
+
+/// `path` with symlinks resolved as far as it exists (the kernel refused
+/// the real file), the missing rest appended, `..` folded.
+fn resolve(path: &Path) -> PathBuf {
+    let mut missing = Vec::new();
+    let mut existing = path.to_path_buf();
+    while existing.canonicalize().is_err() {
+        let Some(name) = existing.file_name().map(std::ffi::OsStr::to_os_string) else {
+            break;
+        };
+        missing.push(name);
+        if !existing.pop() {
+            break;
+        }
+    }
+    let mut resolved = existing.canonicalize().unwrap_or(existing);
+    for name in missing.into_iter().rev() {
+        if name == ".." {
+            resolved.pop();
+        } else if name != "." {
+            resolved.push(name);
+        }
+    }
+    resolved
 }
 
 #[cfg(test)]

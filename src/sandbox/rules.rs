@@ -15,8 +15,8 @@ use landlock::{
     RulesetCreatedAttr, Scope,
 };
 
-use super::Policy;
-use super::confine::Error;
+use super::error::Error;
+use super::policy::Policy;
 
 /// The Landlock version whose rights cairn asks for. Newer kernels enforce
 /// exactly these; older ones enforce what they can (the crate's best-effort

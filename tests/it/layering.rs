@@ -24,6 +24,7 @@ const LAYERS: &[&[&str]] = &[
     &["snapshot"],
     &["context"],
     &["provider", "tool", "mcp", "store", "permission", "secret"],
+    &["sandbox"],
     &["token"],
     &[
         "message",
