@@ -233,12 +233,19 @@ async fn run_command(
         .stderr(Stdio::from(stderr))
         .process_group(0)
         .kill_on_drop(true);
-    if let Some(mut confinement) = confinement {
-        // SAFETY: `apply` makes system calls only (see `sandbox::Confinement`),
-        // which is what may run between fork and exec.
-        unsafe {
-            bash.pre_exec(move || confinement.apply());
-        }
+    let mut confinement = confinement;
+    // SAFETY: `signal` and `apply` make system calls only (see
+    // `sandbox::Confinement`), which is what may run between fork and exec.
+    unsafe {
+        bash.pre_exec(move || {
+            // cairn ignores SIGXFSZ to report a full file itself; a command
+            // gets the default back, as in the user's own shell.
+            libc::signal(libc::SIGXFSZ, libc::SIG_DFL);
+            match confinement.as_mut() {
+                Some(confinement) => confinement.apply(),
+                None => Ok(()),
+            }
+        });
     }
     let spawned = bash.spawn();
     // The command holds the pipe's write end until dropped: keep it, and

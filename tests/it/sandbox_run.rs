@@ -561,3 +561,21 @@ async fn running_unconfined_is_said_on_stderr() {
         describe(&output)
     );
 }
+
+/// cairn ignores SIGXFSZ (a full file is reported, not a silent death);
+/// the commands it runs must not inherit that: under `ulimit -f` they die
+/// with the signal (exit 153) as in the user's own shell.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_gets_the_default_file_size_signal() {
+    let victim = Victim::new();
+    let (server, output) = run_commands(
+        &victim,
+        &["bash -c 'ulimit -f 1; head -c 5000 /dev/zero > big'; echo \"status $?\""],
+        &[],
+        &[],
+    )
+    .await;
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let result = tool_result(&server, "call_0");
+    assert!(result.contains("status 153"), "{result}");
+}
