@@ -205,15 +205,14 @@ impl Drop for GroupGuard {
     }
 }
 
-/// Runs `command` to its end, confined by `confinement` (`None`: unconfined).
-async fn run_command(
+/// Starts `bash -c command` in its own process group, confined by
+/// `confinement`; returns it and the read end of its output pipe.
+fn spawn(
     command: &str,
     cwd: &PathBuf,
-    timeout: Duration,
-    ctx: &ToolScope,
     confinement: Option<crate::sandbox::Confinement>,
-) -> Result<Run, ToolError> {
-    let (writer, mut reader) = tokio::net::unix::pipe::pipe()
+) -> Result<(tokio::process::Child, tokio::net::unix::pipe::Receiver), ToolError> {
+    let (writer, reader) = tokio::net::unix::pipe::pipe()
         .map_err(|e| ToolError::io("create an output pipe for", cwd, e))?;
     let stdout = writer
         .into_blocking_fd()
@@ -252,7 +251,19 @@ async fn run_command(
     // the pipe never reads end-of-file while the shell lives, so every call
     // would wait out the drain timer.
     drop(bash);
-    let mut child = spawned.map_err(|e| ToolError::io("run bash in", cwd, e))?;
+    let child = spawned.map_err(|e| ToolError::io("run bash in", cwd, e))?;
+    Ok((child, reader))
+}
+
+/// Runs `command` to its end, confined by `confinement` (`None`: unconfined).
+async fn run_command(
+    command: &str,
+    cwd: &PathBuf,
+    timeout: Duration,
+    ctx: &ToolScope,
+    confinement: Option<crate::sandbox::Confinement>,
+) -> Result<Run, ToolError> {
+    let (mut child, mut reader) = spawn(command, cwd, confinement)?;
     let pgid = child.id().and_then(|pid| i32::try_from(pid).ok());
     let mut guard = GroupGuard {
         pgid,
