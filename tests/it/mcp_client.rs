@@ -353,3 +353,38 @@ async fn a_prompt_list_change_adds_the_new_prompt() {
     assert_eq!(text, "A later prompt.");
     assert!(hub.expand_prompt("/nope:x").await.is_none());
 }
+
+/// Issue 27: a stdio server whose entry says `sandbox = true` runs in the
+/// commands' sandbox (it cannot write outside the project, here at its
+/// start), and one without it runs unconfined, as the README says.
+#[tokio::test]
+async fn a_server_with_sandbox_true_runs_confined() {
+    if !cairn::sandbox::support().confines() {
+        return;
+    }
+    for sandbox in [true, false] {
+        let project = crate::project::Project::new();
+        let temp = project.home.path().join("tmp");
+        std::fs::create_dir_all(&temp).expect("temp dir");
+        let marker = project.home.path().join("server-was-here");
+        let config = format!(
+            "[mcp.fx]\ncommand = \"sh\"\nargs = [\"-c\", \"touch {}; exec {}\"]\nsandbox = {sandbox}\n",
+            marker.display(),
+            fixture()
+        );
+        std::fs::write(project.path("cairn.toml"), config).expect("write cairn.toml");
+        project.trust();
+        let output = project
+            .command(&["run", "/mcp"])
+            .env("TMPDIR", &temp)
+            .output()
+            .await
+            .expect("run cairn");
+        let out = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            out.contains("fx: ready, 7 tools"),
+            "sandbox = {sandbox}: {out}"
+        );
+        assert_eq!(marker.exists(), !sandbox, "sandbox = {sandbox}");
+    }
+}
