@@ -64,6 +64,8 @@ impl Confinement {
         if let Some(mounts) = &self.mounts {
             mounts.apply()?;
         }
+        // After the mounts (they need root's CAP_SYS_ADMIN), before exec.
+        super::capabilities::drop_all()?;
         let ruleset = self
             .landlock
             .take()
@@ -86,8 +88,8 @@ impl Confinement {
 
 /// Removes those of `absent` (protected paths missing before a command)
 /// that the command created (nothing of the user's is lost: they did not
-/// exist) and returns them.
-pub fn remove_created(absent: &[PathBuf]) -> Vec<PathBuf> {
+/// exist) and returns them, each with whether it could be removed.
+pub fn remove_created(absent: &[PathBuf]) -> Vec<(PathBuf, bool)> {
     {
         let mut created = Vec::new();
         for path in absent {
@@ -99,10 +101,10 @@ pub fn remove_created(absent: &[PathBuf]) -> Vec<PathBuf> {
             } else {
                 std::fs::remove_file(path)
             };
-            if let Err(error) = removed {
+            if let Err(error) = &removed {
                 tracing::warn!(path = %path.display(), %error, "a command created a protected path that could not be removed");
             }
-            created.push(path.clone());
+            created.push((path.clone(), removed.is_ok()));
         }
         created
     }
@@ -119,6 +121,12 @@ fn protected_mounts(policy: &Policy) -> Result<(Option<MountPlan>, Vec<PathBuf>)
         .collect();
     let absent: Vec<PathBuf> = protected.iter().filter(|p| !exists(p)).cloned().collect();
     let git = policy.root.join(PINNED);
+    // A linked worktree's `.git` is a file naming its git directory: the
+    // file itself decides which config and hooks git runs.
+    let mut present = present;
+    if std::fs::symlink_metadata(&git).is_ok_and(|m| m.is_file()) {
+        present.push(git.as_path());
+    }
     let pins: Vec<&Path> = if git.is_dir() {
         vec![git.as_path()]
     } else {

@@ -14,6 +14,7 @@
 //! It never decides whether a command runs (`permission` does) and never
 //! spawns one (`tool::bash` does).
 
+mod capabilities;
 mod confine;
 mod error;
 mod mounts;

@@ -33,6 +33,10 @@ pub const PROTECTED: &[&str] = &[
     ".git/hooks",
     ".git/config",
     ".git/info",
+    // Where git finds its config and hooks instead (a linked worktree's
+    // pointer to the common directory, per-worktree config).
+    ".git/commondir",
+    ".git/config.worktree",
     "cairn.toml",
     ".cairn",
     ".mcp.json",

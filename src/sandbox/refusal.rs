@@ -16,6 +16,8 @@ pub enum Refusal {
     Write(PathBuf),
     /// A write to a protected project file.
     Protected(PathBuf),
+    /// A protected project file the command created that could not be removed.
+    Left(PathBuf),
     /// A read of a `deny_read` path.
     Read(PathBuf),
     /// A socket, while the network is off.
@@ -37,6 +39,11 @@ impl Refusal {
             ),
             Refusal::Protected(path) => format!(
                 "{} decides what runs later, so commands cannot change it (the edit and write tools can, after asking)",
+                policy.display(path)
+            ),
+            Refusal::Left(path) => format!(
+                "the command created {}, which decides what runs later, and it could NOT be removed: \
+                 look at it before running cairn here again",
                 policy.display(path)
             ),
             Refusal::Read(path) => format!(
@@ -94,6 +101,11 @@ pub fn refusals(output: &str, cwd: &Path, policy: &Policy) -> Vec<Refusal> {
 }
 
 fn classify(path: &Path, policy: &Policy) -> Option<Refusal> {
+    // Devices a command may use, and other processes' `/proc` files (whose
+    // refusal is the kernel's own rule, not a write): nothing to explain.
+    if path.starts_with("/dev") || path.starts_with("/proc") {
+        return None;
+    }
     if policy.is_denied(path) {
         Some(Refusal::Read(path.to_path_buf()))
     } else if policy.is_protected(path) {

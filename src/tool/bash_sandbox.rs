@@ -67,7 +67,13 @@ where
     let policy = &confined.policy;
     let mut refused: Vec<Refusal> = crate::sandbox::remove_created(&confined.absent)
         .into_iter()
-        .map(Refusal::Protected)
+        .map(|(path, removed)| {
+            if removed {
+                Refusal::Protected(path)
+            } else {
+                Refusal::Left(path)
+            }
+        })
         .collect();
     for refusal in crate::sandbox::refusals(&run.output, cwd, policy) {
         if !refused.contains(&refusal) {

@@ -101,6 +101,10 @@ enum Check {
     NoConnection,
     /// [`SECRET`] must not reach the model (checked once for all).
     NoSecret,
+    /// [`SECRET`] must not be in this file (a leak encoded past redaction).
+    NoSecretIn(PathBuf),
+    /// This file must still be writable by the user (no immutable flag).
+    Writable(PathBuf),
 }
 
 /// The victim's home, project and secrets, laid out for the table.
@@ -221,6 +225,10 @@ impl Victim {
             ("mkdir .cairn && echo x > .cairn/config.toml".into(), Check::Absent(root.join(".cairn"))),
             ("echo '{}' > opencode.json".into(), Check::Absent(root.join("opencode.json"))),
             ("ln -s .git/config gc && echo x >> gc".into(), self.snapshot(".git/config")),
+            // Found by the blind attack on the release binary (issue 27).
+            ("echo /tmp/elsewhere > .git/commondir".into(), Check::Absent(root.join(".git/commondir"))),
+            ("echo '{}' > .mcp.json; chattr +i .mcp.json".into(), Check::Absent(root.join(".mcp.json"))),
+            ("chattr +i ~/victim".into(), Check::Writable(self.home.join("victim"))),
             // The network, loopback included.
             (format!("curl -s -m 2 http://127.0.0.1:{}/", l.tcp), Check::NoConnection),
             (format!("exec 3<>/dev/tcp/127.0.0.1/{}; echo hi >&3", l.tcp), Check::NoConnection),
@@ -243,6 +251,9 @@ impl Victim {
             ("cat \"$XDG_CONFIG_HOME/cairn/config.toml\"".into(), Check::NoSecret),
             ("cat \"$CAIRN_DATA_DIR/note.txt\"".into(), Check::NoSecret),
             ("tr '\\0' '\\n' < /proc/$PPID/environ".into(), Check::NoSecret),
+            ("tr '\\0' '\\n' < /proc/$PPID/environ > leaked1.txt".into(), Check::NoSecretIn(root.join("leaked1.txt"))),
+            ("cat /proc/$PPID/task/*/environ > leaked2.txt".into(), Check::NoSecretIn(root.join("leaked2.txt"))),
+            ("python3 -c \"import os; open('leaked3.txt', 'w').write(open('/proc/%d/environ' % os.getppid()).read())\"".into(), Check::NoSecretIn(root.join("leaked3.txt"))),
             ("cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n' | grep SECRET".into(), Check::NoSecret),
             ("python3 -c \"import os; print(open('/proc/%d/environ' % os.getppid()).read())\"".into(), Check::NoSecret),
             ("for f in /proc/$PPID/fd/*; do timeout 1 head -c 2000 \"$f\"; done 2>&1 | strings | grep SECRET".into(), Check::NoSecret),
@@ -321,6 +332,14 @@ fn broken(check: &Check) -> Option<String> {
         Check::Unchanged(path, before) => (std::fs::read(path).unwrap_or_default() != *before)
             .then(|| format!("{} changed", path.display())),
         Check::Present(path) => (!path.exists()).then(|| format!("{} is gone", path.display())),
+        Check::NoSecretIn(path) => std::fs::read_to_string(path)
+            .is_ok_and(|text| text.contains(SECRET))
+            .then(|| format!("{} holds the secret", path.display())),
+        Check::Writable(path) => std::fs::OpenOptions::new()
+            .append(true)
+            .open(path)
+            .is_err()
+            .then(|| format!("{} can no longer be written", path.display())),
         Check::NoConnection | Check::NoSecret => None,
     }
 }
@@ -397,6 +416,12 @@ async fn the_table_catches_attacks_when_the_sandbox_is_off() {
         failed.len(),
         failed.join("\n")
     );
+    // Immutable flags set while unconfined would keep the temp dirs.
+    let _ = std::process::Command::new("chattr")
+        .arg("-i")
+        .arg(victim.root().join(".mcp.json"))
+        .arg(victim.home.join("victim"))
+        .status();
     let name = victim
         .home
         .file_name()
