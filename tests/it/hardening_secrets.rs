@@ -306,7 +306,11 @@ async fn the_key_read_through_proc_never_reaches_the_model_or_the_store() {
         100,
     ));
     server.push(scenario::text("Done.", 200));
-    let output = project.run(&["run", "read the environment"]).await;
+    // Unconfined: the sandbox refuses these reads (`sandbox_run`); redaction
+    // is the guard left with `--sandbox off`, and this checks that guard.
+    let output = project
+        .run(&["run", "--sandbox", "off", "read the environment"])
+        .await;
     assert_eq!(
         output.status.code(),
         Some(0),
