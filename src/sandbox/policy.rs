@@ -37,6 +37,10 @@ pub const PROTECTED: &[&str] = &[
     // pointer to the common directory, per-worktree config).
     ".git/commondir",
     ".git/config.worktree",
+    // Linked worktrees' and submodules' own git directories (each with its
+    // config, hooks and commondir).
+    ".git/worktrees",
+    ".git/modules",
     "cairn.toml",
     ".cairn",
     ".mcp.json",
@@ -44,6 +48,7 @@ pub const PROTECTED: &[&str] = &[
     "opencode.jsonc",
     ".opencode",
     ".claude",
+    ".agents",
 ];
 
 /// The project's `.git`: made a mount point in the command's namespace so

@@ -175,6 +175,15 @@ fn lean_environment_block(env: &Environment) -> String {
     )
 }
 
+/// Where `path` really is when that is outside `root` (a symlinked
+/// `AGENTS.md -> ~/.ssh/id_rsa`, or `-> /proc/self/environ`); `None` when
+/// it stays inside.
+fn leaves_project(path: &Path, root: &Path) -> Option<PathBuf> {
+    let real = path.canonicalize().ok()?;
+    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    (!real.starts_with(&root)).then_some(real)
+}
+
 /// Global, then project (nearest first), then config files; empty files
 /// skipped. Also returns what went wrong with the configured ones.
 fn instruction_files(env: &Environment) -> (Vec<Instruction>, Vec<String>) {
@@ -189,7 +198,17 @@ fn instruction_files(env: &Environment) -> (Vec<Instruction>, Vec<String>) {
     if let Some(first) = global.into_iter().flatten().find(|p| p.is_file()) {
         paths.push(first);
     }
-    paths.extend(project_instruction_files(&env.cwd, &env.root));
+    for path in project_instruction_files(&env.cwd, &env.root) {
+        match leaves_project(&path, &env.root) {
+            Some(target) => problems.push(format!(
+                "instruction file {} is a link to {}, outside the project: not sent to the model \
+                 (a repository, or a command, could point it at your keys)",
+                path.display(),
+                target.display()
+            )),
+            None => paths.push(path),
+        }
+    }
     for extra in &env.extra_instructions {
         if is_url(extra) {
             continue; // fetched by `remote_instructions`
@@ -356,6 +375,38 @@ mod tests {
         assert_eq!(blocks.len(), 2);
         assert!(blocks[1].starts_with("Instructions from: "));
         assert!(blocks[0].contains("Is directory a git repo: yes"));
+    }
+
+    #[test]
+    fn an_instruction_file_linked_outside_the_project_is_not_sent() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let outside = tempfile::tempdir().expect("outside");
+        std::fs::write(outside.path().join("id_rsa"), "PRIVATE KEY").expect("write");
+        std::os::unix::fs::symlink(outside.path().join("id_rsa"), tmp.path().join("AGENTS.md"))
+            .expect("link");
+        std::fs::write(tmp.path().join("real.md"), "inside").expect("write");
+        std::os::unix::fs::symlink(tmp.path().join("real.md"), tmp.path().join("CLAUDE.md"))
+            .expect("link");
+        let env = env_in(tmp.path(), tmp.path());
+        let prompt = build(
+            Agents::builtin().get("build"),
+            &ModelRef::new("openai", "gpt-5"),
+            &env,
+        );
+        let sent: Vec<&str> = prompt
+            .instructions
+            .iter()
+            .map(|i| i.content.as_str())
+            .collect();
+        assert!(!sent.contains(&"PRIVATE KEY"), "{sent:?}");
+        assert!(
+            prompt
+                .problems
+                .iter()
+                .any(|p| p.contains("outside the project")),
+            "{:?}",
+            prompt.problems
+        );
     }
 
     #[test]

@@ -339,7 +339,7 @@ async fn run_command(
 
 /// Environment variables commands never see: provider keys would otherwise
 /// reach the model (`env`, `printenv`) and the stored tool output. Every
-/// `*_API_KEY` variable, plus the names registered with [`hide_from_commands`]
+/// variable named like a credential ([`SECRET_SUFFIXES`]), plus the names registered with [`hide_from_commands`]
 /// (a `[provider.NAME] api_key_env` may be named anything).
 static HIDDEN: std::sync::RwLock<Vec<String>> = std::sync::RwLock::new(Vec::new());
 
@@ -355,6 +355,18 @@ pub fn hide_from_commands<I: IntoIterator<Item = String>>(names: I) {
     }
 }
 
+/// Variable names that, by the usual conventions, hold a credential
+/// (`OPENAI_API_KEY`, `GITHUB_TOKEN`, `AWS_SECRET_ACCESS_KEY`,
+/// `MYAPP_PASSWORD`): commands run without them.
+const SECRET_SUFFIXES: &[&str] = &[
+    "_API_KEY",
+    "_TOKEN",
+    "_SECRET",
+    "_PASSWORD",
+    "_ACCESS_KEY",
+    "_SECRET_KEY",
+];
+
 fn hidden_variables() -> Vec<std::ffi::OsString> {
     let registered = HIDDEN
         .read()
@@ -363,7 +375,8 @@ fn hidden_variables() -> Vec<std::ffi::OsString> {
         .map(|(name, _)| name)
         .filter(|name| {
             let text = name.to_string_lossy();
-            text.ends_with("_API_KEY") || registered.iter().any(|hidden| *hidden == text)
+            SECRET_SUFFIXES.iter().any(|suffix| text.ends_with(suffix))
+                || registered.iter().any(|hidden| *hidden == text)
         })
         .collect()
 }

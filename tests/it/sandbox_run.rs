@@ -229,6 +229,13 @@ impl Victim {
             ("echo /tmp/elsewhere > .git/commondir".into(), Check::Absent(root.join(".git/commondir"))),
             ("echo '{}' > .mcp.json; chattr +i .mcp.json".into(), Check::Absent(root.join(".mcp.json"))),
             ("chattr +i ~/victim".into(), Check::Writable(self.home.join("victim"))),
+            // Round 2: cairn itself reading for the command, and git's other
+            // directories.
+            ("ln -sf ~/.ssh/id_rsa AGENTS.md".into(), Check::NoSecret),
+            ("ln -sf /proc/self/environ CLAUDE.md".into(), Check::NoSecret),
+            ("env".into(), Check::NoSecret),
+            ("mkdir -p .git/worktrees/wt && echo /tmp/evil > .git/worktrees/wt/commondir".into(), Check::Absent(root.join(".git/worktrees"))),
+            ("mkdir -p .git/modules/m && echo '[core]' > .git/modules/m/config".into(), Check::Absent(root.join(".git/modules"))),
             // The network, loopback included.
             (format!("curl -s -m 2 http://127.0.0.1:{}/", l.tcp), Check::NoConnection),
             (format!("exec 3<>/dev/tcp/127.0.0.1/{}; echo hi >&3", l.tcp), Check::NoConnection),
