@@ -80,7 +80,7 @@ where
             refused.push(refusal);
         }
     }
-    if refused.is_empty() || !matches!(run.ending, Ending::Exited(_)) {
+    if refused.is_empty() {
         return Ok(run);
     }
     let reasons: Vec<String> = refused.iter().map(|r| r.explain(policy)).collect();
@@ -89,6 +89,12 @@ where
         crate::sandbox::BLOCKED,
         reasons.join("; ")
     );
+    // Timed out or interrupted: say what was refused, but offer no rerun.
+    if !matches!(run.ending, Ending::Exited(_)) {
+        note.push_str("\n</sandbox>");
+        run.output.push_str(&note);
+        return Ok(run);
+    }
     match ask_unconfined(command, &reasons, ctx).await {
         Ok(()) => {
             let again = rerun(None).await?;
