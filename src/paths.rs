@@ -73,6 +73,15 @@ pub fn log_path() -> Result<PathBuf, Error> {
     Ok(dir.join("cairn.log"))
 }
 
+/// `entry` with a leading `~/` replaced by `home` (when known); any other
+/// entry as given. For paths the user writes in config and instructions.
+pub fn expand_home(entry: &str, home: Option<&Path>) -> PathBuf {
+    match (entry.strip_prefix("~/"), home) {
+        (Some(rest), Some(home)) => home.join(rest),
+        _ => PathBuf::from(entry),
+    }
+}
+
 /// Creates `dir` and its missing parents; the ones created get mode 0700.
 /// An existing directory keeps the mode it has: the user chose it.
 pub fn create_private_dir(dir: &Path) -> Result<(), Error> {

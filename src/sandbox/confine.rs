@@ -90,24 +90,22 @@ impl Confinement {
 /// that the command created (nothing of the user's is lost: they did not
 /// exist) and returns them, each with whether it could be removed.
 pub fn remove_created(absent: &[PathBuf]) -> Vec<(PathBuf, bool)> {
-    {
-        let mut created = Vec::new();
-        for path in absent {
-            let Ok(meta) = std::fs::symlink_metadata(path) else {
-                continue;
-            };
-            let removed = if meta.is_dir() {
-                std::fs::remove_dir_all(path)
-            } else {
-                std::fs::remove_file(path)
-            };
-            if let Err(error) = &removed {
-                tracing::warn!(path = %path.display(), %error, "a command created a protected path that could not be removed");
-            }
-            created.push((path.clone(), removed.is_ok()));
+    let mut created = Vec::new();
+    for path in absent {
+        let Ok(meta) = std::fs::symlink_metadata(path) else {
+            continue;
+        };
+        let removed = if meta.is_dir() {
+            std::fs::remove_dir_all(path)
+        } else {
+            std::fs::remove_file(path)
+        };
+        if let Err(error) = &removed {
+            tracing::warn!(path = %path.display(), %error, "a command created a protected path that could not be removed");
         }
-        created
+        created.push((path.clone(), removed.is_ok()));
     }
+    created
 }
 
 /// The mounts that protect what exists, and the protected paths that do not.

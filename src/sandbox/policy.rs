@@ -83,7 +83,7 @@ impl Policy {
             .filter(|home| !home.is_empty())
             .map(|home| resolve(Path::new(&home)));
         let root = resolve(root);
-        let expand = |entry: &String| expand_home(entry, home.as_deref());
+        let expand = |entry: &String| crate::paths::expand_home(entry, home.as_deref());
         let mut writable = Vec::new();
         if config.mode == SandboxMode::WorkspaceWrite {
             writable.push(root.clone());
@@ -249,13 +249,6 @@ impl Policy {
 /// checks the real file), else as given.
 fn resolve(path: &Path) -> PathBuf {
     path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
-}
-
-fn expand_home(entry: &str, home: Option<&Path>) -> PathBuf {
-    match (entry.strip_prefix("~/"), home) {
-        (Some(rest), Some(home)) => home.join(rest),
-        _ => PathBuf::from(entry),
-    }
 }
 
 /// The other users' homes under `/home` (this user's own excluded).

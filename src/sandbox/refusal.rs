@@ -87,7 +87,7 @@ pub fn refusals(output: &str, cwd: &Path, policy: &Policy) -> Vec<Refusal> {
         let refusal = if !policy.network && NETWORK.iter().any(|m| line.contains(m)) {
             Some(Refusal::Network)
         } else if DENIED.iter().any(|m| line.contains(m)) {
-            named_path(line).and_then(|path| classify(&absolute(cwd, &path), policy))
+            named_path(line).and_then(|path| classify(&absolute(cwd, &path, policy), policy))
         } else {
             None
         };
@@ -143,13 +143,8 @@ fn named_path(line: &str) -> Option<String> {
 
 /// `path` made absolute against `cwd`, `~/` expanded, and resolved as far
 /// as it exists (the file refused may not exist; its folder does).
-fn absolute(cwd: &Path, path: &str) -> PathBuf {
-    let home = std::env::var_os("HOME").map(PathBuf::from);
-    let path = match (path.strip_prefix("~/"), home) {
-        (Some(rest), Some(home)) => home.join(rest),
-        _ => cwd.join(path),
-    };
-    resolve(&path)
+fn absolute(cwd: &Path, path: &str, policy: &Policy) -> PathBuf {
+    resolve(&cwd.join(crate::paths::expand_home(path, policy.home.as_deref())))
 }
 
 /// `path` with symlinks resolved as far as it exists (the kernel refused

@@ -213,7 +213,7 @@ fn instruction_files(env: &Environment) -> (Vec<Instruction>, Vec<String>) {
         if is_url(extra) {
             continue; // fetched by `remote_instructions`
         }
-        let path = expand_home(extra, env.home.as_deref());
+        let path = crate::paths::expand_home(extra, env.home.as_deref());
         let path = if path.is_absolute() {
             path
         } else {
@@ -312,13 +312,6 @@ fn project_instruction_files(cwd: &Path, root: &Path) -> Vec<PathBuf> {
         }
     }
     Vec::new()
-}
-
-fn expand_home(path: &str, home: Option<&Path>) -> PathBuf {
-    match (path.strip_prefix("~/"), home) {
-        (Some(rest), Some(home)) => home.join(rest),
-        _ => PathBuf::from(path),
-    }
 }
 
 /// Today's date as `YYYY-MM-DD` (UTC), without pulling in a date crate.

@@ -210,7 +210,7 @@ impl Drop for GroupGuard {
 fn spawn(
     command: &str,
     cwd: &PathBuf,
-    confinement: Option<crate::sandbox::Confinement>,
+    mut confinement: Option<crate::sandbox::Confinement>,
 ) -> Result<(tokio::process::Child, tokio::net::unix::pipe::Receiver), ToolError> {
     let (writer, reader) = tokio::net::unix::pipe::pipe()
         .map_err(|e| ToolError::io("create an output pipe for", cwd, e))?;
@@ -232,7 +232,6 @@ fn spawn(
         .stderr(Stdio::from(stderr))
         .process_group(0)
         .kill_on_drop(true);
-    let mut confinement = confinement;
     // SAFETY: `signal` and `apply` make system calls only (see
     // `sandbox::Confinement`), which is what may run between fork and exec.
     unsafe {

@@ -12,7 +12,7 @@ use serde_json::json;
 use support::ScriptedServer;
 
 /// The tool result the model received for `call_id`, from the last request.
-fn tool_result(server: &ScriptedServer, call_id: &str) -> String {
+pub(crate) fn tool_result(server: &ScriptedServer, call_id: &str) -> String {
     let requests = server.requests();
     let last = requests.last().expect("at least one request").json();
     let messages = last["messages"].as_array().expect("messages array");

@@ -19,9 +19,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::json;
 
+use crate::permission_shell_run::tool_result;
 use crate::project::{Project, describe};
 use crate::scenario::{text, tool_call};
-use crate::support::ScriptedServer;
+use crate::support::{ScriptedResponse, ScriptedServer};
 
 /// Text that must never reach the model: planted in each secret.
 const SECRET: &str = "SECRET-MARKER-7f3a";
@@ -278,26 +279,13 @@ impl Victim {
     }
 
     /// Runs the table through `cairn run` with `args`; returns the failed
-    /// checks (each a line naming the command) and the requests' text.
-    async fn run(&self, args: &[&str], config_tables: &str) -> (Vec<String>, String) {
+    /// checks, each a line naming the command.
+    async fn run(&self, args: &[&str], config_tables: &str) -> Vec<String> {
         let server = ScriptedServer::start([]).await;
         self.project.use_scripted_with(&server, "", config_tables);
         // After the config is written: its snapshot is the one to keep.
         let attacks = self.attacks();
-        let mut script: Vec<_> = attacks
-            .iter()
-            .enumerate()
-            .map(|(i, attack)| {
-                tool_call(
-                    &format!("call_{i}"),
-                    "bash",
-                    json!({ "command": attack.command }),
-                    1_000,
-                )
-            })
-            .collect();
-        script.push(text("Done.", 1_000));
-        server.script(script);
+        server.script(bash_calls(attacks.iter().map(|a| a.command.as_str())));
         let before = self.listeners.hits.load(Ordering::SeqCst);
         let mut command = self.project.command(args);
         command
@@ -327,7 +315,7 @@ impl Victim {
         if sent.contains(SECRET) {
             failed.push("a secret reached the model".into());
         }
-        (failed, sent)
+        failed
     }
 }
 
@@ -383,7 +371,7 @@ async fn every_attack_fails_under_allow_all_rules() {
         return;
     }
     let victim = Victim::new();
-    let (failed, _) = victim.run(&["run", "attack"], ALLOW_ALL).await;
+    let failed = victim.run(&["run", "attack"], ALLOW_ALL).await;
     assert!(
         failed.is_empty(),
         "{} attacks got through:\n{}",
@@ -398,7 +386,7 @@ async fn every_attack_fails_under_yolo() {
         return;
     }
     let victim = Victim::new();
-    let (failed, _) = victim.run(&["run", "--yolo", "attack"], "").await;
+    let failed = victim.run(&["run", "--yolo", "attack"], "").await;
     assert!(
         failed.is_empty(),
         "{} attacks got through:\n{}",
@@ -411,7 +399,7 @@ async fn every_attack_fails_under_yolo() {
 async fn the_table_catches_attacks_when_the_sandbox_is_off() {
     let victim = Victim::new();
     let attacks = victim.attacks().len();
-    let (failed, _) = victim
+    let failed = victim
         .run(&["run", "--yolo", "--sandbox", "off", "attack"], "")
         .await;
     // Off, the writes, hooks, config changes, connections and secret reads
@@ -439,33 +427,9 @@ async fn the_table_catches_attacks_when_the_sandbox_is_off() {
     let _ = std::fs::remove_file(format!("/var/tmp/cairn-{name}"));
 }
 
-/// The tool result the model received for `call_id`, from the last request.
-fn tool_result(server: &ScriptedServer, call_id: &str) -> String {
-    let requests = server.requests();
-    let last = requests.last().expect("a request").json();
-    last["messages"]
-        .as_array()
-        .expect("messages")
-        .iter()
-        .find(|m| m["role"] == "tool" && m["tool_call_id"] == call_id)
-        .map(|m| {
-            m["content"]
-                .as_str()
-                .map_or_else(|| m["content"].to_string(), str::to_string)
-        })
-        .unwrap_or_else(|| panic!("no result for {call_id} in {last}"))
-}
-
-/// Runs `commands` as bash calls through `cairn run --yolo` with `args`
-/// added; returns the server (for the tool results) and the output.
-async fn run_commands(
-    victim: &Victim,
-    commands: &[&str],
-    args: &[&str],
-    env: &[(&str, &str)],
-) -> (ScriptedServer, std::process::Output) {
+/// One `bash` call per command (`call_0`, `call_1`, ...), then an answer.
+fn bash_calls<'a>(commands: impl Iterator<Item = &'a str>) -> Vec<ScriptedResponse> {
     let mut script: Vec<_> = commands
-        .iter()
         .enumerate()
         .map(|(i, command)| {
             tool_call(
@@ -477,7 +441,18 @@ async fn run_commands(
         })
         .collect();
     script.push(text("Done.", 1_000));
-    let server = ScriptedServer::start(script).await;
+    script
+}
+
+/// Runs `commands` as bash calls through `cairn run --yolo` with `args`
+/// added; returns the server (for the tool results) and the output.
+async fn run_commands(
+    victim: &Victim,
+    commands: &[&str],
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (ScriptedServer, std::process::Output) {
+    let server = ScriptedServer::start(bash_calls(commands.iter().copied())).await;
     victim.project.use_scripted_with(&server, "", "");
     let mut all = vec!["run", "--yolo"];
     all.extend_from_slice(args);
