@@ -387,6 +387,37 @@ pub struct CompactionPart {
     /// both show these, so one compaction has one pair of figures.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokens: Option<CompactedTokens>,
+    /// What the working state carried past the summary, written with
+    /// `tokens`: the marker, `cairn run`'s events and `/context` read it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub carried: Option<Carried>,
+}
+
+/// What a compaction summarized and what cairn carried verbatim after the
+/// summary (the working state, built from the session's records).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Carried {
+    /// Messages the summary replaced.
+    pub summarized_messages: u32,
+    /// The user's own messages carried verbatim, and those left out for the budget.
+    pub user_messages: u32,
+    #[serde(default)]
+    pub omitted_user_messages: u32,
+    /// Files the session changed, and read without changing.
+    pub changed_files: u32,
+    pub read_files: u32,
+    /// Files whose current text was carried (read from disk at compaction).
+    pub file_texts: u32,
+    /// Todo items carried, and how many of them are still open.
+    pub todos: u32,
+    pub open_todos: u32,
+    /// Skills the session loaded (named, their instructions re-attached within budget).
+    pub skills: u32,
+    /// The working state's size in tokens.
+    pub tokens: u64,
+    /// The summary was empty, very short or named none of the changed files.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub thin_summary: bool,
 }
 
 /// What a compaction did to the context, in the gauge's figures.
@@ -458,6 +489,43 @@ pub enum PartKind {
     StepStart(StepStartPart),
     StepFinish(StepFinishPart),
     Patch(PatchPart),
+}
+
+impl Carried {
+    /// "2 of your messages, 3 files changed, 1 file's text, 2 open todos, 1
+    /// skill": what the working state holds, in the marker's and notice's words;
+    /// `None` when it holds nothing.
+    pub fn words(&self) -> Option<String> {
+        let plural = |n: u32, one: &str, many: &str| {
+            (n > 0).then(|| format!("{n} {}", if n == 1 { one } else { many }))
+        };
+        let items: Vec<String> = [
+            plural(self.user_messages, "of your messages", "of your messages"),
+            plural(self.changed_files, "file changed", "files changed"),
+            plural(self.read_files, "file read", "files read"),
+            plural(self.file_texts, "file's text", "files' text"),
+            plural(self.open_todos, "open todo", "open todos"),
+            plural(self.skills, "skill", "skills"),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        (!items.is_empty()).then(|| items.join(", "))
+    }
+}
+
+/// Metadata key of the summary message's text part that holds the working
+/// state: sent to the model after the summary, as the user's side of the
+/// conversation, and never taken for the summary itself.
+pub const WORKING_STATE_METADATA: &str = "working_state";
+
+impl TextPart {
+    /// This text is a compaction's working state (see [`WORKING_STATE_METADATA`]).
+    pub fn is_working_state(&self) -> bool {
+        self.metadata
+            .as_ref()
+            .is_some_and(|m| m.get(WORKING_STATE_METADATA).is_some())
+    }
 }
 
 impl PartKind {

@@ -17,15 +17,15 @@ use crate::context::compaction::{
     self, AUTO_CONTINUE, AUTO_CONTINUE_METADATA, SummaryPlan, TailSettings,
 };
 use crate::message::{
-    CompactedTokens, FinishReason, Message, MessageError, MessageErrorKind, MessageWithParts, Part,
-    PartKind, Role, TextPart, UserMessage,
+    Carried, CompactedTokens, FinishReason, Message, MessageError, MessageErrorKind,
+    MessageWithParts, Part, PartKind, Role, TextPart, UserMessage,
 };
 use crate::provider::ChatRequest;
 use crate::session::agent::{COMPACTION, ToolAccess};
 use crate::session::ctx::{ResolvedModel, SessionCtx};
 use crate::session::processor::{self, Step, StepOutcome};
 use crate::session::tool_runner::ToolRunner;
-use crate::session::{Error, gauge, request};
+use crate::session::{Error, gauge, request, working_state};
 
 /// `history` is the loop's read, consumed: the summary's head is moved out
 /// of it. `cut`: the read left older messages out (a session never
@@ -269,6 +269,7 @@ async fn apply_summary(
     {
         move_to_end(ctx, prompt).await?;
     }
+    let carried = carry_working_state(ctx, model, plan, &summary).await?;
     let after = gauge::refresh(ctx, model).await?;
     let tokens = CompactedTokens {
         before: summary.before_count,
@@ -280,13 +281,14 @@ async fn apply_summary(
     if let Some(mut stored) = stored {
         if let PartKind::Compaction(compaction) = &mut stored.kind {
             compaction.tokens = Some(tokens);
+            compaction.carried = Some(carried.clone());
             overflow = compaction.overflow;
         }
         ctx.writer.part(&stored).await?;
     }
     ctx.writer.notice(
         &ctx.session_id,
-        compaction_notice(summary.auto, overflow, tokens),
+        compaction_notice(summary.auto, overflow, tokens, &carried),
     );
     if let Some(advice) = gauge::after_compaction(ctx, model, summary.before_count, after.used) {
         ctx.writer.error(&ctx.session_id, advice);
@@ -298,12 +300,50 @@ async fn apply_summary(
     Ok(StepOutcome::Continue)
 }
 
+/// Writes the working state on the summary, within half the room the
+/// summary and the tail leave below the compaction point.
+async fn carry_working_state(
+    ctx: &SessionCtx,
+    model: &ResolvedModel,
+    plan: &SummaryPlan,
+    summary: &Summary<'_>,
+) -> Result<Carried, Error> {
+    let without = gauge::refresh(ctx, model).await?;
+    let room = without
+        .compact_at
+        .unwrap_or(without.usable)
+        .saturating_sub(without.used);
+    // The first message the model still reads verbatim: the user's words
+    // from it on are not repeated in the state.
+    let verbatim_from = [
+        plan.tail_start_id.as_deref(),
+        plan.replay.as_ref().map(|m| m.message.id.as_str()),
+        Some(summary.request.message.id.as_str()),
+    ]
+    .into_iter()
+    .flatten()
+    .min()
+    .unwrap_or(summary.request.message.id.as_str());
+    let compacted = working_state::Compacted {
+        summary_id: summary.id,
+        summarized: plan.head.len(),
+        verbatim_from,
+        room,
+    };
+    working_state::carry(ctx, model, compacted).await
+}
+
 /// The one notice of a compaction: the gauge before and after; why, when
 /// the model rejected a request as too large (that rejection has no notice
 /// of its own); and a plain word when it did not make the context smaller
 /// (what is kept verbatim, the recent turns and the summary, outweighed what
 /// was summarized).
-pub(crate) fn compaction_notice(auto: bool, overflow: bool, tokens: CompactedTokens) -> String {
+pub(crate) fn compaction_notice(
+    auto: bool,
+    overflow: bool,
+    tokens: CompactedTokens,
+    carried: &Carried,
+) -> String {
     let kind = if auto { "auto" } else { "manual" };
     let mut notice = format!(
         "compacted the conversation ({kind}): {} -> {} tokens",
@@ -316,6 +356,12 @@ pub(crate) fn compaction_notice(auto: bool, overflow: bool, tokens: CompactedTok
     }
     if tokens.after >= tokens.before {
         notice.push_str("; it did not shrink: the recent turns kept verbatim are most of it");
+    }
+    if let Some(what) = carried.words() {
+        notice.push_str(&format!("; carried verbatim: {what}"));
+    }
+    if carried.thin_summary {
+        notice.push_str("; the summary is thin, the working state carries the rest");
     }
     notice
 }
@@ -489,21 +535,21 @@ async fn abandon(ctx: &SessionCtx, request: &MessageWithParts) -> Result<StepOut
 #[cfg(test)]
 mod tests {
     use super::compaction_notice;
-    use crate::message::CompactedTokens;
+    use crate::message::{Carried, CompactedTokens};
 
     #[test]
     fn one_notice_says_before_after_why_and_when_it_did_not_shrink() {
         let tokens = |before, after| CompactedTokens { before, after };
         assert_eq!(
-            compaction_notice(true, false, tokens(45_000, 1_951)),
+            compaction_notice(true, false, tokens(45_000, 1_951), &Carried::default()),
             "compacted the conversation (auto): 45,000 -> 1,951 tokens"
         );
         assert_eq!(
-            compaction_notice(false, false, tokens(2_496, 2_845)),
+            compaction_notice(false, false, tokens(2_496, 2_845), &Carried::default()),
             "compacted the conversation (manual): 2,496 -> 2,845 tokens; it did not shrink: the recent turns kept verbatim are most of it"
         );
         assert_eq!(
-            compaction_notice(true, true, tokens(9_020, 1_204)),
+            compaction_notice(true, true, tokens(9_020, 1_204), &Carried::default()),
             "compacted the conversation (auto): 9,020 -> 1,204 tokens, after the model rejected the request as too large for its context window"
         );
     }

@@ -16,6 +16,8 @@
 //! - `accounting`      what the gauge learns from each answer
 //! - `prune_task`      clearing old tool outputs (the rule is `context::prune`)
 //! - `compaction_task` summarizing history (the rules are `context::compaction`)
+//! - `working_state`   what a compaction carries past the summary, read from
+//!   the session's records and the files on disk
 //! - `recovery`        closing turns a crash left unfinished
 //! - `lock`            one process per session (a lock file in the data dir)
 //! - `remote_instructions`  `instructions` given as URLs, fetched once
@@ -57,6 +59,7 @@ pub mod snapshot_step;
 pub mod subtask;
 pub mod tool_runner;
 pub mod undo;
+pub mod working_state;
 pub mod writer;
 
 /// What can stop the session layer itself (not a model or tool failure,

@@ -11,7 +11,8 @@
 //! `sessions`, `writes`, `reads` (SQL), `cache` (the reader's decoded rows,
 //! checked against row revisions), `live` and `refresh` (a caller's own kept
 //! model view read and how it is brought up to date),
-//! `part_json` (stored part JSON), `remembered` (permission answers kept per
+//! `part_json` (stored part JSON), `records` (what a compaction's working
+//! state is built from), `remembered` (permission answers kept per
 //! project), `error`.
 
 mod cache;
@@ -19,6 +20,7 @@ mod error;
 mod live;
 mod part_json;
 mod reads;
+mod records;
 mod refresh;
 mod remembered;
 mod schema;
@@ -34,6 +36,7 @@ use rusqlite::{Connection, TransactionBehavior};
 pub use error::Error;
 pub use live::LiveView;
 pub use reads::CONTEXT_PAGE;
+pub use records::RecordQuery;
 pub use remembered::RememberedRule;
 pub use schema::SCHEMA_VERSION;
 
@@ -317,6 +320,20 @@ impl Store {
     pub async fn refresh_view(&self, previous: LiveView) -> Result<LiveView, Error> {
         self.snapshot("read context", move |connection| {
             refresh::refresh_view(connection, previous)
+        })
+        .await
+    }
+
+    /// The session's records for a compaction's working state, oldest
+    /// first: the user's text, patches, and the calls `query` names.
+    pub async fn read_records(
+        &self,
+        session_id: &str,
+        query: RecordQuery,
+    ) -> Result<Vec<MessageWithParts>, Error> {
+        let session_id = session_id.to_string();
+        self.snapshot("read the session's records", move |connection| {
+            records::read_records(connection, &session_id, &query)
         })
         .await
     }

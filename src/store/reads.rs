@@ -469,7 +469,12 @@ fn list_page(
     Ok(keys)
 }
 
-fn decode_part(operation: &'static str, id: &str, kind: &str, data: &str) -> Result<Part, Error> {
+pub(super) fn decode_part(
+    operation: &'static str,
+    id: &str,
+    kind: &str,
+    data: &str,
+) -> Result<Part, Error> {
     part_json::decode(kind, data).map_err(|source| Error::Decode {
         operation,
         what: "part",
@@ -478,7 +483,11 @@ fn decode_part(operation: &'static str, id: &str, kind: &str, data: &str) -> Res
     })
 }
 
-fn decode_message(operation: &'static str, id: &str, data: &str) -> Result<Message, Error> {
+pub(super) fn decode_message(
+    operation: &'static str,
+    id: &str,
+    data: &str,
+) -> Result<Message, Error> {
     serde_json::from_str(data).map_err(|source| Error::Decode {
         operation,
         what: "message",

@@ -411,7 +411,12 @@ fn overflow_compacted(tokens: CompactedTokens) -> App {
         &mut app,
         crate::bus::Event::Notice {
             session_id: SESSION.into(),
-            message: crate::session::compaction_task::compaction_notice(true, true, tokens),
+            message: crate::session::compaction_task::compaction_notice(
+                true,
+                true,
+                tokens,
+                &Default::default(),
+            ),
         },
     );
     apply(

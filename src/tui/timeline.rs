@@ -123,15 +123,12 @@ impl Timeline {
         self.live_output.get(part_id).map(String::as_str)
     }
 
-    /// The figures of the compaction a summary (message `m`) wrote, read
-    /// from its request: the marker shows the pair the notice gave.
-    pub fn compacted_tokens(&self, m: usize) -> Option<crate::message::CompactedTokens> {
+    /// The compaction request a summary (message `m`) answered: the marker
+    /// shows the figures the notice gave and what was carried verbatim.
+    pub fn compaction_of(&self, m: usize) -> Option<&crate::message::CompactionPart> {
         let parent = self.messages[m].message.as_assistant()?.parent_id.as_str();
         let request = &self.messages[*self.index.get(parent)?];
-        request
-            .parts
-            .iter()
-            .find_map(|p| p.as_compaction().and_then(|c| c.tokens))
+        request.parts.iter().find_map(|p| p.as_compaction())
     }
 
     /// True for the answer recorded for a `!cmd`: an assistant message

@@ -66,6 +66,7 @@ mod store_concurrency;
 mod store_failures;
 mod store_history;
 mod task;
+mod thread_run;
 mod tools_bash;
 mod tools_files;
 mod tools_hangs;

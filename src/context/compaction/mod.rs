@@ -3,14 +3,16 @@
 //!
 //! The loop writes the compaction request and runs the summary; this module
 //! says what to summarize (`prompt`, previous summary, overflow replay, `tail`),
-//! how to shrink a summary request that itself overflows (`shrink`), and when
-//! compacting again cannot help (`guard`). Never touches the store or network.
+//! how to shrink a summary request that itself overflows (`shrink`), when
+//! compacting again cannot help (`guard`), and what is carried verbatim past
+//! the summary (`working_state`). Never touches the store or network.
 
 mod guard;
 mod prompt;
 mod request;
 mod shrink;
 mod tail;
+pub mod working_state;
 
 use crate::context::view::completed_compaction_pairs;
 use crate::message::{MessageWithParts, PartKind};
@@ -43,7 +45,11 @@ pub fn find_previous_summary(history: &[MessageWithParts]) -> Option<String> {
         .parts
         .iter()
         .filter_map(|p| match &p.kind {
-            PartKind::Text(t) if !t.ignored && !t.text.trim().is_empty() => Some(t.text.as_str()),
+            PartKind::Text(t)
+                if !t.ignored && !t.is_working_state() && !t.text.trim().is_empty() =>
+            {
+                Some(t.text.as_str())
+            }
             _ => None,
         })
         .collect();

@@ -22,7 +22,7 @@ use super::part_tokens;
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ContextBreakdown {
     /// (category, tokens), in display order: system prompt, instruction files,
-    /// tool definitions, summary, messages, tool outputs.
+    /// tool definitions, summary, working state, messages, tool outputs.
     pub categories: Vec<(String, u64)>,
     /// The gauge's figure (the provider's count, calibrated) minus the sum of
     /// the categories (cairn's count): framing and tokenizer differences.
@@ -73,6 +73,8 @@ pub const SYSTEM_PROMPT: &str = "system prompt";
 pub const INSTRUCTION_FILES: &str = "instruction files";
 pub const TOOL_DEFINITIONS: &str = "tool definitions";
 pub const SUMMARY: &str = "summary";
+/// What the last compaction carried verbatim past the summary.
+pub const WORKING_STATE: &str = "working state";
 pub const MESSAGES: &str = "messages";
 pub const TOOL_OUTPUTS: &str = "tool outputs";
 
@@ -86,6 +88,7 @@ pub fn build_breakdown(input: &BreakdownInput<'_>) -> ContextBreakdown {
     };
     let tool_json = serde_json::to_string(input.tools).unwrap_or_default();
     let mut summary = 0;
+    let mut working_state = 0;
     let mut messages = 0;
     let mut tool_outputs = 0;
     for message in input.history {
@@ -93,6 +96,9 @@ pub fn build_breakdown(input: &BreakdownInput<'_>) -> ContextBreakdown {
         for part in &message.parts {
             let (tokens, _) = part_tokens(part);
             match &part.kind {
+                PartKind::Text(text) if is_summary && text.is_working_state() => {
+                    working_state += tokens
+                }
                 _ if is_summary => summary += tokens,
                 PartKind::Tool(_) => tool_outputs += tokens,
                 _ => messages += tokens,
@@ -107,6 +113,7 @@ pub fn build_breakdown(input: &BreakdownInput<'_>) -> ContextBreakdown {
             token::count_or_estimate(&tool_json).0 as u64,
         ),
         (SUMMARY, summary),
+        (WORKING_STATE, working_state),
         (MESSAGES, messages),
         (TOOL_OUTPUTS, tool_outputs),
     ];
@@ -194,9 +201,9 @@ mod tests {
             let json = serde_json::to_string(&tools).expect("tools");
             token::count_or_estimate(&json).0 as u64
         });
-        let tool_outputs = breakdown.categories[5].1;
+        let tool_outputs = breakdown.categories[6].1;
         assert!(
-            tool_outputs > breakdown.categories[4].1,
+            tool_outputs > breakdown.categories[5].1,
             "{:?}",
             breakdown.categories
         );

@@ -120,17 +120,25 @@ pub fn to_model_messages(
     current_model: &ModelRef,
     options: ModelViewOptions,
 ) -> Vec<ChatMessage> {
-    let mut out = Vec::with_capacity(history.len() * 2);
+    let mut out: Vec<ChatMessage> = Vec::with_capacity(history.len() * 2);
+    // The working state just pushed: a user message that follows it joins
+    // it, so roles still alternate (some chat templates insist).
+    let mut after_state = false;
     for message in history {
         match &message.message.role {
             crate::message::Role::User(_) => {
                 let content = user_content(&message.parts, options);
-                if !content.is_empty() {
-                    out.push(ChatMessage {
+                if content.is_empty() {
+                    continue;
+                }
+                match out.last_mut() {
+                    Some(state) if after_state => state.content.extend(content),
+                    _ => out.push(ChatMessage {
                         role: ChatRole::User,
                         content,
-                    });
+                    }),
                 }
+                after_state = false;
             }
             crate::message::Role::Assistant(assistant) => {
                 if let Some(error) = &assistant.error {
@@ -147,10 +155,39 @@ pub fn to_model_messages(
                 {
                     push_assistant_step(&mut out, step, same_model, options);
                 }
+                after_state = push_working_state(&mut out, message);
             }
         }
     }
     out
+}
+
+/// A summary's working state, sent after it as the user's side of the
+/// conversation (it holds the user's own words); whether one was pushed.
+fn push_working_state(out: &mut Vec<ChatMessage>, message: &MessageWithParts) -> bool {
+    if !message.is_completed_summary() {
+        return false;
+    }
+    let texts: Vec<Content> = message
+        .parts
+        .iter()
+        .filter_map(|p| match &p.kind {
+            PartKind::Text(t) if t.is_working_state() && !t.text.is_empty() => {
+                Some(Content::Text {
+                    text: t.text.clone(),
+                })
+            }
+            _ => None,
+        })
+        .collect();
+    if texts.is_empty() {
+        return false;
+    }
+    out.push(ChatMessage {
+        role: ChatRole::User,
+        content: texts,
+    });
+    true
 }
 
 /// Step-start, step-finish and reasoning alone do not make an aborted
@@ -247,7 +284,7 @@ fn push_assistant_step(
             PartKind::Text(text) if text.text.is_empty() && has_signed_reasoning => {
                 content.push(Content::Text { text: " ".into() });
             }
-            PartKind::Text(text) if text.text.is_empty() => {}
+            PartKind::Text(text) if text.text.is_empty() || text.is_working_state() => {}
             PartKind::Text(text) => content.push(Content::Text {
                 text: text.text.clone(),
             }),

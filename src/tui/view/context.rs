@@ -90,6 +90,7 @@ pub fn breakdown_lines(b: &ContextBreakdown) -> Vec<Line<'static>> {
         Color::LightMagenta,
         Color::Green,
         Color::Yellow,
+        Color::LightCyan,
     ];
     for (i, (name, tokens)) in b.categories.iter().enumerate() {
         lines.push(row(name, *tokens, colors[i % colors.len()]));

@@ -59,7 +59,7 @@ pub fn block_lines(
     let messages = cx.timeline.messages();
     match block {
         Block::Header(m) if cx.timeline.is_shell_run(m) => shell_run_header(&messages[m].message),
-        Block::Header(m) => header(&messages[m].message, cx.timeline.compacted_tokens(m), width),
+        Block::Header(m) => header(&messages[m].message, cx.timeline.compaction_of(m), width),
         Block::Part(m, p) if cx.timeline.is_shell_run(m) => {
             let part = &messages[m].parts[p];
             match &part.kind {
@@ -135,12 +135,12 @@ fn card_inputs<'a>(
 /// Every block ends with its own blank line, so headers need none before them.
 /// A header wider than the pane wraps at words under its text, and an
 /// error is shown whole, every line of it, under the header. `compacted`:
-/// a summary's figures, the gauge's before and after, as its notice gave
-/// them (none until the summary is in place, and none in sessions recorded
-/// before they were kept).
+/// a summary's compaction: the gauge's before and after, as its notice gave
+/// them, and what was carried verbatim (none until the summary is in place,
+/// and none in sessions recorded before they were kept).
 fn header(
     message: &Message,
-    compacted: Option<crate::message::CompactedTokens>,
+    compacted: Option<&crate::message::CompactionPart>,
     width: usize,
 ) -> Vec<Line<'static>> {
     let mut out = Vec::new();
@@ -163,7 +163,7 @@ fn header(
                 ),
                 (None, None) => ("━━ compacting history…".to_string(), Color::Magenta),
                 (None, Some(_)) => (
-                    match compacted {
+                    match compacted.and_then(|c| c.tokens) {
                         Some(tokens) => format!(
                             "━━ history compacted · {} -> {} tokens",
                             crate::shared::thousands(tokens.before),
@@ -211,8 +211,37 @@ fn header(
         2
     };
     wrap_into(&line, width, indent, &mut out);
+    if let Some(carried) = compacted.and_then(|c| c.carried.as_ref())
+        && message.as_assistant().is_some_and(|a| a.finish.is_some())
+    {
+        for row in carried_rows(carried) {
+            wrap_into(&row, width, indent, &mut out);
+        }
+    }
     out.extend(error_lines);
     out
+}
+
+/// Under a compaction's marker: what was summarized, what the working state
+/// carried verbatim, and a thin summary said plainly.
+fn carried_rows(carried: &crate::message::Carried) -> Vec<Line<'static>> {
+    let dim = Style::default().fg(Color::DarkGray);
+    let mut text = format!(
+        "   summarized {} messages",
+        crate::shared::thousands(u64::from(carried.summarized_messages))
+    );
+    if let Some(words) = carried.words() {
+        text.push_str(&format!(" · carried verbatim: {words}"));
+    }
+    text.push_str(" · Ctrl+O shows what the model now reads");
+    let mut rows = vec![Line::styled(text, dim)];
+    if carried.thin_summary {
+        rows.push(Line::styled(
+            "   the summary is thin; the working state carries the rest",
+            Style::default().fg(Color::Yellow),
+        ));
+    }
+    rows
 }
 
 /// An answer's error under its header: `✗ ` and every line of the message,
@@ -261,6 +290,14 @@ fn part_lines(
             }
             out.push(Line::default());
             out
+        }
+        // The marker says what the state carried; Ctrl+O shows it whole.
+        PartKind::Text(text) if is_summary && text.is_working_state() => {
+            if cx.expand_details {
+                working_state_lines(&text.text, width)
+            } else {
+                Vec::new()
+            }
         }
         PartKind::Text(text) if is_summary && !cx.expand_details => {
             let mut lines = render_markdown(&text.text, width);
@@ -345,6 +382,30 @@ fn mention_lines(text: &str, expanded: bool, width: usize) -> Vec<Line<'static>>
 const MENTION_EXPANDED_LINES: usize = 200;
 
 /// The marker of a compaction request: why it was asked and its focus.
+/// The working state as the model reads it after the summary, verbatim.
+fn working_state_lines(text: &str, width: usize) -> Vec<Line<'static>> {
+    let mut out = Vec::new();
+    wrap_into(
+        &Line::styled(
+            "── sent after the summary: the working state cairn carried ──",
+            Style::default().fg(Color::Magenta),
+        ),
+        width,
+        3,
+        &mut out,
+    );
+    for line in text.lines() {
+        wrap_into(
+            &Line::styled(format!("   {line}"), Style::default().fg(Color::Gray)),
+            width,
+            3,
+            &mut out,
+        );
+    }
+    out.push(Line::default());
+    out
+}
+
 fn compaction_lines(c: &crate::message::CompactionPart, width: usize) -> Vec<Line<'static>> {
     let mut label = format!(
         "━━ compaction requested ({})",

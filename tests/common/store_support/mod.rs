@@ -120,6 +120,7 @@ pub fn compaction(message: &Message, tail_start_id: Option<&str>) -> Part {
             tail_start_id: tail_start_id.map(str::to_string),
             instructions: None,
             tokens: None,
+            carried: None,
         }),
     )
 }
@@ -214,6 +215,19 @@ pub fn every_part_kind(message: &Message) -> Vec<Part> {
             tokens: Some(CompactedTokens {
                 before: 45_210,
                 after: 1_951,
+            }),
+            carried: Some(cairn::message::Carried {
+                summarized_messages: 12,
+                user_messages: 3,
+                omitted_user_messages: 1,
+                changed_files: 2,
+                read_files: 1,
+                file_texts: 2,
+                todos: 3,
+                open_todos: 2,
+                skills: 1,
+                tokens: 812,
+                thin_summary: true,
             }),
         }),
         PartKind::Subtask(SubtaskPart {

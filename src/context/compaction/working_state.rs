@@ -1,0 +1,529 @@
+//! The working state: what a compaction carries past the summary, built by
+//! cairn from the session's own records, never by the model. Whatever the
+//! summary says (even "ok"), the next request still carries the user's own
+//! words, the files the session changed and read, the current text of the
+//! files touched last, the todo list and the skills loaded.
+//!
+//! Pure: the session reads the records from the store and the files' text
+//! from disk ([`files_to_read`] says which), then [`build`] lays them out
+//! within a budget that scales with the window ([`Budget::for_usable`]).
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::message::{Carried, MessageWithParts, PartKind, ToolPart, ToolState};
+use crate::token;
+
+/// The whole working state's share of the usable window, and its cap.
+pub const WORKING_STATE_FRACTION: f64 = 0.15;
+pub const WORKING_STATE_MAX_TOKENS: u64 = 16_000;
+
+/// Each section's most, as shares of the whole: no one section can starve
+/// the others. What a section leaves unused goes to the files' text.
+const USER_SHARE: f64 = 0.40;
+const FILES_LIST_SHARE: f64 = 0.10;
+const TODO_SHARE: f64 = 0.15;
+const SKILL_SHARE: f64 = 0.15;
+
+/// Files whose current text is read for the state, newest touched first.
+pub const MAX_FILE_TEXTS: usize = 6;
+
+/// A file text shorter than this many tokens of room is not started.
+const MIN_FILE_ROOM: u64 = 64;
+
+/// The tools whose records the state is built from (the store reads only these).
+pub const RECORD_TOOLS: &[&str] = &["read", "edit", "write", "todowrite", "skill"];
+
+/// The working state's token budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    pub total: u64,
+}
+
+impl Budget {
+    /// `min(16,000, 15% of usable)`; the cap when the window is unknown.
+    /// 8k: 1,024; 32k: 4,096; 128k and 200k: 16,000.
+    pub fn for_usable(usable: u64) -> Self {
+        Self {
+            total: crate::context::scaled(WORKING_STATE_MAX_TOKENS, WORKING_STATE_FRACTION, usable),
+        }
+    }
+
+    fn share(self, fraction: f64) -> u64 {
+        (self.total as f64 * fraction).floor() as u64
+    }
+}
+
+/// A file's current text as the session read it from disk for the state:
+/// `None` when it is gone or cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileText {
+    pub path: String,
+    pub text: Option<String>,
+}
+
+/// The working state: the text sent after the summary and what it holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkingState {
+    pub text: String,
+    pub carried: Carried,
+}
+
+/// What the records say the session did, in the order it happened.
+#[derive(Debug, Default)]
+struct Thread<'a> {
+    /// The user's own words, oldest first: (message number from 1, text),
+    /// without those the conversation carries verbatim anyway.
+    user: Vec<(usize, String)>,
+    changed: Vec<Changed>,
+    read: Vec<String>,
+    todos: Option<&'a Value>,
+    skills: Vec<(String, Option<&'a str>)>,
+    /// Every file touched, newest last (a later touch moves it to the end).
+    touched: Vec<String>,
+}
+
+/// One file the session changed, summed over its steps.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Changed {
+    path: String,
+    kind: String,
+    added: u64,
+    removed: u64,
+    by: Vec<String>,
+}
+
+/// Which files' current text to read: the ones edited or read most
+/// recently, newest first, at most [`MAX_FILE_TEXTS`].
+pub fn files_to_read(records: &[MessageWithParts], root: &Path) -> Vec<String> {
+    let thread = Thread::from_records(records, root, None);
+    let deleted: Vec<&str> = thread
+        .changed
+        .iter()
+        .filter(|c| c.kind == "deleted")
+        .map(|c| c.path.as_str())
+        .collect();
+    thread
+        .touched
+        .iter()
+        .rev()
+        .filter(|p| !deleted.contains(&p.as_str()))
+        .take(MAX_FILE_TEXTS)
+        .cloned()
+        .collect()
+}
+
+/// Lays the records out within `budget`. Paths under `root` are named
+/// relative to it, as patches name them. `verbatim_from`: the first message
+/// kept verbatim after the summary (the tail, or the compaction request):
+/// user messages from it on are in the conversation already. `files`: the
+/// current text of [`files_to_read`]'s answer, in its order.
+pub fn build(
+    records: &[MessageWithParts],
+    root: &Path,
+    verbatim_from: Option<&str>,
+    files: &[FileText],
+    budget: Budget,
+) -> WorkingState {
+    let thread = Thread::from_records(records, root, verbatim_from);
+    let mut carried = Carried::default();
+    let mut sections = Vec::new();
+    // The lead, the closing tag and the blank lines between sections.
+    let mut left = budget.total.saturating_sub(tokens(LEAD) + 16);
+    let mut take = |section: Option<String>, left: &mut u64| {
+        if let Some(section) = section {
+            *left = left.saturating_sub(tokens(&section));
+            sections.push(section);
+        }
+    };
+    take(
+        user_section(&thread, budget.share(USER_SHARE), &mut carried),
+        &mut left,
+    );
+    take(
+        todo_section(thread.todos, budget.share(TODO_SHARE), &mut carried),
+        &mut left,
+    );
+    take(
+        files_section(&thread, budget.share(FILES_LIST_SHARE), &mut carried),
+        &mut left,
+    );
+    take(
+        skill_section(&thread, budget.share(SKILL_SHARE), &mut carried),
+        &mut left,
+    );
+    take(text_section(files, left, &mut carried), &mut left);
+    if sections.is_empty() {
+        return WorkingState {
+            text: String::new(),
+            carried,
+        };
+    }
+    let text = format!("{LEAD}\n\n{}\n</working-state>", sections.join("\n\n"));
+    carried.tokens = tokens(&text);
+    WorkingState { text, carried }
+}
+
+/// Opens the state: whose words these are and how far to trust them.
+pub const LEAD: &str = "<working-state>\nRecorded by cairn from the session itself when the history above was summarized, not written by the summarizer: where the two disagree, this is right. Files' text is as it was on disk at that moment.";
+
+/// Whether a summary is too thin to rely on: empty, very short, or naming
+/// none of the files the session changed.
+pub fn is_thin(summary: &str, records: &[MessageWithParts], root: &Path) -> bool {
+    const MIN_WORDS: usize = 25;
+    if summary.split_whitespace().count() < MIN_WORDS {
+        return true;
+    }
+    let thread = Thread::from_records(records, root, None);
+    !thread.changed.is_empty()
+        && !thread.changed.iter().any(|c| {
+            let name = c.path.rsplit('/').next().unwrap_or(&c.path);
+            summary.contains(&c.path) || summary.contains(name)
+        })
+}
+
+fn tokens(text: &str) -> u64 {
+    token::count_or_estimate(text).0 as u64
+}
+
+impl<'a> Thread<'a> {
+    fn from_records(
+        records: &'a [MessageWithParts],
+        root: &Path,
+        verbatim_from: Option<&str>,
+    ) -> Self {
+        let mut thread = Thread::default();
+        let mut number = 0;
+        let mut changed: HashMap<String, usize> = HashMap::new();
+        for message in records {
+            let in_view = verbatim_from.is_some_and(|from| message.message.id.as_str() >= from);
+            if message.message.is_user() && message.compaction().is_none() {
+                let words = user_words(message);
+                if !words.is_empty() {
+                    number += 1;
+                    if !in_view {
+                        thread.user.push((number, words));
+                    }
+                }
+            }
+            for part in &message.parts {
+                match &part.kind {
+                    PartKind::Patch(patch) => {
+                        for file in &patch.changes {
+                            thread.record_change(&mut changed, file);
+                        }
+                    }
+                    PartKind::Tool(tool) => thread.record_tool(tool, root),
+                    _ => {}
+                }
+            }
+        }
+        thread
+            .read
+            .retain(|p| !thread.changed.iter().any(|c| &c.path == p));
+        thread
+    }
+
+    fn record_change(
+        &mut self,
+        index: &mut HashMap<String, usize>,
+        file: &crate::message::PatchFile,
+    ) {
+        let at = *index.entry(file.path.clone()).or_insert_with(|| {
+            self.changed.push(Changed {
+                path: file.path.clone(),
+                kind: file.kind.clone(),
+                added: 0,
+                removed: 0,
+                by: Vec::new(),
+            });
+            self.changed.len() - 1
+        });
+        let entry = &mut self.changed[at];
+        entry.added += u64::from(file.added);
+        entry.removed += u64::from(file.removed);
+        // Added then modified is still new; anything then deleted is gone.
+        if entry.kind != "added" || file.kind == "deleted" {
+            entry.kind = file.kind.clone();
+        }
+        if !entry.by.contains(&file.by) {
+            entry.by.push(file.by.clone());
+        }
+        self.touch(&file.path);
+    }
+
+    fn record_tool(&mut self, tool: &'a ToolPart, root: &Path) {
+        let input = tool.state.input();
+        // The names the file tools accept for their path.
+        let path = ["path", "filePath", "file_path"]
+            .iter()
+            .find_map(|key| input.get(key).and_then(Value::as_str))
+            .map(|p| relative_to(p, root));
+        let path = path.as_deref();
+        match (tool.tool.as_str(), &tool.state) {
+            ("read", ToolState::Completed { .. }) => {
+                if let Some(path) = path {
+                    if !self.read.iter().any(|p| p == path) {
+                        self.read.push(path.to_string());
+                    }
+                    self.touch(path);
+                }
+            }
+            ("edit" | "write", ToolState::Completed { .. }) => {
+                if let Some(path) = path {
+                    self.touch(path);
+                }
+            }
+            ("todowrite", ToolState::Completed { .. }) => self.todos = input.get("todos"),
+            ("skill", ToolState::Completed { output, .. }) => {
+                if let Some(name) = input.get("name").and_then(Value::as_str) {
+                    self.skills.retain(|(n, _)| n != name);
+                    self.skills.push((name.to_string(), Some(output.as_str())));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn touch(&mut self, path: &str) {
+        self.touched.retain(|p| p != path);
+        self.touched.push(path.to_string());
+    }
+}
+
+/// `path` relative to `root` when it lies under it, as patches name files.
+fn relative_to(path: &str, root: &Path) -> String {
+    Path::new(path)
+        .strip_prefix(root)
+        .ok()
+        .and_then(|p| p.to_str())
+        .filter(|p| !p.is_empty())
+        .map_or_else(|| path.to_string(), str::to_string)
+}
+
+/// The text a user typed in one message (not what cairn attached to it).
+fn user_words(message: &MessageWithParts) -> String {
+    let texts: Vec<&str> = message
+        .parts
+        .iter()
+        .filter_map(|p| match &p.kind {
+            PartKind::Text(t) if !t.synthetic && !t.ignored && !t.text.trim().is_empty() => {
+                Some(t.text.as_str())
+            }
+            _ => None,
+        })
+        .collect();
+    texts.join("\n")
+}
+
+/// The user's messages, newest first, each whole or not at all: a long
+/// paste that does not fit is named, and older short ones still get in (the
+/// first message often holds the task's constraints).
+fn user_section(thread: &Thread<'_>, room: u64, carried: &mut Carried) -> Option<String> {
+    if thread.user.is_empty() {
+        return None;
+    }
+    let mut kept = Vec::new();
+    let mut omitted = Vec::new();
+    let mut used = 0;
+    for (number, text) in thread.user.iter().rev() {
+        let entry = format!("[message {number}]\n{text}");
+        let cost = tokens(&entry);
+        if used + cost <= room {
+            used += cost;
+            kept.push(entry);
+        } else {
+            omitted.push(format!("{number} ({})", opening(text)));
+        }
+    }
+    carried.user_messages = kept.len() as u32;
+    carried.omitted_user_messages = omitted.len() as u32;
+    let mut out = String::from(
+        "## What the user said before the summary (verbatim, newest first; the most recent messages follow in the conversation)",
+    );
+    for entry in &kept {
+        out.push_str("\n\n");
+        out.push_str(entry);
+    }
+    if !omitted.is_empty() {
+        out.push_str(&format!(
+            "\n\nLeft out for room ({} message(s), see the summary): {}",
+            omitted.len(),
+            omitted.join("; ")
+        ));
+    }
+    Some(out)
+}
+
+/// The first words of a message, to name one left out.
+fn opening(text: &str) -> String {
+    const WORDS: usize = 8;
+    let words: Vec<&str> = text.split_whitespace().take(WORDS + 1).collect();
+    let more = if words.len() > WORDS { " …" } else { "" };
+    format!("\"{}{more}\"", words[..words.len().min(WORDS)].join(" "))
+}
+
+fn todo_section(todos: Option<&Value>, room: u64, carried: &mut Carried) -> Option<String> {
+    let todos = todos?.as_array()?;
+    let mut out = String::from("## Todo list (as it stands)");
+    let mut shown = 0;
+    for todo in todos {
+        let content = todo.get("content").and_then(Value::as_str).unwrap_or("");
+        let status = todo
+            .get("status")
+            .and_then(Value::as_str)
+            .unwrap_or("pending");
+        let line = format!("\n- [{status}] {content}");
+        if tokens(&out) + tokens(&line) > room {
+            out.push_str(&format!("\n- … {} more item(s)", todos.len() - shown));
+            break;
+        }
+        out.push_str(&line);
+        shown += 1;
+        if matches!(status, "pending" | "in_progress") {
+            carried.open_todos += 1;
+        }
+    }
+    carried.todos = shown as u32;
+    (!todos.is_empty()).then_some(out)
+}
+
+fn files_section(thread: &Thread<'_>, room: u64, carried: &mut Carried) -> Option<String> {
+    if thread.changed.is_empty() && thread.read.is_empty() {
+        return None;
+    }
+    let mut lines = Vec::new();
+    if !thread.changed.is_empty() {
+        lines.push("## Files this session changed".to_string());
+        for c in &thread.changed {
+            lines.push(format!(
+                "- {}: {}, +{} -{} (by {})",
+                c.path,
+                c.kind,
+                c.added,
+                c.removed,
+                c.by.join(", ")
+            ));
+        }
+    }
+    if !thread.read.is_empty() {
+        lines.push("## Files this session read (unchanged)".to_string());
+        lines.extend(thread.read.iter().map(|p| format!("- {p}")));
+    }
+    carried.changed_files = thread.changed.len() as u32;
+    carried.read_files = thread.read.len() as u32;
+    Some(fit_lines(lines, room))
+}
+
+/// Keeps whole lines while they fit `room`, then says how many are left out.
+fn fit_lines(lines: Vec<String>, room: u64) -> String {
+    let total = lines.len();
+    let mut out = String::new();
+    for (i, line) in lines.into_iter().enumerate() {
+        let candidate = tokens(&line) + 1;
+        if i > 0 && tokens(&out) + candidate > room {
+            out.push_str(&format!("\n- … {} more line(s)", total - i));
+            break;
+        }
+        if i > 0 {
+            out.push('\n');
+        }
+        out.push_str(&line);
+    }
+    out
+}
+
+fn skill_section(thread: &Thread<'_>, room: u64, carried: &mut Carried) -> Option<String> {
+    if thread.skills.is_empty() {
+        return None;
+    }
+    let mut out = String::from("## Skills loaded (newest last)");
+    let mut used = tokens(&out);
+    for (name, instructions) in &thread.skills {
+        let whole = instructions.map(|text| format!("\n\n### skill: {name}\n{text}"));
+        match whole {
+            Some(whole) if used + tokens(&whole) <= room => {
+                used += tokens(&whole);
+                out.push_str(&whole);
+            }
+            _ => {
+                let line = format!(
+                    "\n\n### skill: {name}\n(its instructions did not fit here: load it again with the skill tool before relying on it)"
+                );
+                used += tokens(&line);
+                out.push_str(&line);
+            }
+        }
+    }
+    carried.skills = thread.skills.len() as u32;
+    Some(out)
+}
+
+/// The files' current text, newest touched first, each whole when it fits,
+/// else its first lines with where to read on.
+fn text_section(files: &[FileText], room: u64, carried: &mut Carried) -> Option<String> {
+    let mut out = String::from("## Current text of the files touched last");
+    let header = tokens(&out);
+    let mut left = room.saturating_sub(header);
+    let mut count = 0;
+    for file in files {
+        if left < MIN_FILE_ROOM {
+            break;
+        }
+        let Some(text) = &file.text else {
+            out.push_str(&format!(
+                "\n\n### {}\n(gone, or not readable now)",
+                file.path
+            ));
+            continue;
+        };
+        let block = file_block(&file.path, text, left);
+        left = left.saturating_sub(tokens(&block));
+        out.push_str(&block);
+        count += 1;
+    }
+    carried.file_texts = count;
+    (count > 0).then_some(out)
+}
+
+/// One file's text within `room` tokens: whole, or cut at a line with the
+/// offset to read on from.
+fn file_block(path: &str, text: &str, room: u64) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let noun = if lines.len() == 1 { "line" } else { "lines" };
+    let whole = format!(
+        "\n\n### {path} ({} {noun})\n```\n{}\n```",
+        lines.len(),
+        text.trim_end_matches('\n')
+    );
+    if tokens(&whole) <= room {
+        return whole;
+    }
+    // Binary search the longest prefix of lines that fits.
+    let fits = |n: usize| {
+        let head = lines[..n].join("\n");
+        tokens(&cut_block(path, &head, n, lines.len())) <= room
+    };
+    let (mut low, mut high) = (0, lines.len());
+    while low < high {
+        let mid = (low + high).div_ceil(2);
+        if fits(mid) {
+            low = mid;
+        } else {
+            high = mid - 1;
+        }
+    }
+    cut_block(path, &lines[..low].join("\n"), low, lines.len())
+}
+
+fn cut_block(path: &str, head: &str, shown: usize, total: usize) -> String {
+    format!(
+        "\n\n### {path} (lines 1-{shown} of {total}; read it with offset={} for the rest)\n```\n{head}\n```",
+        shown + 1
+    )
+}
+
+#[cfg(test)]
+mod tests;

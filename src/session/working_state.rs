@@ -1,0 +1,139 @@
+//! Builds a compaction's working state and writes it on the summary: reads
+//! the session's records from the store and the current text of the files
+//! touched last from disk, and hands them to `context::compaction::
+//! working_state`, which decides what fits.
+
+use std::io::Read;
+use std::path::Path;
+
+use serde_json::json;
+
+use crate::context::compaction::working_state::{
+    self, Budget, FileText, RECORD_TOOLS, WorkingState,
+};
+use crate::message::{Carried, Part, PartKind, TextPart, WORKING_STATE_METADATA};
+use crate::session::ctx::{ResolvedModel, SessionCtx};
+use crate::session::{Error, gauge};
+use crate::store::RecordQuery;
+
+/// Bytes read of one file at most: a window's budget of text is far less,
+/// and a huge file must not cost a huge read.
+const MAX_FILE_BYTES: u64 = 256 * 1024;
+
+/// What [`carry`] needs of the compaction.
+pub struct Compacted<'a> {
+    /// The summary message's id.
+    pub summary_id: &'a str,
+    /// Messages summarized.
+    pub summarized: usize,
+    /// The first message the model still sees verbatim (tail, replayed
+    /// message or the compaction request itself).
+    pub verbatim_from: &'a str,
+    /// Tokens the next request may still grow by before the compaction point.
+    pub room: u64,
+}
+
+/// Builds the working state, writes it as a part of the summary message
+/// and returns what it carried (all zero when there was nothing to carry).
+pub async fn carry(
+    ctx: &SessionCtx,
+    model: &ResolvedModel,
+    compacted: Compacted<'_>,
+) -> Result<Carried, Error> {
+    let query = RecordQuery {
+        tools: RECORD_TOOLS.iter().map(|t| t.to_string()).collect(),
+        outputs_of: vec!["skill".to_string()],
+    };
+    let records = ctx
+        .writer
+        .store
+        .read_records(&ctx.session_id, query)
+        .await?;
+    let root = ctx.env.root.clone();
+    let budget = budget(ctx, model, compacted.room);
+    let summary = ctx.writer.store.get_message(compacted.summary_id).await?;
+    let summary_text: String = summary
+        .iter()
+        .flat_map(|m| m.parts.iter())
+        .filter_map(|p| match &p.kind {
+            PartKind::Text(t) if !t.is_working_state() => Some(t.text.as_str()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let verbatim_from = compacted.verbatim_from.to_string();
+    // Reading files and laying out the state is blocking work.
+    let state = tokio::task::spawn_blocking(move || {
+        let files = read_files(&working_state::files_to_read(&records, &root), &root);
+        let mut state = working_state::build(&records, &root, Some(&verbatim_from), &files, budget);
+        state.carried.thin_summary = working_state::is_thin(&summary_text, &records, &root);
+        state
+    })
+    .await
+    .map_err(|e| Error::Internal(format!("building the working state: {e}")))?;
+    let WorkingState { text, mut carried } = state;
+    carried.summarized_messages = compacted.summarized as u32;
+    if let Some(summary) = summary
+        && !text.is_empty()
+    {
+        let part = TextPart {
+            text,
+            synthetic: true,
+            metadata: Some(json!({ WORKING_STATE_METADATA: &carried })),
+            ..TextPart::default()
+        };
+        ctx.writer
+            .part(&Part::new(&summary.message, PartKind::Text(part)))
+            .await?;
+    }
+    Ok(carried)
+}
+
+/// The window's share, and never more than half the room left below the
+/// compaction point (the next turn needs the rest), in our tokenizer's
+/// units: a model that counts more per word gets less text.
+fn budget(ctx: &SessionCtx, model: &ResolvedModel, room: u64) -> Budget {
+    let share = Budget::for_usable(gauge::usable(ctx, model)).total;
+    let theirs_per_thousand = ctx.accounting.calibration(&model.model).scale(1_000).max(1);
+    Budget {
+        total: share.min(room / 2) * 1_000 / theirs_per_thousand,
+    }
+}
+
+/// The current text of each file, bounded; directories and unreadable or
+/// binary files are left out, a file that is gone says so.
+fn read_files(paths: &[String], root: &Path) -> Vec<FileText> {
+    paths
+        .iter()
+        .filter_map(|path| {
+            let full = root.join(path);
+            match std::fs::metadata(&full) {
+                Ok(meta) if meta.is_file() => {
+                    let text = read_text(&full)?;
+                    Some(FileText {
+                        path: path.clone(),
+                        text: Some(text),
+                    })
+                }
+                Ok(_) => None,
+                Err(_) => Some(FileText {
+                    path: path.clone(),
+                    text: None,
+                }),
+            }
+        })
+        .collect()
+}
+
+fn read_text(path: &Path) -> Option<String> {
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .ok()?
+        .take(MAX_FILE_BYTES)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    if bytes.contains(&0) {
+        return None;
+    }
+    Some(String::from_utf8_lossy(&bytes).into_owned())
+}
