@@ -312,3 +312,78 @@ fn assert_thread_kept_within(after: &str, window: u64) {
         assert_thread_kept(after, OLD_BULKY_MARK);
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_the_provider_rejects_a_request_the_compaction_keeps_the_thread() {
+    // cairn assumes 32k; the server takes 12,000 at most and says so.
+    let server_window = 12_000;
+    let counting = Counting::start(server_window, bulky_session()).await;
+    let project = project_on(&counting.server, Some((32_768, 8_192)));
+    project.ok(&["run", CONSTRAINT]).await;
+    project.ok(&["run", "--continue", DECISION]).await;
+    let seen = counting.seen();
+    let rejected = *counting.rejected.lock().unwrap();
+    assert!(rejected >= 1, "the server never rejected a request");
+    let summary = (0..seen.len())
+        .rfind(|&i| is_summary_request(&seen[i].0))
+        .expect("a compaction after the rejection");
+    let (next, tokens) = seen
+        .iter()
+        .skip(summary + 1)
+        .find(|(request, tokens)| !is_summary_request(request) && *tokens <= server_window)
+        .expect("a request that fits after the compaction");
+    assert_thread_kept_within(&conversation(next), 8_192);
+    assert!(*tokens <= server_window);
+}
+
+/// One turn of many small tool outputs (a model reading a whole tree, one
+/// file a step) with no earlier turn to summarize, and a summary model whose
+/// window is a quarter of the main one's: the summary drops the turn's
+/// oldest steps until it fits instead of giving up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_turn_too_long_to_summarize_whole_is_still_compacted() {
+    const FILES: usize = 90;
+    let project_files: Vec<String> = (0..FILES).map(|i| format!("src/m{i:03}.rs")).collect();
+    let mut answers: Vec<Answer> = project_files
+        .iter()
+        .enumerate()
+        .map(|(i, path)| {
+            let id: &'static str = Box::leak(format!("call_{i}").into_boxed_str());
+            Answer::Tool(id, "read", json!({ "path": path }))
+        })
+        .collect();
+    answers.push(Answer::Text("Read them all."));
+    let counting = Counting::start(32_768, answers).await;
+    let project = project_on(&counting.server, Some((32_768, 8_192)));
+    let config = std::fs::read_to_string(project.path("cairn.toml")).expect("config");
+    std::fs::write(
+        project.path("cairn.toml"),
+        format!(
+            "{config}\n[provider.scripted.models.\"small-model\"]\ncontext = 8192\noutput = 2048\n\n[compaction]\nmodel = \"scripted/small-model\"\n"
+        ),
+    )
+    .expect("config");
+    project.trust();
+    std::fs::create_dir_all(project.path("src")).expect("src");
+    for (i, path) in project_files.iter().enumerate() {
+        let body: String = (0..40)
+            .map(|l| format!("pub const C{i}_{l}: &str = \"value {i} {l} {}\";\n", "x".repeat(20)))
+            .collect();
+        std::fs::write(project.path(path), body).expect("write module");
+    }
+    let out = project.cairn(&["run", "read every module, one at a time"]).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !stderr.contains("too large to compact"),
+        "gave up instead of compacting: {stderr}"
+    );
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let seen = counting.seen();
+    let summary = seen
+        .iter()
+        .find(|(r, _)| is_summary_request(r))
+        .unwrap_or_else(|| panic!("no summary request in {} requests", seen.len()));
+    assert_eq!(summary.0["model"], "small-model");
+    assert!(summary.1 <= 8_192, "the summary request holds {}", summary.1);
+    assert!(conversation(&summary.0).contains("oldest step(s) of this turn were left out"));
+}

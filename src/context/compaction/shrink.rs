@@ -2,7 +2,8 @@
 //! "Never dead-end"): instead of giving up like upstream, cut the input and
 //! retry. Step 0 is the history as is; step 1 cuts tool outputs to 2,000
 //! characters and strips media; each later step also drops the oldest half of
-//! the turns still kept, until one turn is left.
+//! the turns still kept, until one turn is left, then the oldest half of that
+//! turn's steps, until one step is left.
 
 use std::borrow::Cow;
 
@@ -55,31 +56,65 @@ pub fn shrink_step(history: &[MessageWithParts], step: u32) -> Option<Cow<'_, [M
     }
     let starts = turn_starts(&shrunk);
     let turns = starts.len();
-    let keep = |step: u32| -> usize {
-        let divisor = 1usize.checked_shl(step - 1).unwrap_or(usize::MAX);
-        turns.div_ceil(divisor).max(1)
-    };
-    let kept = keep(step);
-    if turns == 0 || kept == keep(step - 1).min(turns) {
+    // Halvings that bring the turns down to one; later ones halve the steps
+    // of that last turn (one turn of hundreds of tool calls must still fit).
+    let turn_halvings = (0..usize::BITS)
+        .find(|&h| halved(turns, h) <= 1)
+        .unwrap_or(0);
+    let halvings = step - 1;
+    if halvings <= turn_halvings {
+        let kept = halved(turns, halvings);
+        let first_kept = starts[turns - kept];
+        let mut tail = shrunk.split_off(first_kept);
+        insert_note(&mut tail[0], "omitted", omitted_turns_note(turns - kept));
+        return Some(Cow::Owned(tail));
+    }
+    // The last turn alone: its user message, then the newest of its steps.
+    let start = starts.last().copied().unwrap_or(0);
+    let mut turn = shrunk.split_off(start);
+    let body_start = usize::from(!starts.is_empty());
+    let steps = turn.len() - body_start;
+    let (kept, before) = (
+        halved(steps, halvings - turn_halvings),
+        halved(steps, halvings - turn_halvings - 1),
+    );
+    if steps == 0 || kept == before {
         return None;
     }
-    let first_kept = starts[turns - kept];
-    let dropped = turns - kept;
-    let mut tail = shrunk.split_off(first_kept);
-    let note_message = &mut tail[0];
+    turn.drain(body_start..body_start + (steps - kept));
+    insert_note(&mut turn[0], "omitted-steps", omitted_steps_note(steps - kept));
+    if turns > 1 {
+        insert_note(&mut turn[0], "omitted", omitted_turns_note(turns - 1));
+    }
+    Some(Cow::Owned(turn))
+}
+
+/// `total` halved `times`, rounding up, never below one.
+fn halved(total: usize, times: u32) -> usize {
+    let divisor = 1usize.checked_shl(times).unwrap_or(usize::MAX);
+    total.div_ceil(divisor).max(1)
+}
+
+/// Tells the summarizer that the oldest steps of the current turn are missing.
+pub fn omitted_steps_note(steps: usize) -> String {
+    format!(
+        "[the {steps} oldest step(s) of this turn were left out of this summary request because they did not fit in the model's context window]"
+    )
+}
+
+fn insert_note(message: &mut MessageWithParts, suffix: &str, text: String) {
     let note = Part {
-        id: format!("{}-omitted", note_message.message.id),
-        message_id: note_message.message.id.clone(),
-        session_id: note_message.message.session_id.clone(),
+        id: format!("{}-{suffix}", message.message.id),
+        message_id: message.message.id.clone(),
+        session_id: message.message.session_id.clone(),
         kind: PartKind::Text(TextPart {
-            text: omitted_turns_note(dropped),
+            text,
             synthetic: true,
             ..TextPart::default()
         }),
         tokens: None,
     };
-    note_message.parts.insert(0, note);
-    Some(Cow::Owned(tail))
+    message.parts.insert(0, note);
 }
 
 /// A copy of `message` as step 1 sends it. Built part by part: a tool output
@@ -209,11 +244,41 @@ mod tests {
     }
 
     #[test]
-    fn a_single_turn_cannot_shrink_past_step_one() {
+    fn a_single_step_cannot_shrink_past_step_one() {
         let mut h = HistoryBuilder::new();
         h.user("only").assistant().finish(1);
         let history = h.build();
         assert!(shrink_step(&history, 1).is_some());
         assert_eq!(shrink_step(&history, 2), None);
+    }
+
+    #[test]
+    fn one_turn_of_many_steps_drops_its_oldest_steps() {
+        let mut h = HistoryBuilder::new();
+        h.user("earlier").assistant().finish(1);
+        h.user("read everything");
+        for n in 0..300 {
+            h.assistant();
+            h.tool_done("read", &format!("file {n}")).finish(1);
+        }
+        let history = h.build();
+        let steps = |step| shrink_step(&history, step).map(|h| h.len() - 1);
+        assert_eq!(steps(2), Some(300), "first the older turn goes");
+        assert_eq!(steps(3), Some(150));
+        assert_eq!(steps(4), Some(75));
+        let mut step = 4;
+        while let Some(kept) = steps(step + 1) {
+            step += 1;
+            assert!(kept >= 1);
+        }
+        assert_eq!(steps(step), Some(1), "down to the newest step");
+        let step3 = shrink_step(&history, 3).expect("step 3");
+        assert!(
+            matches!(&step3[0].parts[0].kind, PartKind::Text(t) if t.text == omitted_turns_note(1))
+        );
+        assert!(
+            matches!(&step3[0].parts[1].kind, PartKind::Text(t) if t.text == omitted_steps_note(150))
+        );
+        assert!(matches!(&step3[0].parts[2].kind, PartKind::Text(t) if t.text == "read everything"));
     }
 }
