@@ -22,6 +22,9 @@ pub struct Accounting {
     last_sent: Mutex<HashMap<ModelRef, u64>>,
     /// Windows providers stated in overflow errors, smaller than configured.
     pub(super) stated_windows: Mutex<HashMap<ModelRef, u64>>,
+    /// The largest prompt each model's provider accepted in this session:
+    /// its window is at least that, whatever the config or catalog says.
+    accepted: Mutex<HashMap<ModelRef, u64>>,
     /// Requests rejected as too long since the turn began or a step last
     /// succeeded: each cost a compaction, and a provider that keeps
     /// rejecting must not cost them without end.
@@ -61,6 +64,21 @@ impl Accounting {
             .entry(model.clone())
             .or_insert_with(|| Calibration::for_model(model))
             .observe(counted, exact);
+    }
+
+    /// Remembers that the provider took a prompt of `prompt` tokens; true
+    /// when it is the largest yet.
+    pub fn accept(&self, model: &ModelRef, prompt: u64) -> bool {
+        let mut accepted = lock(&self.accepted);
+        let largest = accepted.entry(model.clone()).or_insert(0);
+        let raised = prompt > *largest;
+        *largest = (*largest).max(prompt);
+        raised
+    }
+
+    /// The largest prompt the provider accepted for `model`, if any.
+    pub fn accepted(&self, model: &ModelRef) -> Option<u64> {
+        lock(&self.accepted).get(model).copied()
     }
 
     /// Learns the tokenizer ratio from the provider's usage of that request.

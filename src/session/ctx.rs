@@ -127,7 +127,9 @@ impl SessionCtx {
                 LiveView::within(&self.session_id, Some(budget))
             }
         };
-        self.writer.store.refresh_view(previous).await
+        let view = self.writer.store.refresh_view(previous).await?;
+        crate::session::gauge::observe_history(self, view.messages());
+        Ok(view)
     }
 
     /// Keeps a model view read for the next [`Self::read_view`].

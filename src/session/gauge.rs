@@ -66,12 +66,72 @@ pub fn tool_output_limits(ctx: &SessionCtx, model: &ResolvedModel) -> crate::too
 /// The model's limits, with the window a provider stated when it is smaller:
 /// the provider knows its window better than the catalog or the config.
 fn limits(ctx: &SessionCtx, model: &ResolvedModel) -> context::Limits {
-    let mut limits = model.limits;
+    let mut limits = grown_to_accepted(ctx, model);
     if let Some(stated) = lock(&ctx.accounting.stated_windows).get(&model.model) {
         limits.context = limits.context.min(*stated);
         limits.output = limits.output.min(limits.context / 4).max(1);
     }
     limits
+}
+
+/// The model's limits, grown when its provider accepted a prompt larger than
+/// they leave room for: the real window is larger than assumed, and a
+/// session the provider was happy with must not be compacted or refused
+/// for it. Grown to the next power of two above the prompt and an answer
+/// (windows usually are one); a provider that then rejects a request says
+/// its window, and that wins (`learn_window`).
+fn grown_to_accepted(ctx: &SessionCtx, model: &ResolvedModel) -> context::Limits {
+    let mut limits = model.limits;
+    let Some(accepted) = ctx.accounting.accepted(&model.model) else {
+        return limits;
+    };
+    if limits.context == 0 || accepted <= context::usable(&limits, &ctx.settings.compaction) {
+        return limits;
+    }
+    let answer = context::max_output_tokens(&limits);
+    let grown = (accepted + answer).next_power_of_two();
+    limits.context = limits.context.max(grown);
+    if let Some(input) = limits.input {
+        let reserved = context::reserved(&limits, &ctx.settings.compaction);
+        limits.input = Some(input.max((accepted + reserved).next_power_of_two()));
+    }
+    limits
+}
+
+/// Records the prompt size the provider accepted (its usage), and says once
+/// when it shows the configured window is too small.
+pub fn observe_accepted(ctx: &SessionCtx, model: &ResolvedModel, usage: &crate::provider::Usage) {
+    let prompt = usage.input + usage.cache_read + usage.cache_write;
+    if !ctx.accounting.accept(&model.model, prompt) {
+        return;
+    }
+    let configured = context::usable(&model.limits, &ctx.settings.compaction);
+    if model.limits.context != 0 && prompt > configured {
+        ctx.report_once(&format!(
+            "{} accepted a request of {} tokens, more than the {}-token window cairn assumed for it: cairn now assumes {}. Set the real window ([provider.{}.models.\"{}\"] context = TOKENS) to silence this.",
+            model.model,
+            thousands(prompt),
+            thousands(model.limits.context),
+            thousands(grown_to_accepted(ctx, model).context),
+            model.model.provider,
+            model.model.model,
+        ));
+    }
+}
+
+/// What a session's stored answers say their providers accepted (a run
+/// that continues a session learns the window again from its records).
+pub fn observe_history(ctx: &SessionCtx, read: &[MessageWithParts]) {
+    for message in read {
+        if let Some(assistant) = message.message.as_assistant()
+            && assistant.finish.is_some()
+            && assistant.error.is_none()
+        {
+            let t = &assistant.tokens;
+            ctx.accounting
+                .accept(&assistant.model, t.input + t.cache.read + t.cache.write);
+        }
+    }
 }
 
 /// Remembers the window a provider stated in an overflow error, for this

@@ -488,6 +488,7 @@ async fn on_finish(
     }
     ctx.writer.message(&building.assistant).await?;
     ctx.accounting.learn(&model.model, &usage);
+    gauge::observe_accepted(ctx, model, &usage);
     Ok(())
 }
 

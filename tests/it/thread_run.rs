@@ -367,11 +367,18 @@ async fn one_turn_too_long_to_summarize_whole_is_still_compacted() {
     std::fs::create_dir_all(project.path("src")).expect("src");
     for (i, path) in project_files.iter().enumerate() {
         let body: String = (0..40)
-            .map(|l| format!("pub const C{i}_{l}: &str = \"value {i} {l} {}\";\n", "x".repeat(20)))
+            .map(|l| {
+                format!(
+                    "pub const C{i}_{l}: &str = \"value {i} {l} {}\";\n",
+                    "x".repeat(20)
+                )
+            })
             .collect();
         std::fs::write(project.path(path), body).expect("write module");
     }
-    let out = project.cairn(&["run", "read every module, one at a time"]).await;
+    let out = project
+        .cairn(&["run", "read every module, one at a time"])
+        .await;
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         !stderr.contains("too large to compact"),
@@ -384,6 +391,42 @@ async fn one_turn_too_long_to_summarize_whole_is_still_compacted() {
         .find(|(r, _)| is_summary_request(r))
         .unwrap_or_else(|| panic!("no summary request in {} requests", seen.len()));
     assert_eq!(summary.0["model"], "small-model");
-    assert!(summary.1 <= 8_192, "the summary request holds {}", summary.1);
+    assert!(
+        summary.1 <= 8_192,
+        "the summary request holds {}",
+        summary.1
+    );
     assert!(conversation(&summary.0).contains("oldest step(s) of this turn were left out"));
+}
+
+/// The provider accepted a request larger than the window cairn assumed
+/// (its real window is larger): the session goes on, it is never refused
+/// later for a size the provider took.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_the_provider_accepted_is_never_refused_later() {
+    let server = ScriptedServer::start([
+        text("Read it: the log shows one failure.", 12_000),
+        text("You're welcome.", 12_100),
+        text("Still here.", 12_200),
+    ])
+    .await;
+    let project = project_on(&server, Some((8_192, 2_048)));
+    let first = project
+        .cairn(&["run", "here is the log, what failed?"])
+        .await;
+    let said = String::from_utf8_lossy(&first.stderr);
+    assert!(
+        said.contains("accepted a request of 12,000 tokens, more than the 8,192-token window"),
+        "{said}"
+    );
+    let out = project.cairn(&["run", "--continue", "thanks"]).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("does not fit"), "{stderr}");
+    assert!(
+        !stderr.contains("compacted"),
+        "nothing to compact: {stderr}"
+    );
+    project.ok(&["run", "--continue", "still there?"]).await;
+    assert_eq!(server.requests().len(), 3, "{stderr}");
 }

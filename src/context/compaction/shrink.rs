@@ -82,7 +82,11 @@ pub fn shrink_step(history: &[MessageWithParts], step: u32) -> Option<Cow<'_, [M
         return None;
     }
     turn.drain(body_start..body_start + (steps - kept));
-    insert_note(&mut turn[0], "omitted-steps", omitted_steps_note(steps - kept));
+    insert_note(
+        &mut turn[0],
+        "omitted-steps",
+        omitted_steps_note(steps - kept),
+    );
     if turns > 1 {
         insert_note(&mut turn[0], "omitted", omitted_turns_note(turns - 1));
     }
@@ -279,6 +283,8 @@ mod tests {
         assert!(
             matches!(&step3[0].parts[1].kind, PartKind::Text(t) if t.text == omitted_steps_note(150))
         );
-        assert!(matches!(&step3[0].parts[2].kind, PartKind::Text(t) if t.text == "read everything"));
+        assert!(
+            matches!(&step3[0].parts[2].kind, PartKind::Text(t) if t.text == "read everything")
+        );
     }
 }
