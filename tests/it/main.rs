@@ -81,5 +81,6 @@ mod tui_pty;
 mod tui_sessions;
 mod tui_slash;
 mod tui_subtask;
+mod tui_thread;
 mod tui_undo;
 mod undo_run;
