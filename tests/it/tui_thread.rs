@@ -52,7 +52,10 @@ async fn the_marker_ctrl_o_and_context_show_what_the_compaction_carried() {
         "1 file changed",
         "the summary is thin",
     ] {
-        assert!(marker.contains(needle), "{needle:?} not on the marker:\n{marker}");
+        assert!(
+            marker.contains(needle),
+            "{needle:?} not on the marker:\n{marker}"
+        );
     }
     assert!(
         expanded.contains("Constraint: plans stay under ten lines."),

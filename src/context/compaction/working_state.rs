@@ -30,6 +30,10 @@ const SKILL_SHARE: f64 = 0.15;
 /// Files whose current text is read for the state, newest touched first.
 pub const MAX_FILE_TEXTS: usize = 6;
 
+/// User messages left out that are named by their first words; the rest
+/// are counted.
+const NAMED_OMISSIONS: usize = 3;
+
 /// A file text shorter than this many tokens of room is not started.
 const MIN_FILE_ROOM: u64 = 64;
 
@@ -348,10 +352,16 @@ fn user_section(thread: &Thread<'_>, room: u64, carried: &mut Carried) -> Option
         out.push_str(entry);
     }
     if !omitted.is_empty() {
+        // Name the newest few; a long session's hundreds are only counted.
+        let named = omitted.len().min(NAMED_OMISSIONS);
+        let more = match omitted.len() - named {
+            0 => String::new(),
+            rest => format!("; and {rest} older"),
+        };
         out.push_str(&format!(
-            "\n\nLeft out for room ({} message(s), see the summary): {}",
+            "\n\nLeft out for room ({} message(s), see the summary): {}{more}",
             omitted.len(),
-            omitted.join("; ")
+            omitted[..named].join("; ")
         ));
     }
     Some(out)

@@ -217,3 +217,27 @@ fn nothing_recorded_means_no_state() {
     assert_eq!(state.text, "");
     assert_eq!(state.carried, Carried::default());
 }
+
+#[test]
+fn hundreds_of_left_out_messages_still_fit_the_budget() {
+    let mut h = HistoryBuilder::new();
+    for n in 0..500 {
+        h.user(&format!(
+            "Turn {n}: fix case {n} in module m{} and keep the API.",
+            n % 40
+        ));
+        h.assistant().finish(1);
+    }
+    let records = h.build();
+    for usable in [6_827, 27_307, 168_000] {
+        let budget = Budget::for_usable(usable);
+        let state = build(&records, Path::new("/p"), None, &[], budget);
+        assert!(
+            state.carried.tokens <= budget.total,
+            "{usable}: {} > {}",
+            state.carried.tokens,
+            budget.total
+        );
+        assert!(state.text.contains("older"), "the rest are counted");
+    }
+}
