@@ -53,7 +53,7 @@ fn session() -> Vec<MessageWithParts> {
                     "call_skill",
                     "skill",
                     json!({"name": "style"}),
-                    &"Prefer iterators. ".repeat(40),
+                    "Prefer iterators. ".repeat(40),
                 ),
             );
         }
