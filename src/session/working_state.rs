@@ -62,9 +62,13 @@ pub async fn carry(
         .collect::<Vec<_>>()
         .join("\n");
     let verbatim_from = compacted.verbatim_from.to_string();
+    let gate = ReadGate {
+        permissions: ctx.permissions.clone(),
+        sandbox: ctx.settings.sandbox.clone(),
+    };
     // Reading files and laying out the state is blocking work.
     let state = tokio::task::spawn_blocking(move || {
-        let files = read_files(&working_state::files_to_read(&records, &root), &root);
+        let files = read_files(&working_state::files_to_read(&records, &root), &root, &gate);
         let mut state = working_state::build(&records, &root, Some(&verbatim_from), &files, budget);
         state.carried.thin_summary = working_state::is_thin(&summary_text, &records, &root);
         state
@@ -100,27 +104,52 @@ fn budget(ctx: &SessionCtx, model: &ResolvedModel, room: u64) -> Budget {
     }
 }
 
-/// The current text of each file, bounded; directories and unreadable or
-/// binary files are left out, a file that is gone says so.
-fn read_files(paths: &[String], root: &Path) -> Vec<FileText> {
+/// What decides whether cairn itself may re-read a file for the state: the
+/// text is sent to the model with nobody asked, so only a file the model
+/// could read right now without a question qualifies, and only where it
+/// really lies inside the project (a file swapped for a symlink to a key
+/// since it was read must not be followed out).
+struct ReadGate {
+    permissions: std::sync::Arc<crate::permission::Permissions>,
+    sandbox: std::sync::Arc<crate::sandbox::Policy>,
+}
+
+impl ReadGate {
+    /// The file's real path when it may be re-read, else `None`.
+    fn admit(&self, path: &str, root: &Path) -> Option<std::path::PathBuf> {
+        let real_root = std::fs::canonicalize(root).ok()?;
+        let real = std::fs::canonicalize(root.join(path)).ok()?;
+        let inside = real.strip_prefix(&real_root).ok()?.to_str()?.to_string();
+        let allowed = self.permissions.allows("read", path)
+            && self.permissions.allows("read", &inside)
+            && !self.sandbox.is_denied(&real);
+        allowed.then_some(real)
+    }
+}
+
+/// The current text of each file, bounded and with known secrets redacted;
+/// directories, binary files and files the gate refuses are named without
+/// their text, a file that is gone says so.
+fn read_files(paths: &[String], root: &Path, gate: &ReadGate) -> Vec<FileText> {
     paths
         .iter()
         .filter_map(|path| {
-            let full = root.join(path);
-            match std::fs::metadata(&full) {
-                Ok(meta) if meta.is_file() => {
-                    let text = read_text(&full)?;
-                    Some(FileText {
-                        path: path.clone(),
-                        text: Some(text),
-                    })
-                }
-                Ok(_) => None,
-                Err(_) => Some(FileText {
+            if !root.join(path).exists() {
+                return Some(FileText {
                     path: path.clone(),
                     text: None,
-                }),
+                });
             }
+            let real = gate.admit(path, root)?;
+            let meta = std::fs::metadata(&real).ok()?;
+            if !meta.is_file() {
+                return None;
+            }
+            let text = read_text(&real)?;
+            Some(FileText {
+                path: path.clone(),
+                text: Some(crate::secret::redact(&text).into_owned()),
+            })
         })
         .collect()
 }

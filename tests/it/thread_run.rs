@@ -430,3 +430,62 @@ async fn a_request_the_provider_accepted_is_never_refused_later() {
     project.ok(&["run", "--continue", "still there?"]).await;
     assert_eq!(server.requests().len(), 3, "{stderr}");
 }
+
+/// Attacks on the state's own reads (cairn re-reads files nobody asks about
+/// again): a file the model read, then swapped for a symlink to a key
+/// outside the project; a `.env` a command wrote, which reading would ask
+/// for. Neither text may reach the model after the compaction.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_state_never_reads_what_the_model_could_not() {
+    const KEY: &str = "-----BEGIN OPENSSH PRIVATE KEY----- hunter2-key-material";
+    const ENV_SECRET: &str = "API_TOKEN=sk-live-attack-table-0001";
+    let server = ScriptedServer::start(scripted(vec![
+        Answer::Tool("call_r", "read", json!({ "path": "notes.txt" })),
+        Answer::Tool(
+            "call_l",
+            "bash",
+            json!({ "command": "ln -sf \"$HOME/.ssh/id_ed25519\" notes.txt && echo QVBJX1RPS0VOPXNrLWxpdmUtYXR0YWNrLXRhYmxlLTAwMDEK | base64 -d > .env" }),
+        ),
+        Answer::Text("Done."),
+        Answer::Text("ok"),
+        Answer::Text("Nothing left."),
+    ]))
+    .await;
+    let project = Project::new();
+    std::fs::write(project.path("notes.txt"), "ordinary notes\n").expect("notes");
+    let ssh = project.home.path().join(".ssh");
+    std::fs::create_dir_all(&ssh).expect("ssh dir");
+    std::fs::write(ssh.join("id_ed25519"), KEY).expect("key");
+    // Not yolo: reading `.env` asks (and a headless run cannot answer);
+    // commands and edits are allowed.
+    project.use_scripted_with(
+        &server,
+        "",
+        "[permission]\nbash = \"allow\"\nedit = \"allow\"\n",
+    );
+    let first = project.cairn(&["run", "read notes.txt and tidy up"]).await;
+    assert_eq!(
+        first.status.code(),
+        Some(0),
+        "{}",
+        crate::project::describe(&first)
+    );
+    assert_eq!(
+        project.read(".env").as_deref(),
+        Some("API_TOKEN=sk-live-attack-table-0001\n"),
+        "the command ran: {}",
+        crate::project::describe(&first)
+    );
+    project.ok(&["run", "--continue", "/compact"]).await;
+    project.ok(&["run", "--continue", "what is left?"]).await;
+    let requests = server.requests();
+    assert_eq!(requests.len(), 5);
+    for (i, request) in requests.iter().enumerate() {
+        let body = String::from_utf8_lossy(&request.body);
+        assert!(!body.contains("hunter2"), "request {i} carries the key");
+        assert!(!body.contains(ENV_SECRET), "request {i} carries .env");
+    }
+    let after = conversation(&requests[4].json());
+    assert!(after.contains("<working-state>"), "{after}");
+    assert!(after.contains(".env"), "the file is still named: {after}");
+}
