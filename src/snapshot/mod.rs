@@ -11,15 +11,21 @@
 //! commits, refs, hooks or config of the user's repository are read or
 //! written, and the project need not be a git repository at all. `.gitignore`
 //! is honoured; files over the size cap and the data dir are skipped and
-//! reported. All calls block: callers run them with `spawn_blocking`.
+//! reported. What that leaves out, cairn's own tools still undo through
+//! [`preimage`], and shell writes there are named (`unseen`). All calls
+//! block: callers run them with `spawn_blocking`.
 
 use std::collections::BTreeSet;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+pub mod preimage;
 #[cfg(test)]
 mod tests;
+mod unseen;
+
+pub use preimage::{Captured, MAX_PREIMAGE_BYTES, PreImages};
 
 /// A default of the config's `[snapshot]` table, so defined there.
 pub use crate::config::DEFAULT_SNAPSHOT_MAX_FILE_BYTES;
@@ -110,6 +116,12 @@ impl Snapshots {
 
     pub fn work_tree(&self) -> &Path {
         &self.work_tree
+    }
+
+    /// The copies of files kept before cairn's own tools wrote them, for
+    /// what this store's snapshots cannot see.
+    pub fn preimages(&self) -> PreImages {
+        PreImages::new(self.git_dir.join("preimages"), MAX_PREIMAGE_BYTES)
     }
 
     fn init(&self) -> Result<(), Error> {
@@ -569,6 +581,7 @@ pub fn collect(data_dir: &Path, max_age_days: u32) -> Vec<(PathBuf, Error)> {
             work_tree: data_dir.to_owned(),
             max_file_bytes: DEFAULT_SNAPSHOT_MAX_FILE_BYTES,
         };
+        store.preimages().collect(max_age_days);
         if let Err(error) = store.git(["prune", expire.as_str()]) {
             failed.push((git_dir, error));
         }

@@ -81,4 +81,5 @@ mod tui_sessions;
 mod tui_slash;
 mod tui_subtask;
 mod tui_undo;
+mod undo_kept_run;
 mod undo_run;
