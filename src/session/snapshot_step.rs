@@ -156,7 +156,7 @@ impl StepSnapshots {
     pub async fn before_tool(&mut self, tool: &str, input: &Value) -> Result<(), String> {
         self.calls.push((tool.to_owned(), input.clone()));
         let root = self.store.as_ref().map(Snapshots::work_tree);
-        if !root.is_some_and(|root| !writes_nothing(tool, input, root)) {
+        if root.is_none_or(|root| writes_nothing(tool, input, root)) {
             return Ok(());
         }
         self.await_before().await;

@@ -301,3 +301,89 @@ fn io(path: &Path, source: std::io::Error) -> Error {
         source,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store(dir: &Path, max_bytes: u64) -> PreImages {
+        PreImages::new(dir.join("store/preimages"), max_bytes)
+    }
+
+    /// A copy brings the bytes back exactly; a file that did not exist is
+    /// removed; `unchanged` tells a tool that wrote from one that did not.
+    #[test]
+    fn a_kept_copy_restores_the_file_byte_for_byte() {
+        let dir = tempfile::tempdir().expect("dir");
+        let preimages = store(dir.path(), 1024);
+        let file = dir.path().join("bin.dat");
+        let original: Vec<u8> = (0..=255).collect();
+        std::fs::write(&file, &original).expect("write");
+        let captured = preimages.capture(&file).expect("capture");
+        assert!(matches!(captured, Captured::Kept(_)), "{captured:?}");
+        assert!(preimages.unchanged(&captured, &file));
+        std::fs::write(&file, b"tool's").expect("tool writes");
+        assert!(!preimages.unchanged(&captured, &file));
+        let Captured::Kept(id) = &captured else {
+            unreachable!()
+        };
+        preimages.restore(Some(id), &file).expect("restore");
+        assert_eq!(std::fs::read(&file).expect("read"), original);
+
+        let new = dir.path().join("made/new.txt");
+        let absent = preimages.capture(&new).expect("capture");
+        assert_eq!(absent, Captured::Absent);
+        std::fs::create_dir_all(new.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&new, "x").expect("tool writes");
+        assert!(!preimages.unchanged(&absent, &new));
+        preimages.restore(None, &new).expect("remove");
+        assert!(!new.exists());
+    }
+
+    /// Over the cap nothing is copied (a 500 MB file would cost 500 MB a
+    /// step); the caller still learns whether the tool changed it.
+    #[test]
+    fn a_file_over_the_cap_is_not_copied_but_its_change_is_seen() {
+        let dir = tempfile::tempdir().expect("dir");
+        let preimages = store(dir.path(), 4);
+        let file = dir.path().join("big.log");
+        std::fs::write(&file, "12345").expect("write");
+        let captured = preimages.capture(&file).expect("capture");
+        assert!(
+            matches!(captured, Captured::NotKept { len: 5, .. }),
+            "{captured:?}"
+        );
+        assert!(!dir.path().join("store/preimages").exists(), "no copy");
+        assert!(preimages.unchanged(&captured, &file));
+        std::fs::write(&file, "123456").expect("tool writes");
+        assert!(!preimages.unchanged(&captured, &file));
+    }
+
+    /// A copy that cannot be written is an error, never a silent `Absent`
+    /// (which would make undo remove the file), and leaves no partial copy.
+    #[test]
+    fn a_copy_that_cannot_be_written_is_an_error() {
+        let dir = tempfile::tempdir().expect("dir");
+        let preimages = store(dir.path(), 1024);
+        std::fs::create_dir_all(dir.path().join("store")).expect("mkdir");
+        std::fs::write(dir.path().join("store/preimages"), "").expect("block the dir");
+        let file = dir.path().join(".env");
+        std::fs::write(&file, "KEY=1\n").expect("write");
+        let error = preimages.capture(&file).expect_err("cannot copy");
+        assert!(error.to_string().contains("preimages"), "{error}");
+    }
+
+    /// Fingerprints tell contents apart and say when a file is gone.
+    #[test]
+    fn fingerprints_follow_the_bytes() {
+        let dir = tempfile::tempdir().expect("dir");
+        let file = dir.path().join("a");
+        assert_eq!(fingerprint(&file).expect("absent"), None);
+        std::fs::write(&file, "one").expect("write");
+        let one = fingerprint(&file).expect("one");
+        std::fs::write(&file, "two").expect("write");
+        let two = fingerprint(&file).expect("two");
+        assert_ne!(one, two);
+        assert_eq!(two.as_ref().map(|f| f.len), Some(3));
+    }
+}

@@ -104,14 +104,13 @@ fn watched(project: &Project, outside: &Path) -> BTreeMap<String, Option<Vec<u8>
     files
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn undo_restores_what_edit_and_write_changed_where_the_snapshot_cannot_see() {
-    let outside = tempfile::tempdir().expect("outside dir");
-    let upstream = tempfile::tempdir().expect("upstream repo");
-    std::fs::write(outside.path().join("existing.txt"), "outside old\n").expect("outside");
-    let out_existing = outside.path().join("existing.txt").display().to_string();
-    let out_created = outside.path().join("created.txt").display().to_string();
-    let server = ScriptedServer::start([
+/// One turn of eight steps: an edit and a write of the ignored `.env`, an
+/// edit and a new file in the nested repository, a write in the submodule,
+/// an edit of the 20 MB file, an edit and a new file outside the project.
+fn the_turn(outside: &Path) -> Vec<crate::support::ScriptedResponse> {
+    let out_existing = outside.join("existing.txt").display().to_string();
+    let out_created = outside.join("created.txt").display().to_string();
+    vec![
         tool_call(
             "c1",
             "edit",
@@ -161,8 +160,17 @@ async fn undo_restores_what_edit_and_write_changed_where_the_snapshot_cannot_see
             1_070,
         ),
         text("Changed them all.", 1_100),
-    ])
-    .await;
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn undo_restores_what_edit_and_write_changed_where_the_snapshot_cannot_see() {
+    let outside = tempfile::tempdir().expect("outside dir");
+    let upstream = tempfile::tempdir().expect("upstream repo");
+    std::fs::write(outside.path().join("existing.txt"), "outside old\n").expect("outside");
+    let out_existing = outside.path().join("existing.txt").display().to_string();
+    let out_created = outside.path().join("created.txt").display().to_string();
+    let server = ScriptedServer::start(the_turn(outside.path())).await;
     let project = project_with_blind_spots(&server, upstream.path());
     let user_git = read_all(&project.path(".git"));
     let nested_git = read_all(&project.path("nested/.git"));
@@ -251,4 +259,39 @@ async fn undo_names_what_a_shell_command_wrote_that_it_cannot_restore() {
     assert!(said.contains("nested/ is a nested repository"), "{said}");
     assert_eq!(project.read("tracked.txt"), None);
     assert_eq!(project.read("build/out.o").as_deref(), Some("o\n"));
+}
+
+/// A pre-image that cannot be written (its directory is a file here, as a
+/// full disk fails the copy) refuses the edit: nothing changes as if it
+/// could be undone, and the model is told why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edit_whose_copy_cannot_be_kept_is_refused_and_changes_nothing() {
+    let upstream = tempfile::tempdir().expect("upstream repo");
+    let server = ScriptedServer::start([
+        text("Hello.", 300),
+        tool_call(
+            "c1",
+            "edit",
+            json!({ "file_path": ".env", "old_string": "old", "new_string": "new" }),
+            1_000,
+        ),
+        text("Could not.", 1_100),
+    ])
+    .await;
+    let project = project_with_blind_spots(&server, upstream.path());
+    project.ok(&["run", "say hello"]).await;
+    let stores = std::fs::read_dir(project.data_dir().join("snapshot")).expect("the store");
+    for store in stores {
+        std::fs::write(store.expect("store").path().join("preimages"), "").expect("block");
+    }
+    let out = project
+        .ok(&["run", "--continue", "--format", "json", "edit .env"])
+        .await;
+    assert_eq!(project.read(".env").as_deref(), Some("KEY=old\n"));
+    assert!(out.contains("could not keep a copy of"), "{out}");
+    let told = server.requests()[2].json()["messages"].to_string();
+    assert!(
+        told.contains("was not made and the file is unchanged"),
+        "{told}"
+    );
 }
