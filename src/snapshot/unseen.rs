@@ -56,7 +56,7 @@ impl Snapshots {
             match walk(&self.work_tree.join(&entry), since, &mut budget) {
                 Walked::Touched => notes.push(format!("{entry} is ignored")),
                 Walked::Untouched => {}
-                Walked::TooBig => notes.push(format!("{entry} (ignored) was too big to check")),
+                Walked::TooBig => notes.push(format!("{entry} is ignored (not checked in full)")),
             }
         }
         for nested in self.nested_repositories()? {
@@ -69,7 +69,9 @@ impl Snapshots {
             match walk(&dir, since, &mut budget) {
                 Walked::Touched => notes.push(format!("{nested}/ is {what}")),
                 Walked::Untouched => {}
-                Walked::TooBig => notes.push(format!("{nested}/ ({what}) was too big to check")),
+                Walked::TooBig => {
+                    notes.push(format!("{nested}/ is {what} (not checked in full)"));
+                }
             }
         }
         let over_cap = skipped
@@ -137,10 +139,12 @@ fn changed_since(path: &Path, since: SystemTime) -> bool {
 }
 
 /// Looks under `root` for an entry changed since `since`, spending at most
-/// `budget` looks (shared by every walk of the step).
+/// `budget` looks (shared by every walk of the step). Breadth first: a
+/// build writing into `target/debug/` changes that directory's time, found
+/// after a few looks rather than after its 100,000 older files.
 fn walk(root: &Path, since: SystemTime, budget: &mut usize) -> Walked {
-    let mut pending = vec![root.to_owned()];
-    while let Some(path) = pending.pop() {
+    let mut pending = std::collections::VecDeque::from([root.to_owned()]);
+    while let Some(path) = pending.pop_front() {
         if *budget == 0 {
             return Walked::TooBig;
         }
