@@ -522,6 +522,66 @@ mod tests {
             .collect()
     }
 
+    /// Issue #35: of the step's pre-images, a file the snapshot saw or the
+    /// tool left alone needs none (its copy goes); a changed or created
+    /// file keeps its copy for `/undo`; a file over the cap is named.
+    #[test]
+    fn settle_keeps_the_copies_undo_needs_and_names_what_it_cannot() {
+        let dir = tempfile::tempdir().expect("dir");
+        let root = dir.path().join("p");
+        std::fs::create_dir_all(&root).expect("root");
+        let preimages = PreImages::new(dir.path().join("pre"), 16);
+        let write = |name: &str, text: &str| std::fs::write(root.join(name), text).expect("write");
+        for name in ["changed", "left", "seen"] {
+            write(name, "old\n");
+        }
+        write("big", "more than sixteen bytes\n");
+        let mut captures = Vec::new();
+        for name in ["changed", "left", "seen", "big", "created"] {
+            let path = root.join(name);
+            let captured = preimages.capture(&path).expect("capture");
+            let by = "edit".to_owned();
+            captures.push(Capture { path, captured, by });
+        }
+        for name in ["changed", "seen", "created"] {
+            write(name, "new\n");
+        }
+        write("big", "more than sixteen bytes, edited\n");
+        let seen = FileChange {
+            path: "seen".into(),
+            kind: ChangeKind::Modified,
+            added: 1,
+            removed: 1,
+        };
+
+        let unseen = settle(&preimages, captures, &[seen], &root);
+        let kept: Vec<(&str, bool)> = unseen
+            .kept
+            .iter()
+            .map(|k| (k.path.rsplit('/').next().unwrap_or(""), k.before.is_some()))
+            .collect();
+        assert_eq!(kept, [("changed", true), ("created", false)]);
+        let lines: Vec<(&str, &str, u32, u32)> = unseen
+            .changes
+            .iter()
+            .map(|c| (c.path.as_str(), c.kind.as_str(), c.added, c.removed))
+            .collect();
+        assert_eq!(
+            lines,
+            [("changed", "modified", 1, 1), ("created", "added", 1, 0)]
+        );
+        assert_eq!(unseen.unrestorable.len(), 1, "{:?}", unseen.unrestorable);
+        assert!(
+            unseen.unrestorable[0].starts_with("big "),
+            "{:?}",
+            unseen.unrestorable
+        );
+        let copies = std::fs::read_dir(dir.path().join("pre"))
+            .expect("copies")
+            .count();
+        assert_eq!(copies, 1, "only the changed file's copy stays");
+    }
+
     /// Model output decides what the "after" snapshot looks at: anything
     /// but a plain path inside the project written by edit/write means a
     /// full scan, never a missed change.

@@ -186,17 +186,26 @@ impl PreImages {
         } else {
             "/dev/null".to_owned()
         };
+        // The `diff --git` line (and git's mode lines) as git writes them:
+        // the TUI's diff view reads file names and counts from them.
+        let mut header = format!("diff --git a/{shown} b/{shown}\n");
+        match (before, exists) {
+            (None, _) => header.push_str("new file mode 100644\n"),
+            (Some(_), false) => header.push_str("deleted file mode 100644\n"),
+            _ => {}
+        }
         if let Some((old, new)) = self.texts(before, path) {
-            return Ok(similar::TextDiff::from_lines(&old, &new)
+            let body = similar::TextDiff::from_lines(&old, &new)
                 .unified_diff()
                 .context_radius(3)
                 .header(&old_name, &new_name)
-                .to_string());
+                .to_string();
+            return Ok(header + &body);
         }
         let old_len = before.map_or(Ok(0), |id| len_of(&self.image(id)))?;
         let new_len = if exists { len_of(path)? } else { 0 };
         Ok(format!(
-            "--- {old_name}\n+++ {new_name}\n(not diffed: binary or over {} MiB; {old_len} bytes -> {new_len} bytes)\n",
+            "{header}--- {old_name}\n+++ {new_name}\n(not diffed: binary or over {} MiB; {old_len} bytes -> {new_len} bytes)\n",
             MAX_DIFF_BYTES / (1024 * 1024)
         ))
     }
