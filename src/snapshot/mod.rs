@@ -20,31 +20,17 @@ use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+mod error;
 pub mod preimage;
 #[cfg(test)]
 mod tests;
 mod unseen;
 
+pub use error::Error;
 pub use preimage::{Captured, MAX_PREIMAGE_BYTES, PreImages};
 
 /// A default of the config's `[snapshot]` table, so defined there.
 pub use crate::config::DEFAULT_SNAPSHOT_MAX_FILE_BYTES;
-
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error(
-        "snapshots need the `git` executable, which was not found on PATH ({0}); \
-         install git or set `snapshot.enabled = false` in cairn.toml"
-    )]
-    GitMissing(std::io::Error),
-    #[error("snapshot store {path}: {source}")]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("snapshot store: `git {args}` failed: {stderr}")]
-    Git { args: String, stderr: String },
-}
 
 /// One recorded state of the working tree.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use crate::message::Fingerprint;
-use crate::snapshot::Error;
+use crate::snapshot::error::Error;
 
 /// Files larger than this are not copied before a tool writes them: a
 /// 500 MB log would cost 500 MB of disk per step. The step's card and
@@ -305,7 +305,7 @@ fn same_bytes(a: &Path, b: &Path) -> bool {
 }
 
 fn io(path: &Path, source: std::io::Error) -> Error {
-    Error::Io {
+    Error::File {
         path: path.to_owned(),
         source,
     }
