@@ -295,3 +295,32 @@ async fn an_edit_whose_copy_cannot_be_kept_is_refused_and_changes_nothing() {
         "{told}"
     );
 }
+
+/// A kept file edited by hand since the turn is a conflict, as a snapshot
+/// file is: `/undo` refuses naming it, `/undo --force` overwrites it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn undo_of_a_kept_file_refuses_to_overwrite_a_hand_edit_unless_forced() {
+    let upstream = tempfile::tempdir().expect("upstream repo");
+    let server = ScriptedServer::start([
+        tool_call(
+            "c1",
+            "edit",
+            json!({ "file_path": ".env", "old_string": "old", "new_string": "new" }),
+            1_000,
+        ),
+        text("Done.", 1_100),
+    ])
+    .await;
+    let project = project_with_blind_spots(&server, upstream.path());
+    project.ok(&["run", "edit .env"]).await;
+    std::fs::write(project.path(".env"), "KEY=mine\n").expect("hand edit");
+
+    let refused = project.cairn(&["run", "--continue", "/undo"]).await;
+    assert_eq!(refused.status.code(), Some(1), "{}", describe(&refused));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains(".env changed since the turn"), "{stderr}");
+    assert_eq!(project.read(".env").as_deref(), Some("KEY=mine\n"));
+
+    project.ok(&["run", "--continue", "/undo --force"]).await;
+    assert_eq!(project.read(".env").as_deref(), Some("KEY=old\n"));
+}
