@@ -219,7 +219,7 @@ impl StepSnapshots {
         let root = ctx.env.root.clone();
         let cwd = ctx.env.cwd.clone();
         let named = named_paths(&self.calls, &root, &cwd);
-        if named.as_ref().is_some_and(Vec::is_empty) {
+        if named.as_ref().is_some_and(Vec::is_empty) && self.captures.is_empty() {
             // Nothing may have changed: the chain's latest stays true.
             return Ok(());
         }
@@ -441,9 +441,10 @@ fn writes_nothing(tool: &str, input: &Value, root: &Path) -> bool {
 /// The files the step's `edit` and `write` calls named, relative to the
 /// project, when every other call wrote nothing ([`writes_nothing`]): then
 /// the "after" snapshot looks at those files only, and none at all when
-/// there are none. `None` (scan the whole tree) after any other tool (a
-/// writing `bash` line, a subtask, MCP) or for a path that is not plainly
-/// inside the project.
+/// there are none. A file outside the project is left out: no snapshot sees
+/// it, its pre-image covers it. `None` (scan the whole tree) after any other
+/// tool (a writing `bash` line, a subtask, MCP) or for a path inside the
+/// project that is not plain (`..`, the root itself).
 fn named_paths(calls: &[(String, Value)], root: &Path, cwd: &Path) -> Option<Vec<String>> {
     let mut paths = Vec::new();
     for (tool, input) in calls {
@@ -453,7 +454,16 @@ fn named_paths(calls: &[(String, Value)], root: &Path, cwd: &Path) -> Option<Vec
         if !matches!(tool.as_str(), "edit" | "write") {
             return None;
         }
-        paths.push(project_relative(&cwd.join(input_path(input)?), root)?);
+        let named = cwd.join(input_path(input)?);
+        match project_relative(&named, root) {
+            Some(path) => paths.push(path),
+            // As the tool resolves it: `..` and symlinks followed.
+            None if crate::permission::is_external(
+                root,
+                &crate::permission::resolve_path(cwd, &named),
+            ) => {}
+            None => return None,
+        }
     }
     Some(paths)
 }
@@ -634,7 +644,17 @@ mod tests {
             (vec![("mcp_fs_write", json!({"path": "a"}))], None),
             (vec![("edit", json!({"file_path": "../a.rs"}))], None),
             (vec![("edit", json!({"file_path": "x/../../a.rs"}))], None),
-            (vec![("write", json!({"path": "/etc/passwd"}))], None),
+            (
+                vec![("write", json!({"path": "/etc/passwd"}))],
+                Some(vec![]),
+            ),
+            (
+                vec![
+                    ("edit", json!({"file_path": "a.rs"})),
+                    ("write", json!({"path": "/p/../outside.txt"})),
+                ],
+                Some(vec!["sub/a.rs"]),
+            ),
             (vec![("write", json!({"path": "/p"}))], None),
             (vec![("edit", json!({"old_string": "no path"}))], None),
         ];
