@@ -339,6 +339,13 @@ impl Snapshots {
         while let Some(record) = records.next() {
             if record.first() == Some(&b':') {
                 let Some(path) = records.next() else { break };
+                if is_gitlink(record) {
+                    // A nested repository or submodule: its files are not in
+                    // the snapshot, so `/undo` cannot put them back; the step
+                    // names it instead (`unseen`). Restoring the gitlink
+                    // would fail on its directory and stop the whole undo.
+                    continue;
+                }
                 let kind = match record.last() {
                     Some(b'A') => ChangeKind::Added,
                     Some(b'D') => ChangeKind::Deleted,
@@ -591,6 +598,16 @@ fn flock(file: &std::fs::File) -> std::io::Result<()> {
             return Err(error);
         }
     }
+}
+
+/// True for a `diff-tree --raw` record (`:<old mode> <new mode> ...`) of a
+/// gitlink on either side.
+fn is_gitlink(record: &[u8]) -> bool {
+    let modes = record.get(1..).unwrap_or_default();
+    modes
+        .split(|b| *b == b' ')
+        .take(2)
+        .any(|mode| mode == b"160000")
 }
 
 fn text(output: Output) -> String {
