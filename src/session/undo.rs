@@ -52,6 +52,12 @@ pub enum Error {
          then try again"
     )]
     Busy,
+    #[error(
+        "not undone: the copy of {0} kept before the turn is gone (collected after \
+         `snapshot.max_age_days`, or removed by hand), so it cannot be put back; nothing \
+         was changed"
+    )]
+    PreImageGone(String),
     #[error("no diff: snapshots are off (`snapshot.enabled = false`)")]
     DiffWithoutSnapshots,
     #[error(transparent)]
@@ -390,6 +396,15 @@ async fn revert_files(snapshots: &Snapshots, plan: &Plan, force: bool) -> Result
             return Err(Error::Conflicts(conflicts));
         }
         let preimages = snapshots.preimages();
+        if let Some(gone) = kept
+            .iter()
+            .find(|file| file.before.as_deref().is_some_and(|id| !preimages.has(id)))
+        {
+            return Err(Error::PreImageGone(shown(
+                &gone.path,
+                snapshots.work_tree(),
+            )));
+        }
         let mut redo = Vec::new();
         for file in &kept {
             let before = match preimages.keep_current(Path::new(&file.path))? {

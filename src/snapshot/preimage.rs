@@ -101,6 +101,11 @@ impl PreImages {
         Ok(Captured::Kept(id))
     }
 
+    /// True while copy `id` is there (not yet collected).
+    pub fn has(&self, id: &str) -> bool {
+        self.image(id).is_file()
+    }
+
     /// Drops copy `id`, no longer needed (the snapshot covers its file, or
     /// the tool left it as it was); a copy that cannot be removed only
     /// waits for [`Self::collect`].

@@ -324,3 +324,41 @@ async fn undo_of_a_kept_file_refuses_to_overwrite_a_hand_edit_unless_forced() {
     project.ok(&["run", "--continue", "/undo --force"]).await;
     assert_eq!(project.read(".env").as_deref(), Some("KEY=old\n"));
 }
+
+/// A kept copy that is gone (collected after `max_age_days`) stops the
+/// undo before it writes anything: no half-undone turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn undo_with_a_collected_copy_says_so_and_changes_nothing() {
+    let upstream = tempfile::tempdir().expect("upstream repo");
+    let server = ScriptedServer::start([
+        tool_call(
+            "c1",
+            "bash",
+            json!({ "command": "echo t > tracked.txt" }),
+            1_000,
+        ),
+        tool_call(
+            "c2",
+            "edit",
+            json!({ "file_path": ".env", "old_string": "old", "new_string": "new" }),
+            1_010,
+        ),
+        text("Done.", 1_100),
+    ])
+    .await;
+    let project = project_with_blind_spots(&server, upstream.path());
+    project.ok(&["run", "change two files"]).await;
+    let stores = std::fs::read_dir(project.data_dir().join("snapshot")).expect("the store");
+    for store in stores {
+        std::fs::remove_dir_all(store.expect("store").path().join("preimages")).expect("gone");
+    }
+    let refused = project.cairn(&["run", "--continue", "/undo"]).await;
+    assert_eq!(refused.status.code(), Some(1), "{}", describe(&refused));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("the copy of .env kept before the turn is gone"),
+        "{stderr}"
+    );
+    assert_eq!(project.read(".env").as_deref(), Some("KEY=new\n"));
+    assert_eq!(project.read("tracked.txt").as_deref(), Some("t\n"));
+}
