@@ -41,6 +41,11 @@ pub fn part_id() -> String {
     ascending("prt")
 }
 
+/// A kept copy of a file's content (`snapshot::preimage`).
+pub fn preimage_id() -> String {
+    ascending("pre")
+}
+
 /// Id for a tool call cairn makes itself (user `!cmd`), in the provider style.
 pub fn call_id() -> String {
     ascending("call")

@@ -8,7 +8,8 @@
 //! - `app`        assembly: config -> a running session, for every front end
 //! - `session`    the agent loop with I/O: runtime, loop, stream processor, tool
 //!   runner, the tasks that apply prune and compaction, undo
-//! - `snapshot`   private snapshots of the working tree, for patches and /undo
+//! - `snapshot`   private snapshots of the working tree, for patches and /undo,
+//!   and pre-images of the files cairn's own tools write
 //! - `context`    the pure rules of what the model sees and how the window is
 //!   managed: model view, counting, gauge and overflow, prune, compaction
 //! - `provider`, `tool`, `mcp`, `store`, `permission`, `secret`   LLM backends

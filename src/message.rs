@@ -451,7 +451,7 @@ pub struct StepFinishPart {
     pub snapshot: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PatchPart {
     /// The snapshot before the step: `/undo` puts `files` back as it had them.
     pub hash: String,
@@ -462,6 +462,39 @@ pub struct PatchPart {
     /// Each changed file with its line counts and the tool that changed it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub changes: Vec<PatchFile>,
+    /// Files cairn's own `edit`/`write` changed where the snapshot cannot
+    /// see (issue #35): `/undo` puts each back from its kept copy.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kept: Vec<KeptFile>,
+    /// What the step changed that `/undo` cannot put back, said plainly
+    /// ("build/ is ignored"): the card and `/undo`'s answer show it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unrestorable: Vec<String>,
+}
+
+/// A file cairn's own `edit` or `write` changed that the step's snapshot
+/// cannot see (ignored, in a nested repository or submodule, over the size
+/// cap, outside the project): its content before the step was copied into
+/// the snapshot store just before the tool wrote.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeptFile {
+    /// Absolute path.
+    pub path: String,
+    /// The id of the copy of its content before; `None`: it did not exist.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<String>,
+    /// The file as the step left it (`None`: it did not exist), so that
+    /// `/undo` can tell a hand edit since.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<Fingerprint>,
+}
+
+/// A file's size and a hash of its bytes: enough to tell "changed since".
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fingerprint {
+    pub len: u64,
+    /// FNV-1a 64 of the bytes, in hex (stable across Rust versions).
+    pub hash: String,
 }
 
 /// One file a step changed.

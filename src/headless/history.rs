@@ -91,11 +91,14 @@ async fn undo_or_redo(
         _ => ("redid", undo::redo(store, snapshots, session_id).await),
     };
     let done = result.map_err(|error| error.to_string())?;
-    let files = if done.files.is_empty() {
+    let mut files = if done.files.is_empty() {
         "no files changed".to_owned()
     } else {
         format!("files restored: {}", done.files.join(", "))
     };
+    if !done.not_restored.is_empty() {
+        files.push_str(&format!("; not restored: {}", done.not_restored.join("; ")));
+    }
     let mut text = format!(
         "{verb} the last turn ({} messages; {files})\n",
         done.messages

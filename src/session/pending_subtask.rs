@@ -129,6 +129,7 @@ pub async fn run(
         part,
         name: TASK_TOOL.into(),
         input,
+        refusal: None,
     });
     let interrupted = tokio::select! {
         drained = runner.drain() => { drained?; false }

@@ -340,10 +340,16 @@ async fn apply(
                     pending_tool(&building.assistant, id, name.clone(), Value::Null)
                 }
             };
-            if let Some(snapshots) = &mut building.snapshots {
-                snapshots.before_tool(&name, &input).await;
-            }
-            runner.submit(ToolCall { part, name, input });
+            let refusal = match &mut building.snapshots {
+                Some(snapshots) => snapshots.before_tool(&name, &input).await.err(),
+                None => None,
+            };
+            runner.submit(ToolCall {
+                part,
+                name,
+                input,
+                refusal,
+            });
         }
         StreamEvent::Finish { reason, usage } => {
             on_finish(ctx, model, building, reason, usage).await?

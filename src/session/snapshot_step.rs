@@ -10,19 +10,27 @@
 //! loop waits for it before the turn ends, before a compaction, `/undo` and
 //! `/diff`. A step whose tools cannot write (reads, read-only `bash`) takes
 //! no "after" snapshot at all.
+//!
+//! Before an `edit` or `write` runs, the file it names is copied aside (a
+//! pre-image): when the "after" snapshot does not see the file change
+//! (ignored, nested repository, over the cap, outside the project), the copy
+//! is recorded on the patch part so that `/undo` still restores it; when it
+//! does, the copy is dropped. After a step that ran a writing shell command,
+//! what it wrote where the snapshot cannot see is named on the patch part.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::time::SystemTime;
 
 use futures::FutureExt;
 use futures::future::{BoxFuture, Shared};
 use serde_json::Value;
 
-use crate::message::{Message, Part, PartKind, PatchFile, PatchPart};
+use crate::message::{KeptFile, Message, Part, PartKind, PatchFile, PatchPart};
 use crate::permission::read_only;
 use crate::session::Error;
 use crate::session::ctx::SessionCtx;
-use crate::snapshot::{ChangeKind, FileChange, Snapshots};
+use crate::snapshot::{Captured, ChangeKind, FileChange, PreImages, Snapshots};
 
 /// A snapshot being taken: its tree id, `None` when it failed (logged).
 type Pending = Shared<BoxFuture<'static, Option<String>>>;
@@ -75,6 +83,22 @@ pub struct StepSnapshots {
     before: Before,
     /// (tool, input) of every call the step made, for attribution.
     calls: Vec<(String, Value)>,
+    /// Where the step's tools resolve relative paths.
+    cwd: PathBuf,
+    /// The files the step's `edit` and `write` calls named, as they were
+    /// before the first of them ran.
+    captures: Vec<Capture>,
+    /// When the first tool that may write started: what a shell command
+    /// wrote where the snapshot cannot see is looked for from then.
+    since: Option<SystemTime>,
+}
+
+/// A file an `edit` or `write` of the step named, as it was before.
+struct Capture {
+    path: PathBuf,
+    captured: Captured,
+    /// The last tool that named it.
+    by: String,
 }
 
 enum Before {
@@ -103,6 +127,9 @@ impl StepSnapshots {
             store,
             before,
             calls: Vec::new(),
+            cwd: ctx.env.cwd.clone(),
+            captures: Vec::new(),
+            since: None,
         }
     }
 
@@ -112,18 +139,64 @@ impl StepSnapshots {
             store: None,
             before: Before::None,
             calls: Vec::new(),
+            cwd: PathBuf::new(),
+            captures: Vec::new(),
+            since: None,
         }
     }
 
     /// Called before each tool call runs: the first one that may change
     /// files waits for the "before" snapshot so that it sees the tree
-    /// untouched.
-    pub async fn before_tool(&mut self, tool: &str, input: &Value) {
+    /// untouched, and an `edit` or `write` gets its file copied aside.
+    ///
+    /// # Errors
+    /// Why the call must not run: its file's pre-image could not be kept
+    /// (a full disk), and running it would make a change `/undo` cannot
+    /// take back while saying it can.
+    pub async fn before_tool(&mut self, tool: &str, input: &Value) -> Result<(), String> {
         self.calls.push((tool.to_owned(), input.clone()));
         let root = self.store.as_ref().map(Snapshots::work_tree);
-        if root.is_some_and(|root| !writes_nothing(tool, input, root)) {
-            self.await_before().await;
+        if root.is_none_or(|root| writes_nothing(tool, input, root)) {
+            return Ok(());
         }
+        self.await_before().await;
+        self.since.get_or_insert_with(SystemTime::now);
+        if matches!(tool, "edit" | "write") && matches!(self.before, Before::Taken(_)) {
+            self.keep_preimage(tool, input).await?;
+        }
+        Ok(())
+    }
+
+    /// Copies the file an `edit` or `write` names before it runs; once per
+    /// file and step (the first copy is the step's "before").
+    async fn keep_preimage(&mut self, tool: &str, input: &Value) -> Result<(), String> {
+        let (Some(store), Some(named)) = (&self.store, input_path(input)) else {
+            return Ok(());
+        };
+        let path = crate::permission::resolve_path(&self.cwd, Path::new(named));
+        if let Some(capture) = self.captures.iter_mut().find(|c| c.path == path) {
+            capture.by = tool.to_owned();
+            return Ok(());
+        }
+        let preimages = store.preimages();
+        let target = path.clone();
+        let captured = tokio::task::spawn_blocking(move || preimages.capture(&target))
+            .await
+            .map_err(|error| format!("keeping a copy of {named} for /undo failed: {error}"))?
+            .map_err(|error| {
+                format!(
+                    "Not done: cairn could not keep a copy of {} for /undo ({error}), so the \
+                     {tool} was not made and the file is unchanged. Tell the user: free disk \
+                     space in cairn's data dir, then retry.",
+                    path.display()
+                )
+            })?;
+        self.captures.push(Capture {
+            path,
+            captured,
+            by: tool.to_owned(),
+        });
+        Ok(())
     }
 
     async fn await_before(&mut self) {
@@ -146,7 +219,7 @@ impl StepSnapshots {
         let root = ctx.env.root.clone();
         let cwd = ctx.env.cwd.clone();
         let named = named_paths(&self.calls, &root, &cwd);
-        if named.as_ref().is_some_and(Vec::is_empty) {
+        if named.as_ref().is_some_and(Vec::is_empty) && self.captures.is_empty() {
             // Nothing may have changed: the chain's latest stays true.
             return Ok(());
         }
@@ -155,11 +228,13 @@ impl StepSnapshots {
             ctx.snapshot_chain.forget();
             return Ok(());
         };
+        let captures = std::mem::take(&mut self.captures);
+        let since = self.since;
         let recorded = Recorded {
             writer: ctx.writer.clone(),
             assistant: assistant.clone(),
             calls: self.calls,
-            root,
+            root: root.clone(),
             cwd,
         };
         let task = tokio::spawn(async move {
@@ -169,12 +244,24 @@ impl StepSnapshots {
                     None => store.track()?,
                 };
                 let changes = store.changes(&before, &after.hash)?;
-                Ok::<_, crate::snapshot::Error>((before, after.hash, changes))
+                let mut unseen = settle(&store.preimages(), captures, &changes, &root);
+                if let (None, Some(since)) = (&named, since) {
+                    let kept: Vec<String> = unseen
+                        .kept
+                        .iter()
+                        .filter_map(|k| project_relative(Path::new(&k.path), &root))
+                        .collect();
+                    match store.unseen_writes(since, &after.skipped, &kept) {
+                        Ok(notes) => unseen.unrestorable.extend(notes),
+                        Err(error) => tracing::warn!("looking for unseen writes failed: {error}"),
+                    }
+                }
+                Ok::<_, crate::snapshot::Error>((before, after.hash, changes, unseen))
             })
             .await;
             match measured {
-                Ok(Ok((before, after, changes))) => {
-                    recorded.patch(before, after.clone(), changes).await;
+                Ok(Ok((before, after, changes, unseen))) => {
+                    recorded.patch(before, after.clone(), changes, unseen).await;
                     Some(after)
                 }
                 Ok(Err(error)) => {
@@ -223,15 +310,16 @@ struct Recorded {
 }
 
 impl Recorded {
-    async fn patch(self, before: String, after: String, changes: Vec<FileChange>) {
-        if changes.is_empty() {
+    async fn patch(self, before: String, after: String, changes: Vec<FileChange>, unseen: Unseen) {
+        if changes.is_empty() && unseen.is_empty() {
             return;
         }
         let files = changes.iter().map(|c| c.path.clone()).collect();
-        let changes = changes
+        let mut changes: Vec<PatchFile> = changes
             .into_iter()
             .map(|change| attribute(change, &self.calls, &self.root, &self.cwd))
             .collect();
+        changes.extend(unseen.changes);
         let part = Part::new(
             &self.assistant,
             PartKind::Patch(PatchPart {
@@ -239,12 +327,98 @@ impl Recorded {
                 files,
                 after: Some(after),
                 changes,
+                kept: unseen.kept,
+                unrestorable: unseen.unrestorable,
             }),
         );
         if let Err(error) = self.writer.part(&part).await {
             tracing::warn!("the step's patch part could not be saved, no undo for it: {error}");
         }
     }
+}
+
+/// What the step changed that its snapshots cannot see.
+#[derive(Default)]
+struct Unseen {
+    /// Files with a kept pre-image, for `/undo`.
+    kept: Vec<KeptFile>,
+    /// Their lines on the card (and files changed with no copy kept).
+    changes: Vec<PatchFile>,
+    /// What `/undo` cannot restore, said plainly.
+    unrestorable: Vec<String>,
+}
+
+impl Unseen {
+    fn is_empty(&self) -> bool {
+        self.kept.is_empty() && self.changes.is_empty() && self.unrestorable.is_empty()
+    }
+}
+
+/// Sorts the step's pre-images once the "after" snapshot is taken: a file
+/// the snapshot saw change is restored from it, a file left as it was needs
+/// nothing, so their copies go; the rest are kept for `/undo`, and a file
+/// changed with no copy (over [`crate::snapshot::MAX_PREIMAGE_BYTES`]) is
+/// named as not restorable.
+fn settle(
+    preimages: &PreImages,
+    captures: Vec<Capture>,
+    changes: &[FileChange],
+    root: &Path,
+) -> Unseen {
+    let mut unseen = Unseen::default();
+    for Capture { path, captured, by } in captures {
+        let relative = project_relative(&path, root);
+        let seen = relative
+            .as_ref()
+            .is_some_and(|rel| changes.iter().any(|c| c.path == *rel));
+        if seen || preimages.unchanged(&captured, &path) {
+            if let Captured::Kept(id) = &captured {
+                preimages.discard(id);
+            }
+            continue;
+        }
+        let shown = relative.unwrap_or_else(|| path.display().to_string());
+        let before = match captured {
+            Captured::Absent => None,
+            Captured::Kept(id) => Some(id),
+            Captured::NotKept { len, .. } => {
+                unseen.unrestorable.push(format!(
+                    "{shown} ({} MiB) is over the {} MiB kept-copy cap",
+                    len / (1024 * 1024),
+                    preimages.max_bytes() / (1024 * 1024)
+                ));
+                continue;
+            }
+        };
+        let after = match crate::snapshot::preimage::fingerprint(&path) {
+            Ok(after) => after,
+            Err(error) => {
+                unseen
+                    .unrestorable
+                    .push(format!("{shown} (unreadable: {error})"));
+                continue;
+            }
+        };
+        let kind = match (&before, &after) {
+            (None, _) => "added",
+            (_, None) => "deleted",
+            _ => "modified",
+        };
+        let (added, removed) = preimages.line_counts(before.as_deref(), &path);
+        unseen.changes.push(PatchFile {
+            path: shown,
+            kind: kind.to_owned(),
+            added,
+            removed,
+            by,
+        });
+        unseen.kept.push(KeptFile {
+            path: path.display().to_string(),
+            before,
+            after,
+        });
+    }
+    unseen
 }
 
 /// Tools that change no file whatever their input.
@@ -267,9 +441,10 @@ fn writes_nothing(tool: &str, input: &Value, root: &Path) -> bool {
 /// The files the step's `edit` and `write` calls named, relative to the
 /// project, when every other call wrote nothing ([`writes_nothing`]): then
 /// the "after" snapshot looks at those files only, and none at all when
-/// there are none. `None` (scan the whole tree) after any other tool (a
-/// writing `bash` line, a subtask, MCP) or for a path that is not plainly
-/// inside the project.
+/// there are none. A file outside the project is left out: no snapshot sees
+/// it, its pre-image covers it. `None` (scan the whole tree) after any other
+/// tool (a writing `bash` line, a subtask, MCP) or for a path inside the
+/// project that is not plain (`..`, the root itself).
 fn named_paths(calls: &[(String, Value)], root: &Path, cwd: &Path) -> Option<Vec<String>> {
     let mut paths = Vec::new();
     for (tool, input) in calls {
@@ -279,7 +454,16 @@ fn named_paths(calls: &[(String, Value)], root: &Path, cwd: &Path) -> Option<Vec
         if !matches!(tool.as_str(), "edit" | "write") {
             return None;
         }
-        paths.push(project_relative(&cwd.join(input_path(input)?), root)?);
+        let named = cwd.join(input_path(input)?);
+        match project_relative(&named, root) {
+            Some(path) => paths.push(path),
+            // As the tool resolves it: `..` and symlinks followed.
+            None if crate::permission::is_external(
+                root,
+                &crate::permission::resolve_path(cwd, &named),
+            ) => {}
+            None => return None,
+        }
     }
     Some(paths)
 }
@@ -348,6 +532,66 @@ mod tests {
             .collect()
     }
 
+    /// Issue #35: of the step's pre-images, a file the snapshot saw or the
+    /// tool left alone needs none (its copy goes); a changed or created
+    /// file keeps its copy for `/undo`; a file over the cap is named.
+    #[test]
+    fn settle_keeps_the_copies_undo_needs_and_names_what_it_cannot() {
+        let dir = tempfile::tempdir().expect("dir");
+        let root = dir.path().join("p");
+        std::fs::create_dir_all(&root).expect("root");
+        let preimages = PreImages::new(dir.path().join("pre"), 16);
+        let write = |name: &str, text: &str| std::fs::write(root.join(name), text).expect("write");
+        for name in ["changed", "left", "seen"] {
+            write(name, "old\n");
+        }
+        write("big", "more than sixteen bytes\n");
+        let mut captures = Vec::new();
+        for name in ["changed", "left", "seen", "big", "created"] {
+            let path = root.join(name);
+            let captured = preimages.capture(&path).expect("capture");
+            let by = "edit".to_owned();
+            captures.push(Capture { path, captured, by });
+        }
+        for name in ["changed", "seen", "created"] {
+            write(name, "new\n");
+        }
+        write("big", "more than sixteen bytes, edited\n");
+        let seen = FileChange {
+            path: "seen".into(),
+            kind: ChangeKind::Modified,
+            added: 1,
+            removed: 1,
+        };
+
+        let unseen = settle(&preimages, captures, &[seen], &root);
+        let kept: Vec<(&str, bool)> = unseen
+            .kept
+            .iter()
+            .map(|k| (k.path.rsplit('/').next().unwrap_or(""), k.before.is_some()))
+            .collect();
+        assert_eq!(kept, [("changed", true), ("created", false)]);
+        let lines: Vec<(&str, &str, u32, u32)> = unseen
+            .changes
+            .iter()
+            .map(|c| (c.path.as_str(), c.kind.as_str(), c.added, c.removed))
+            .collect();
+        assert_eq!(
+            lines,
+            [("changed", "modified", 1, 1), ("created", "added", 1, 0)]
+        );
+        assert_eq!(unseen.unrestorable.len(), 1, "{:?}", unseen.unrestorable);
+        assert!(
+            unseen.unrestorable[0].starts_with("big "),
+            "{:?}",
+            unseen.unrestorable
+        );
+        let copies = std::fs::read_dir(dir.path().join("pre"))
+            .expect("copies")
+            .count();
+        assert_eq!(copies, 1, "only the changed file's copy stays");
+    }
+
     /// Model output decides what the "after" snapshot looks at: anything
     /// but a plain path inside the project written by edit/write means a
     /// full scan, never a missed change.
@@ -400,7 +644,17 @@ mod tests {
             (vec![("mcp_fs_write", json!({"path": "a"}))], None),
             (vec![("edit", json!({"file_path": "../a.rs"}))], None),
             (vec![("edit", json!({"file_path": "x/../../a.rs"}))], None),
-            (vec![("write", json!({"path": "/etc/passwd"}))], None),
+            (
+                vec![("write", json!({"path": "/etc/passwd"}))],
+                Some(vec![]),
+            ),
+            (
+                vec![
+                    ("edit", json!({"file_path": "a.rs"})),
+                    ("write", json!({"path": "/p/../outside.txt"})),
+                ],
+                Some(vec!["sub/a.rs"]),
+            ),
             (vec![("write", json!({"path": "/p"}))], None),
             (vec![("edit", json!({"old_string": "no path"}))], None),
         ];

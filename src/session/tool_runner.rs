@@ -35,6 +35,9 @@ pub struct ToolCall {
     pub part: Part,
     pub name: String,
     pub input: Value,
+    /// Set when the call must not run (its file's pre-image could not be
+    /// kept): the model gets this as the tool's error.
+    pub refusal: Option<String>,
 }
 
 pub struct ToolRunner {
@@ -261,6 +264,7 @@ impl Worker {
             mut part,
             name,
             input,
+            refusal,
         } = call;
         let start = now_millis();
         set_state(
@@ -283,9 +287,12 @@ impl Worker {
         self.ctx.writer.part(&part).await?;
 
         let signature = CallSignature::new(&name, &input);
-        let (result, blocked) = match self.guard(&part, &signature).await {
-            Some(refusal) => refusal,
-            None => self.execute(&part, &name, input.clone()).await,
+        let (result, blocked) = match refusal {
+            Some(refusal) => (Err(refusal.into()), false),
+            None => match self.guard(&part, &signature).await {
+                Some(refusal) => refusal,
+                None => self.execute(&part, &name, input.clone()).await,
+            },
         };
         let result = redact_result(result);
         self.history.push(signature);

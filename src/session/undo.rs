@@ -1,7 +1,8 @@
 //! `/undo` and `/redo`: take the last user turn back, files and messages.
 //!
 //! Undo puts every file the turn's `patch` parts name back as the snapshot
-//! before it had them, and moves the turn's messages out of the session
+//! before it had them (and each file kept as a pre-image, one the snapshot
+//! cannot see, from its copy), and moves the turn's messages out of the session
 //! into its undo stash, a child session titled [`STASH_TITLE`]: the model's
 //! view of history is read from the session, so the turn leaves it without
 //! any reader having to know. Nothing is deleted. Redo moves the turn back
@@ -14,8 +15,10 @@
 use rusqlite::{OptionalExtension, params};
 
 use crate::clock::now_millis;
-use crate::message::{MessageWithParts, Part, PartKind, PatchPart, Session};
-use crate::snapshot::{self, Snapshots};
+use std::path::Path;
+
+use crate::message::{Fingerprint, KeptFile, MessageWithParts, Part, PartKind, PatchPart, Session};
+use crate::snapshot::{self, Captured, Snapshots};
 use crate::store::{self, Store};
 
 /// Title of the child session that holds undone turns.
@@ -49,6 +52,12 @@ pub enum Error {
          then try again"
     )]
     Busy,
+    #[error(
+        "not undone: the copy of {0} kept before the turn is gone (collected after \
+         `snapshot.max_age_days`, or removed by hand), so it cannot be put back; nothing \
+         was changed"
+    )]
+    PreImageGone(String),
     #[error("no diff: snapshots are off (`snapshot.enabled = false`)")]
     DiffWithoutSnapshots,
     #[error(transparent)]
@@ -71,6 +80,9 @@ pub struct Outcome {
     pub compaction_removed: Option<u64>,
     /// Messages moved.
     pub messages: usize,
+    /// What the turn changed that could not be taken back, said plainly
+    /// ("build/ is ignored"); empty for a redo.
+    pub not_restored: Vec<String>,
 }
 
 /// Takes the last user turn of `session_id` back. `force` overwrites files
@@ -88,10 +100,13 @@ pub async fn undo(
         .ok_or(Error::NothingToUndo)?;
     let turn = &history[start..];
     let plan = plan(turn);
-    let redo_hash = match (snapshots, plan.is_empty()) {
+    let root = snapshots
+        .map(|s| s.work_tree().to_owned())
+        .unwrap_or_default();
+    let redo = match (snapshots, plan.is_empty()) {
         (_, true) => None,
         (None, false) if force => None,
-        (None, false) => return Err(Error::NoSnapshots(plan.paths().join(", "))),
+        (None, false) => return Err(Error::NoSnapshots(plan.paths(&root).join(", "))),
         (Some(snapshots), false) => Some(revert_files(snapshots, &plan, force).await?),
     };
     let compaction_removed = turn[0]
@@ -99,22 +114,23 @@ pub async fn undo(
         .map(|_| last_request_size(&history[..start]));
     let outcome = Outcome {
         prompt: prompt_of(&turn[0]),
-        files: plan.paths(),
+        files: plan.paths(&root),
         compaction_removed,
         messages: turn.len(),
+        not_restored: plan.unrestorable.clone(),
     };
     let stash = stash_id(store, session_id).await?;
     let ids: Vec<String> = turn.iter().map(|m| m.message.id.clone()).collect();
     move_messages(store, &ids, &stash).await?;
-    if let Some(hash) = redo_hash {
+    if let Some(redo) = redo {
         // Redo's target, kept on the stashed prompt itself.
         let mut marker = Part::new(
             &turn[0].message,
             PartKind::Patch(PatchPart {
-                hash,
-                files: outcome.files.clone(),
-                after: None,
-                changes: Vec::new(),
+                hash: redo.hash,
+                files: plan.snapshot_paths(),
+                kept: redo.kept,
+                ..PatchPart::default()
             }),
         );
         marker.session_id = stash.clone();
@@ -156,10 +172,20 @@ pub async fn redo(
     });
     let mut files = Vec::new();
     if let (Some(snapshots), Some((_, patch))) = (snapshots, &marker) {
-        let snapshots = snapshots.clone();
-        let (hash, paths) = (patch.hash.clone(), patch.files.clone());
-        blocking(move || snapshots.restore(&hash, &paths)).await?;
+        let root = snapshots.work_tree().to_owned();
         files = patch.files.clone();
+        files.extend(patch.kept.iter().map(|k| shown(&k.path, &root)));
+        let snapshots = snapshots.clone();
+        let patch = patch.clone();
+        blocking(move || {
+            snapshots.restore(&patch.hash, &patch.files)?;
+            let preimages = snapshots.preimages();
+            for kept in &patch.kept {
+                preimages.restore(kept.before.as_deref(), Path::new(&kept.path))?;
+            }
+            Ok::<_, snapshot::Error>(())
+        })
+        .await?;
     }
     if let Some((part_id, _)) = &marker {
         let part_id = part_id.clone();
@@ -181,6 +207,7 @@ pub async fn redo(
         files,
         compaction_removed: None,
         messages: turn.len(),
+        not_restored: Vec::new(),
     })
 }
 
@@ -206,7 +233,7 @@ pub async fn session_diff(
         let mut now = None;
         // Files that share a before and an after are one git diff.
         let mut groups: Vec<(String, String, Vec<String>)> = Vec::new();
-        for (path, before, after) in plan.0 {
+        for (path, before, after) in plan.files {
             let after = match after {
                 Some(after) => after,
                 None => now.get_or_insert(snapshots.track()?.hash).clone(),
@@ -223,6 +250,7 @@ pub async fn session_diff(
         for (before, after, paths) in groups {
             diff.push_str(&snapshots.diff_paths(&before, &after, &paths)?);
         }
+        diff.push_str(&kept_diff(&snapshots, &plan.kept)?);
         Ok::<_, snapshot::Error>(diff)
     })
     .await
@@ -235,33 +263,69 @@ pub async fn patch_diff(snapshots: Option<&Snapshots>, patch: PatchPart) -> Resu
         return Err(Error::DiffWithoutSnapshots);
     };
     blocking(move || {
-        let after = match patch.after {
-            Some(after) => after,
-            None => snapshots.track()?.hash,
-        };
-        snapshots.diff_paths(&patch.hash, &after, &patch.files)
+        let mut diff = String::new();
+        if !patch.files.is_empty() {
+            let after = match &patch.after {
+                Some(after) => after.clone(),
+                None => snapshots.track()?.hash,
+            };
+            diff = snapshots.diff_paths(&patch.hash, &after, &patch.files)?;
+        }
+        diff.push_str(&kept_diff(&snapshots, &patch.kept)?);
+        Ok::<_, snapshot::Error>(diff)
     })
     .await
 }
 
-/// For each file the turn changed: the snapshot to restore it from and the
-/// snapshot it should still match (the last step's after).
-struct Plan(Vec<(String, String, Option<String>)>);
+/// A file the turn's snapshots cannot see but whose pre-image was kept:
+/// its copy from before the turn and its state after the turn's last step.
+type KeptPlan = KeptFile;
+
+/// What undoing a turn restores and what it cannot.
+struct Plan {
+    /// For each file the snapshots saw change: the snapshot to restore it
+    /// from and the snapshot it should still match (the last step's after).
+    files: Vec<(String, String, Option<String>)>,
+    /// Files restored from their pre-images.
+    kept: Vec<KeptPlan>,
+    /// What no step could keep, said plainly (deduplicated).
+    unrestorable: Vec<String>,
+}
 
 impl Plan {
     fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.files.is_empty() && self.kept.is_empty()
     }
 
-    fn paths(&self) -> Vec<String> {
-        self.0.iter().map(|(path, _, _)| path.clone()).collect()
+    /// Every file restored, as the user sees it.
+    fn paths(&self, root: &Path) -> Vec<String> {
+        let mut paths = self.snapshot_paths();
+        paths.extend(self.kept.iter().map(|k| shown(&k.path, root)));
+        paths
+    }
+
+    /// The files restored from snapshots.
+    fn snapshot_paths(&self) -> Vec<String> {
+        self.files.iter().map(|(path, _, _)| path.clone()).collect()
+    }
+}
+
+/// `path` relative to the project when inside it, else as it is.
+fn shown(path: &str, root: &Path) -> String {
+    match Path::new(path).strip_prefix(root) {
+        Ok(relative) if !root.as_os_str().is_empty() => relative.display().to_string(),
+        _ => path.to_owned(),
     }
 }
 
 /// The turn's patches read in order: a file's "before" is the first patch
 /// naming it, its "after" the last.
 fn plan(turn: &[MessageWithParts]) -> Plan {
-    let mut files: Vec<(String, String, Option<String>)> = Vec::new();
+    let mut plan = Plan {
+        files: Vec::new(),
+        kept: Vec::new(),
+        unrestorable: Vec::new(),
+    };
     let patches = turn
         .iter()
         .filter(|m| !m.message.is_user())
@@ -272,20 +336,42 @@ fn plan(turn: &[MessageWithParts]) -> Plan {
         });
     for patch in patches {
         for path in &patch.files {
-            match files.iter_mut().find(|(p, _, _)| p == path) {
+            match plan.files.iter_mut().find(|(p, _, _)| p == path) {
                 Some(entry) => entry.2 = patch.after.clone(),
-                None => files.push((path.clone(), patch.hash.clone(), patch.after.clone())),
+                None => plan
+                    .files
+                    .push((path.clone(), patch.hash.clone(), patch.after.clone())),
+            }
+        }
+        for kept in &patch.kept {
+            match plan.kept.iter_mut().find(|k| k.path == kept.path) {
+                Some(entry) => entry.after = kept.after.clone(),
+                None => plan.kept.push(kept.clone()),
+            }
+        }
+        for note in &patch.unrestorable {
+            if !plan.unrestorable.contains(note) {
+                plan.unrestorable.push(note.clone());
             }
         }
     }
-    Plan(files)
+    plan
 }
 
-/// Checks for hand edits, then restores the files; returns the snapshot of
-/// the tree as it was just before, for redo.
-async fn revert_files(snapshots: &Snapshots, plan: &Plan, force: bool) -> Result<String, Error> {
+/// What redo needs after an undo: the tree just before it, and a copy of
+/// each kept file as the turn left it.
+struct Redo {
+    hash: String,
+    kept: Vec<KeptFile>,
+}
+
+/// Checks for hand edits, then restores the files; returns what redo needs.
+/// Nothing is written before every check passed and every copy for redo
+/// was kept: a failure (a full disk) leaves the files as they were.
+async fn revert_files(snapshots: &Snapshots, plan: &Plan, force: bool) -> Result<Redo, Error> {
     let snapshots = snapshots.clone();
-    let entries = plan.0.clone();
+    let entries = plan.files.clone();
+    let kept = plan.kept.clone();
     blocking(move || {
         let now = snapshots.track()?;
         let mut conflicts = Vec::new();
@@ -301,8 +387,39 @@ async fn revert_files(snapshots: &Snapshots, plan: &Plan, force: bool) -> Result
                     .map(|(path, _, _)| path.clone()),
             );
         }
+        for file in &kept {
+            if !matches_after(Path::new(&file.path), file.after.as_ref())? {
+                conflicts.push(shown(&file.path, snapshots.work_tree()));
+            }
+        }
         if !conflicts.is_empty() && !force {
             return Err(Error::Conflicts(conflicts));
+        }
+        let preimages = snapshots.preimages();
+        if let Some(gone) = kept
+            .iter()
+            .find(|file| file.before.as_deref().is_some_and(|id| !preimages.has(id)))
+        {
+            return Err(Error::PreImageGone(shown(
+                &gone.path,
+                snapshots.work_tree(),
+            )));
+        }
+        let mut redo = Vec::new();
+        for file in &kept {
+            let before = match preimages.keep_current(Path::new(&file.path))? {
+                Captured::Absent => None,
+                Captured::Kept(id) => Some(id),
+                Captured::NotKept { .. } => {
+                    tracing::warn!("{} is too big to keep for /redo", file.path);
+                    continue;
+                }
+            };
+            redo.push(KeptFile {
+                path: file.path.clone(),
+                before,
+                after: None,
+            });
         }
         let mut befores: Vec<&String> = entries.iter().map(|e| &e.1).collect();
         befores.sort();
@@ -315,9 +432,31 @@ async fn revert_files(snapshots: &Snapshots, plan: &Plan, force: bool) -> Result
                 .collect();
             snapshots.restore(before, &paths)?;
         }
-        Ok(now.hash)
+        for file in &kept {
+            preimages.restore(file.before.as_deref(), Path::new(&file.path))?;
+        }
+        Ok(Redo {
+            hash: now.hash,
+            kept: redo,
+        })
     })
     .await
+}
+
+/// True when the file at `path` is still as the turn left it.
+fn matches_after(path: &Path, after: Option<&Fingerprint>) -> Result<bool, snapshot::Error> {
+    Ok(snapshot::preimage::fingerprint(path)?.as_ref() == after)
+}
+
+/// The diffs of kept files, from their copies to the files now.
+fn kept_diff(snapshots: &Snapshots, kept: &[KeptFile]) -> Result<String, snapshot::Error> {
+    let preimages = snapshots.preimages();
+    let mut diff = String::new();
+    for file in kept {
+        let shown = shown(&file.path, snapshots.work_tree());
+        diff.push_str(&preimages.diff(file.before.as_deref(), Path::new(&file.path), &shown)?);
+    }
+    Ok(diff)
 }
 
 async fn blocking<R, E>(f: impl FnOnce() -> Result<R, E> + Send + 'static) -> Result<R, Error>

@@ -11,34 +11,26 @@
 //! commits, refs, hooks or config of the user's repository are read or
 //! written, and the project need not be a git repository at all. `.gitignore`
 //! is honoured; files over the size cap and the data dir are skipped and
-//! reported. All calls block: callers run them with `spawn_blocking`.
+//! reported. What that leaves out, cairn's own tools still undo through
+//! [`preimage`], and shell writes there are named (`unseen`). All calls
+//! block: callers run them with `spawn_blocking`.
 
 use std::collections::BTreeSet;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+mod error;
+pub mod preimage;
 #[cfg(test)]
 mod tests;
+mod unseen;
+
+pub use error::Error;
+pub use preimage::{Captured, MAX_PREIMAGE_BYTES, PreImages};
 
 /// A default of the config's `[snapshot]` table, so defined there.
 pub use crate::config::DEFAULT_SNAPSHOT_MAX_FILE_BYTES;
-
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error(
-        "snapshots need the `git` executable, which was not found on PATH ({0}); \
-         install git or set `snapshot.enabled = false` in cairn.toml"
-    )]
-    GitMissing(std::io::Error),
-    #[error("snapshot store {path}: {source}")]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("snapshot store: `git {args}` failed: {stderr}")]
-    Git { args: String, stderr: String },
-}
 
 /// One recorded state of the working tree.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -110,6 +102,12 @@ impl Snapshots {
 
     pub fn work_tree(&self) -> &Path {
         &self.work_tree
+    }
+
+    /// The copies of files kept before cairn's own tools wrote them, for
+    /// what this store's snapshots cannot see.
+    pub fn preimages(&self) -> PreImages {
+        PreImages::new(self.git_dir.join("preimages"), MAX_PREIMAGE_BYTES)
     }
 
     fn init(&self) -> Result<(), Error> {
@@ -341,6 +339,13 @@ impl Snapshots {
         while let Some(record) = records.next() {
             if record.first() == Some(&b':') {
                 let Some(path) = records.next() else { break };
+                if is_gitlink(record) {
+                    // A nested repository or submodule: its files are not in
+                    // the snapshot, so `/undo` cannot put them back; the step
+                    // names it instead (`unseen`). Restoring the gitlink
+                    // would fail on its directory and stop the whole undo.
+                    continue;
+                }
                 let kind = match record.last() {
                     Some(b'A') => ChangeKind::Added,
                     Some(b'D') => ChangeKind::Deleted,
@@ -569,6 +574,7 @@ pub fn collect(data_dir: &Path, max_age_days: u32) -> Vec<(PathBuf, Error)> {
             work_tree: data_dir.to_owned(),
             max_file_bytes: DEFAULT_SNAPSHOT_MAX_FILE_BYTES,
         };
+        store.preimages().collect(max_age_days);
         if let Err(error) = store.git(["prune", expire.as_str()]) {
             failed.push((git_dir, error));
         }
@@ -592,6 +598,16 @@ fn flock(file: &std::fs::File) -> std::io::Result<()> {
             return Err(error);
         }
     }
+}
+
+/// True for a `diff-tree --raw` record (`:<old mode> <new mode> ...`) of a
+/// gitlink on either side.
+fn is_gitlink(record: &[u8]) -> bool {
+    let modes = record.get(1..).unwrap_or_default();
+    modes
+        .split(|b| *b == b' ')
+        .take(2)
+        .any(|mode| mode == b"160000")
 }
 
 fn text(output: Output) -> String {

@@ -408,6 +408,35 @@ fn an_incremental_snapshot_equals_one_taken_from_scratch() {
         .expect("a nested repository does not fail the snapshot");
 }
 
+/// A nested repository a command made (`git clone` into the project) is a
+/// gitlink in the snapshot, not files: it is not among a step's changes
+/// (restoring it would fail on the directory and stop the whole `/undo`);
+/// the step names it as not restorable instead (`unseen`).
+#[test]
+fn a_new_nested_repository_is_not_a_change_undo_tries_to_restore() {
+    let f = fixture(1024 * 1024);
+    std::fs::write(f.project.join("a.txt"), "one\n").expect("write");
+    let before = f.store.track().expect("before");
+    let nested = f.project.join("vendor/x");
+    std::fs::create_dir_all(&nested).expect("mkdir");
+    git_in(&nested, &["init", "--quiet"]);
+    std::fs::write(nested.join("f"), "in x\n").expect("write");
+    git_in(&nested, &["add", "f"]);
+    git_in(&nested, &["commit", "--quiet", "-m", "x"]);
+    std::fs::write(f.project.join("b.txt"), "two\n").expect("write");
+    let after = f.store.track().expect("after");
+    let changes = f.store.changes(&before.hash, &after.hash).expect("changes");
+    let paths: Vec<&str> = changes.iter().map(|c| c.path.as_str()).collect();
+    assert_eq!(paths, ["b.txt"]);
+    f.store
+        .restore(&before.hash, &["b.txt".to_owned()])
+        .expect("restore");
+    assert!(!f.project.join("b.txt").exists());
+    let since = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+    let notes = f.store.unseen_writes(since, &[], &[]).expect("unseen");
+    assert_eq!(notes, ["vendor/x/ is a nested repository"]);
+}
+
 /// A git killed mid-write (cairn killed with -9 during a snapshot) leaves
 /// `index.lock` behind; the next snapshot must not fail on it forever.
 #[test]

@@ -71,10 +71,13 @@ pub fn answered(app: &mut App, redo: bool, result: Result<Outcome, Error>) -> Ve
             return Vec::new();
         }
     };
-    let files = match done.files.len() {
+    let mut files = match done.files.len() {
         0 => "no files changed".to_owned(),
         _ => format!("restored {}", done.files.join(", ")),
     };
+    if !done.not_restored.is_empty() {
+        files.push_str(&format!("; not restored: {}", done.not_restored.join("; ")));
+    }
     let mut flash = if redo {
         // The prompt put back by the undo is the turn now shown again.
         if app.composer.text().trim() == done.prompt.trim() {
@@ -237,6 +240,7 @@ mod tests {
             prompt: prompt.into(),
             files: files.iter().map(|f| f.to_string()).collect(),
             compaction_removed: None,
+            not_restored: Vec::new(),
             messages: 4,
         }
     }

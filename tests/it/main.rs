@@ -83,4 +83,5 @@ mod tui_slash;
 mod tui_subtask;
 mod tui_thread;
 mod tui_undo;
+mod undo_kept_run;
 mod undo_run;

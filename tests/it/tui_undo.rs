@@ -195,3 +195,44 @@ async fn undo_while_busy_says_to_wait_and_works_after_esc() {
     .await
     .expect("the terminal session");
 }
+
+/// Issue #35 in the terminal: an edit of an ignored `.env` shows on the
+/// step's card and in `/diff`, and `/undo` puts it back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn undo_of_an_ignored_file_shows_on_the_card_and_restores_it() {
+    let server = ScriptedServer::start([]).await;
+    server.push(tool_call(
+        "call_1",
+        "edit",
+        json!({ "file_path": ".env", "old_string": "KEY=old", "new_string": "KEY=new" }),
+        1_000,
+    ));
+    server.push(text("Changed the key.", 1_100));
+    let (_dirs, paths) = dirs(&server);
+    let env = paths[0].join(".env");
+    std::fs::write(paths[0].join(".gitignore"), ".env\n").expect("gitignore");
+    std::fs::write(&env, "KEY=old\n").expect(".env");
+    tokio::task::spawn_blocking(move || {
+        let [p, d, c] = &paths;
+        let mut terminal = Terminal::start(p, d, c, &[]);
+        terminal.wait_for("the status line", |s| s.contains("compact at"));
+        terminal.type_text("change the key\r");
+        let screen = terminal.wait_for("the card", |s| {
+            s.contains("Changed the key.") && s.contains("1 file changed")
+        });
+        assert!(screen.contains("edit .env"), "{screen}");
+        wait_for_file(&env, "KEY=new\n");
+        terminal.type_text("/diff\r");
+        let screen = terminal.wait_for("the diff overlay", |s| s.contains("▸ .env"));
+        assert!(screen.contains("+KEY=new"), "{screen}");
+        terminal.type_text("\x1b");
+        terminal.wait_for("the overlay closing", |s| !s.contains("▸ .env"));
+        terminal.type_text("/undo\r");
+        let screen = terminal.wait_for("the undo", |s| s.contains("undid the last turn"));
+        assert!(screen.contains("restored .env"), "{screen}");
+        wait_for_file(&env, "KEY=old\n");
+        quit(terminal);
+    })
+    .await
+    .expect("the terminal session");
+}

@@ -214,7 +214,7 @@ mod tests {
             hash: "before".into(),
             files: vec!["notes.txt".into()],
             after: Some("after".into()),
-            changes: Vec::new(),
+            ..PatchPart::default()
         });
         app(vec![with_parts(
             a.clone(),

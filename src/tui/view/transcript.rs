@@ -454,6 +454,19 @@ const PATCH_FILES_SHOWN: usize = 3;
 /// line counts, and who changed which (a `bash` change is otherwise
 /// invisible in the tool-by-tool view).
 fn patch_summary(patch: &crate::message::PatchPart) -> String {
+    let notes = patch.unrestorable.join("; ");
+    if patch.files.is_empty() && patch.changes.is_empty() && !notes.is_empty() {
+        return format!("± not restored by /undo: {notes}");
+    }
+    let mut line = changed_summary(patch);
+    if !notes.is_empty() {
+        line.push_str(&format!(" · not restored by /undo: {notes}"));
+    }
+    line
+}
+
+/// The files part of the patch card: count, kinds, lines, who changed them.
+fn changed_summary(patch: &crate::message::PatchPart) -> String {
     let count = patch.files.len().max(patch.changes.len());
     let noun = if count == 1 { "file" } else { "files" };
     let mut line = format!("± {count} {noun} changed");
@@ -541,6 +554,7 @@ mod tests {
                 change("notes.txt", "modified", 1, 1, "edit"),
                 change("new.txt", "added", 1, 0, "bash"),
             ],
+            ..PatchPart::default()
         };
         assert_eq!(
             patch_summary(&patch),
@@ -559,5 +573,30 @@ mod tests {
         patch.changes.clear();
         patch.files.truncate(1);
         assert_eq!(patch_summary(&patch), "± 1 file changed");
+    }
+
+    /// Issue #35: a file kept as a pre-image counts like any other, and
+    /// what `/undo` cannot restore is named on the card.
+    #[test]
+    fn a_patch_card_names_kept_files_and_what_undo_cannot_restore() {
+        let patch = PatchPart {
+            hash: "h".into(),
+            changes: vec![change(".env", "modified", 1, 1, "edit")],
+            unrestorable: vec!["build/ is ignored".into(), "2 files over 10 MiB".into()],
+            ..PatchPart::default()
+        };
+        assert_eq!(
+            patch_summary(&patch),
+            "± 1 file changed: 1 modified (+1 −1) · edit .env \
+             · not restored by /undo: build/ is ignored; 2 files over 10 MiB"
+        );
+        let only_notes = PatchPart {
+            unrestorable: vec!["build/ is ignored".into()],
+            ..PatchPart::default()
+        };
+        assert_eq!(
+            patch_summary(&only_notes),
+            "± not restored by /undo: build/ is ignored"
+        );
     }
 }

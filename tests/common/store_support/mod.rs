@@ -256,6 +256,15 @@ pub fn every_part_kind(message: &Message) -> Vec<Part> {
                 removed: 1,
                 by: "edit".into(),
             }],
+            kept: vec![cairn::message::KeptFile {
+                path: "/p/.env".into(),
+                before: Some("pre_0001".into()),
+                after: Some(cairn::message::Fingerprint {
+                    len: 8,
+                    hash: "00000000deadbeef".into(),
+                }),
+            }],
+            unrestorable: vec!["build/ is ignored".into()],
         }),
     ];
     for (index, state) in tool_states().into_iter().enumerate() {
