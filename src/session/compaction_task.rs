@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::bus::SessionStatus;
 use crate::clock::now_millis;
+use crate::context::compaction::working_state::Budget;
 use crate::context::compaction::{
     self, AUTO_CONTINUE, AUTO_CONTINUE_METADATA, SummaryPlan, TailSettings,
 };
@@ -328,9 +329,27 @@ async fn carry_working_state(
         summary_id: summary.id,
         summarized: plan.head.len(),
         verbatim_from,
-        room,
+        budget: state_budget(ctx, model, room),
     };
-    working_state::carry(ctx, model, compacted).await
+    let sources = working_state::Sources {
+        writer: &ctx.writer,
+        session_id: &ctx.session_id,
+        root: ctx.env.root.clone(),
+        permissions: ctx.permissions.clone(),
+        sandbox: ctx.settings.sandbox.clone(),
+    };
+    working_state::carry(sources, compacted).await
+}
+
+/// The window's share, and never more than half the room left below the
+/// compaction point (the next turn needs the rest), in our tokenizer's
+/// units: a model that counts more per word gets less text.
+fn state_budget(ctx: &SessionCtx, model: &ResolvedModel, room: u64) -> Budget {
+    let share = Budget::for_usable(gauge::usable(ctx, model)).total;
+    let theirs_per_thousand = ctx.accounting.calibration(&model.model).scale(1_000).max(1);
+    Budget {
+        total: share.min(room / 2) * 1_000 / theirs_per_thousand,
+    }
 }
 
 /// The one notice of a compaction: the gauge before and after; why, when

@@ -12,8 +12,8 @@ use crate::context::compaction::working_state::{
     self, Budget, FileText, RECORD_TOOLS, WorkingState,
 };
 use crate::message::{Carried, Part, PartKind, TextPart, WORKING_STATE_METADATA};
-use crate::session::ctx::{ResolvedModel, SessionCtx};
-use crate::session::{Error, gauge};
+use crate::session::Error;
+use crate::session::writer::Writer;
 use crate::store::RecordQuery;
 
 /// Bytes read of one file at most: a window's budget of text is far less,
@@ -29,29 +29,33 @@ pub struct Compacted<'a> {
     /// The first message the model still sees verbatim (tail, replayed
     /// message or the compaction request itself).
     pub verbatim_from: &'a str,
-    /// Tokens the next request may still grow by before the compaction point.
-    pub room: u64,
+    /// The state's budget, in our tokenizer's units.
+    pub budget: Budget,
+}
+
+/// What [`carry`] needs of the session: where to read and write, and what
+/// may be read. (Not the session's context itself: this module stays below
+/// the loop's files.)
+pub struct Sources<'a> {
+    pub writer: &'a Writer,
+    pub session_id: &'a str,
+    pub root: std::path::PathBuf,
+    pub permissions: std::sync::Arc<crate::permission::Permissions>,
+    pub sandbox: std::sync::Arc<crate::sandbox::Policy>,
 }
 
 /// Builds the working state, writes it as a part of the summary message
 /// and returns what it carried (all zero when there was nothing to carry).
-pub async fn carry(
-    ctx: &SessionCtx,
-    model: &ResolvedModel,
-    compacted: Compacted<'_>,
-) -> Result<Carried, Error> {
+pub async fn carry(sources: Sources<'_>, compacted: Compacted<'_>) -> Result<Carried, Error> {
     let query = RecordQuery {
         tools: RECORD_TOOLS.iter().map(|t| t.to_string()).collect(),
         outputs_of: vec!["skill".to_string()],
     };
-    let records = ctx
-        .writer
-        .store
-        .read_records(&ctx.session_id, query)
-        .await?;
-    let root = ctx.env.root.clone();
-    let budget = budget(ctx, model, compacted.room);
-    let summary = ctx.writer.store.get_message(compacted.summary_id).await?;
+    let store = &sources.writer.store;
+    let records = store.read_records(sources.session_id, query).await?;
+    let root = sources.root;
+    let budget = compacted.budget;
+    let summary = store.get_message(compacted.summary_id).await?;
     let summary_text: String = summary
         .iter()
         .flat_map(|m| m.parts.iter())
@@ -63,8 +67,8 @@ pub async fn carry(
         .join("\n");
     let verbatim_from = compacted.verbatim_from.to_string();
     let gate = ReadGate {
-        permissions: ctx.permissions.clone(),
-        sandbox: ctx.settings.sandbox.clone(),
+        permissions: sources.permissions,
+        sandbox: sources.sandbox,
     };
     // Reading files and laying out the state is blocking work.
     let state = tokio::task::spawn_blocking(move || {
@@ -86,22 +90,12 @@ pub async fn carry(
             metadata: Some(json!({ WORKING_STATE_METADATA: &carried })),
             ..TextPart::default()
         };
-        ctx.writer
+        sources
+            .writer
             .part(&Part::new(&summary.message, PartKind::Text(part)))
             .await?;
     }
     Ok(carried)
-}
-
-/// The window's share, and never more than half the room left below the
-/// compaction point (the next turn needs the rest), in our tokenizer's
-/// units: a model that counts more per word gets less text.
-fn budget(ctx: &SessionCtx, model: &ResolvedModel, room: u64) -> Budget {
-    let share = Budget::for_usable(gauge::usable(ctx, model)).total;
-    let theirs_per_thousand = ctx.accounting.calibration(&model.model).scale(1_000).max(1);
-    Budget {
-        total: share.min(room / 2) * 1_000 / theirs_per_thousand,
-    }
 }
 
 /// What decides whether cairn itself may re-read a file for the state: the
