@@ -64,6 +64,8 @@ fn session() -> Vec<MessageWithParts> {
                     hash: "h".into(),
                     files: vec![path.clone()],
                     after: None,
+                    kept: Vec::new(),
+                    unrestorable: Vec::new(),
                     changes: vec![PatchFile {
                         path,
                         kind: "modified".into(),

@@ -24,6 +24,8 @@ fn patch(path: &str, kind: &str, added: u32, by: &str) -> PartKind {
         hash: "h".into(),
         files: vec![path.into()],
         after: None,
+        kept: Vec::new(),
+        unrestorable: Vec::new(),
         changes: vec![PatchFile {
             path: path.into(),
             kind: kind.into(),
