@@ -190,6 +190,7 @@ mod tests {
                 INSTRUCTION_FILES,
                 TOOL_DEFINITIONS,
                 SUMMARY,
+                WORKING_STATE,
                 MESSAGES,
                 TOOL_OUTPUTS
             ]
