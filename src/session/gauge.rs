@@ -85,7 +85,9 @@ fn grown_to_accepted(ctx: &SessionCtx, model: &ResolvedModel) -> context::Limits
     let Some(accepted) = ctx.accounting.accepted(&model.model) else {
         return limits;
     };
-    if limits.context == 0 || accepted <= context::usable(&limits, &ctx.settings.compaction) {
+    // Below the window the configured figure may well be right: the
+    // request only left less room for the answer.
+    if limits.context == 0 || accepted <= limits.context {
         return limits;
     }
     let answer = context::max_output_tokens(&limits);
@@ -105,8 +107,7 @@ pub fn observe_accepted(ctx: &SessionCtx, model: &ResolvedModel, usage: &crate::
     if !ctx.accounting.accept(&model.model, prompt) {
         return;
     }
-    let configured = context::usable(&model.limits, &ctx.settings.compaction);
-    if model.limits.context != 0 && prompt > configured {
+    if model.limits.context != 0 && prompt > model.limits.context {
         ctx.report_once(&format!(
             "{} accepted a request of {} tokens, more than the {}-token window cairn assumed for it: cairn now assumes {}. Set the real window ([provider.{}.models.\"{}\"] context = TOKENS) to silence this.",
             model.model,

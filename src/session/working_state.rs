@@ -122,8 +122,8 @@ impl ReadGate {
 }
 
 /// The current text of each file, bounded and with known secrets redacted;
-/// directories, binary files and files the gate refuses are named without
-/// their text, a file that is gone says so.
+/// directories, binary files and files the gate refuses are left out (the
+/// state's file list still names them), a file that is gone says so.
 fn read_files(paths: &[String], root: &Path, gate: &ReadGate) -> Vec<FileText> {
     paths
         .iter()
@@ -132,6 +132,7 @@ fn read_files(paths: &[String], root: &Path, gate: &ReadGate) -> Vec<FileText> {
                 return Some(FileText {
                     path: path.clone(),
                     text: None,
+                    cut_at: None,
                 });
             }
             let real = gate.admit(path, root)?;
@@ -143,6 +144,7 @@ fn read_files(paths: &[String], root: &Path, gate: &ReadGate) -> Vec<FileText> {
             Some(FileText {
                 path: path.clone(),
                 text: Some(crate::secret::redact(&text).into_owned()),
+                cut_at: (meta.len() > MAX_FILE_BYTES).then_some(meta.len()),
             })
         })
         .collect()

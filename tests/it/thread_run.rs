@@ -489,3 +489,25 @@ async fn the_state_never_reads_what_the_model_could_not() {
     assert!(after.contains("<working-state>"), "{after}");
     assert!(after.contains(".env"), "the file is still named: {after}");
 }
+
+/// A prompt inside the configured window (28,500 of 32,000, more than the
+/// usable 28,000) teaches nothing about the window: it stays 32,000.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_inside_the_window_does_not_grow_it() {
+    // The second run compacts first (28,500 is past the compaction point).
+    let server = ScriptedServer::start([
+        text("done1", 28_500),
+        text("ok", 500),
+        text("done2", 900),
+    ])
+    .await;
+    let project = project_on(&server, Some((32_000, 4_000)));
+    let first = project.cairn(&["run", "hello"]).await;
+    let said = String::from_utf8_lossy(&first.stderr);
+    assert!(!said.contains("accepted a request"), "{said}");
+    let json = project
+        .ok(&["run", "--continue", "--format", "json", "again"])
+        .await;
+    assert!(!json.contains("\"context\":32768"), "{json}");
+    assert!(json.contains("\"context\":32000"), "{json}");
+}

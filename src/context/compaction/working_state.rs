@@ -22,10 +22,10 @@ pub const WORKING_STATE_MAX_TOKENS: u64 = 16_000;
 
 /// Each section's most, as shares of the whole: no one section can starve
 /// the others. What a section leaves unused goes to the files' text.
-const USER_SHARE: f64 = 0.40;
-const FILES_LIST_SHARE: f64 = 0.10;
+const USER_SHARE: f64 = 0.35;
+const FILES_LIST_SHARE: f64 = 0.20;
 const TODO_SHARE: f64 = 0.15;
-const SKILL_SHARE: f64 = 0.15;
+const SKILL_SHARE: f64 = 0.10;
 
 /// Files whose current text is read for the state, newest touched first.
 pub const MAX_FILE_TEXTS: usize = 6;
@@ -66,6 +66,8 @@ impl Budget {
 pub struct FileText {
     pub path: String,
     pub text: Option<String>,
+    /// The file's size on disk, when `text` is only its beginning.
+    pub cut_at: Option<u64>,
 }
 
 /// The working state: the text sent after the summary and what it holds.
@@ -87,6 +89,8 @@ struct Thread<'a> {
     skills: Vec<(String, Option<&'a str>)>,
     /// Every file touched, newest last (a later touch moves it to the end).
     touched: Vec<String>,
+    /// Files `edit` and `write` changed, with the tool, as their calls say.
+    written: Vec<(String, String)>,
 }
 
 /// One file the session changed, summed over its steps.
@@ -132,6 +136,27 @@ pub fn build(
     budget: Budget,
 ) -> WorkingState {
     let thread = Thread::from_records(records, root, verbatim_from);
+    // Sections are measured one by one; the joins and a whole message that
+    // just fits can still tip the sum over, so lay out again a little
+    // smaller until the whole fits.
+    let mut target = budget;
+    for _ in 0..8 {
+        let state = lay_out(&thread, files, target);
+        if state.carried.tokens <= budget.total {
+            return state;
+        }
+        let ratio = budget.total as f64 / state.carried.tokens as f64;
+        target = Budget {
+            total: (target.total as f64 * ratio * 0.95).floor() as u64,
+        };
+    }
+    WorkingState {
+        text: String::new(),
+        carried: Carried::default(),
+    }
+}
+
+fn lay_out(thread: &Thread<'_>, files: &[FileText], budget: Budget) -> WorkingState {
     let mut carried = Carried::default();
     let mut sections = Vec::new();
     // The lead, the closing tag and the blank lines between sections.
@@ -143,7 +168,11 @@ pub fn build(
         }
     };
     take(
-        user_section(&thread, budget.share(USER_SHARE), &mut carried),
+        user_section(thread, budget.share(USER_SHARE), &mut carried),
+        &mut left,
+    );
+    take(
+        files_section(thread, budget.share(FILES_LIST_SHARE), &mut carried),
         &mut left,
     );
     take(
@@ -151,11 +180,7 @@ pub fn build(
         &mut left,
     );
     take(
-        files_section(&thread, budget.share(FILES_LIST_SHARE), &mut carried),
-        &mut left,
-    );
-    take(
-        skill_section(&thread, budget.share(SKILL_SHARE), &mut carried),
+        skill_section(thread, budget.share(SKILL_SHARE), &mut carried),
         &mut left,
     );
     take(text_section(files, left, &mut carried), &mut left);
@@ -184,8 +209,19 @@ pub fn is_thin(summary: &str, records: &[MessageWithParts], root: &Path) -> bool
     !thread.changed.is_empty()
         && !thread.changed.iter().any(|c| {
             let name = c.path.rsplit('/').next().unwrap_or(&c.path);
-            summary.contains(&c.path) || summary.contains(name)
+            names(summary, &c.path) || names(summary, name)
         })
+}
+
+/// `text` names `file` as a whole word: `data.txt` does not name `a.txt`.
+fn names(text: &str, file: &str) -> bool {
+    let part_of_name = |c: char| c.is_alphanumeric() || "_-./".contains(c);
+    text.match_indices(file).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + file.len()..].chars().next();
+        !before.is_some_and(part_of_name)
+            && !after.is_some_and(|c| c.is_alphanumeric() || "_-/".contains(c))
+    })
 }
 
 fn tokens(text: &str) -> u64 {
@@ -222,6 +258,19 @@ impl<'a> Thread<'a> {
                     PartKind::Tool(tool) => thread.record_tool(tool, root),
                     _ => {}
                 }
+            }
+        }
+        // An edit or write the snapshots did not record (outside the
+        // project): named without line counts.
+        for (path, by) in std::mem::take(&mut thread.written) {
+            if !thread.changed.iter().any(|c| c.path == path) {
+                thread.changed.push(Changed {
+                    path,
+                    kind: "changed".into(),
+                    added: 0,
+                    removed: 0,
+                    by: vec![by],
+                });
             }
         }
         thread
@@ -278,6 +327,7 @@ impl<'a> Thread<'a> {
             ("edit" | "write", ToolState::Completed { .. }) => {
                 if let Some(path) = path {
                     self.touch(path);
+                    self.written.push((path.to_string(), tool.tool.clone()));
                 }
             }
             ("todowrite", ToolState::Completed { .. }) => self.todos = input.get("todos"),
@@ -299,12 +349,31 @@ impl<'a> Thread<'a> {
 
 /// `path` relative to `root` when it lies under it, as patches name files.
 fn relative_to(path: &str, root: &Path) -> String {
-    Path::new(path)
-        .strip_prefix(root)
+    let path = lexical(Path::new(path));
+    path.strip_prefix(root)
         .ok()
         .and_then(|p| p.to_str())
         .filter(|p| !p.is_empty())
-        .map_or_else(|| path.to_string(), str::to_string)
+        .map_or_else(|| path.display().to_string(), str::to_string)
+}
+
+/// `path` with `.` and `dir/..` folded away, without asking the disk
+/// (`sub/../a.txt` and `a.txt` are one file).
+fn lexical(path: &Path) -> std::path::PathBuf {
+    use std::path::Component;
+    let mut out = std::path::PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir
+                if matches!(out.components().next_back(), Some(Component::Normal(_))) =>
+            {
+                out.pop();
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
 }
 
 /// The text a user typed in one message (not what cairn attached to it).
@@ -408,14 +477,22 @@ fn files_section(thread: &Thread<'_>, room: u64, carried: &mut Carried) -> Optio
     if !thread.changed.is_empty() {
         lines.push("## Files this session changed".to_string());
         for c in &thread.changed {
-            lines.push(format!(
-                "- {}: {}, +{} -{} (by {})",
-                c.path,
-                c.kind,
-                c.added,
-                c.removed,
-                c.by.join(", ")
-            ));
+            lines.push(if c.kind == "changed" {
+                format!(
+                    "- {}: changed by {} (outside the project's snapshots)",
+                    c.path,
+                    c.by.join(", ")
+                )
+            } else {
+                format!(
+                    "- {}: {}, +{} -{} (by {})",
+                    c.path,
+                    c.kind,
+                    c.added,
+                    c.removed,
+                    c.by.join(", ")
+                )
+            });
         }
     }
     if !thread.read.is_empty() {
@@ -451,21 +528,30 @@ fn skill_section(thread: &Thread<'_>, room: u64, carried: &mut Carried) -> Optio
     }
     let mut out = String::from("## Skills loaded (newest last)");
     let mut used = tokens(&out);
-    for (name, instructions) in &thread.skills {
+    for (i, (name, instructions)) in thread.skills.iter().enumerate() {
         let whole = instructions.map(|text| format!("\n\n### skill: {name}\n{text}"));
-        match whole {
-            Some(whole) if used + tokens(&whole) <= room => {
-                used += tokens(&whole);
-                out.push_str(&whole);
-            }
+        let named = format!(
+            "\n\n### skill: {name}\n(its instructions did not fit here: load it again with the skill tool before relying on it)"
+        );
+        let entry = match whole {
+            Some(whole) if used + tokens(&whole) <= room => whole,
+            _ if used + tokens(&named) <= room => named,
             _ => {
+                let rest: Vec<&str> = thread.skills[i..].iter().map(|(n, _)| n.as_str()).collect();
                 let line = format!(
-                    "\n\n### skill: {name}\n(its instructions did not fit here: load it again with the skill tool before relying on it)"
+                    "\n\nAlso loaded, load again when needed: {}",
+                    rest.join(", ")
                 );
-                used += tokens(&line);
-                out.push_str(&line);
+                if used + tokens(&line) <= room {
+                    out.push_str(&line);
+                } else {
+                    out.push_str(&format!("\n\n… and {} more skill(s)", rest.len()));
+                }
+                break;
             }
-        }
+        };
+        used += tokens(&entry);
+        out.push_str(&entry);
     }
     carried.skills = thread.skills.len() as u32;
     Some(out)
@@ -489,7 +575,7 @@ fn text_section(files: &[FileText], room: u64, carried: &mut Carried) -> Option<
             ));
             continue;
         };
-        let block = file_block(&file.path, text, left);
+        let block = file_block(&file.path, text, file.cut_at, left);
         left = left.saturating_sub(tokens(&block));
         out.push_str(&block);
         count += 1;
@@ -500,8 +586,14 @@ fn text_section(files: &[FileText], room: u64, carried: &mut Carried) -> Option<
 
 /// One file's text within `room` tokens: whole, or cut at a line with the
 /// offset to read on from.
-fn file_block(path: &str, text: &str, room: u64) -> String {
-    let lines: Vec<&str> = text.lines().collect();
+fn file_block(path: &str, text: &str, size: Option<u64>, room: u64) -> String {
+    let mut lines: Vec<&str> = text.lines().collect();
+    if let Some(size) = size {
+        // Only the beginning was read: its last line may be cut, and the
+        // file's own line count is unknown.
+        lines.pop();
+        return file_head(path, &lines, &format!("a {size}-byte file"), room);
+    }
     let noun = if lines.len() == 1 { "line" } else { "lines" };
     let whole = format!(
         "\n\n### {path} ({} {noun})\n```\n{}\n```",
@@ -511,11 +603,12 @@ fn file_block(path: &str, text: &str, room: u64) -> String {
     if tokens(&whole) <= room {
         return whole;
     }
-    // Binary search the longest prefix of lines that fits.
-    let fits = |n: usize| {
-        let head = lines[..n].join("\n");
-        tokens(&cut_block(path, &head, n, lines.len())) <= room
-    };
+    file_head(path, &lines, &format!("{} lines", lines.len()), room)
+}
+
+/// The longest run of first lines that fits `room`, with where to read on.
+fn file_head(path: &str, lines: &[&str], of: &str, room: u64) -> String {
+    let fits = |n: usize| tokens(&cut_block(path, &lines[..n].join("\n"), n, of)) <= room;
     let (mut low, mut high) = (0, lines.len());
     while low < high {
         let mid = (low + high).div_ceil(2);
@@ -525,12 +618,12 @@ fn file_block(path: &str, text: &str, room: u64) -> String {
             high = mid - 1;
         }
     }
-    cut_block(path, &lines[..low].join("\n"), low, lines.len())
+    cut_block(path, &lines[..low].join("\n"), low, of)
 }
 
-fn cut_block(path: &str, head: &str, shown: usize, total: usize) -> String {
+fn cut_block(path: &str, head: &str, shown: usize, of: &str) -> String {
     format!(
-        "\n\n### {path} (lines 1-{shown} of {total}; read it with offset={} for the rest)\n```\n{head}\n```",
+        "\n\n### {path} (lines 1-{shown} of {of}; read it with offset={} for the rest)\n```\n{head}\n```",
         shown + 1
     )
 }

@@ -82,10 +82,12 @@ fn texts() -> Vec<FileText> {
         FileText {
             path: "src/parser.rs".into(),
             text: Some("fn b() {}\n".into()),
+            cut_at: None,
         },
         FileText {
             path: "src/lexer.rs".into(),
             text: Some("pub fn lex() {}\n".into()),
+            cut_at: None,
         },
     ]
 }
@@ -183,6 +185,7 @@ fn a_big_file_is_cut_at_a_line_with_where_to_read_on() {
     let files = [FileText {
         path: "src/parser.rs".into(),
         text: Some(big),
+        cut_at: None,
     }];
     let budget = Budget::for_usable(6_827);
     let state = build(&records, Path::new("/p"), None, &files, budget);
@@ -241,5 +244,98 @@ fn hundreds_of_left_out_messages_still_fit_the_budget() {
             budget.total
         );
         assert!(state.text.contains("older"), "the rest are counted");
+    }
+}
+
+#[test]
+fn the_attack_table_of_the_blind_review() {
+    let root = Path::new("/p");
+    // `data.txt` does not name `a.txt`: the summary is still thin.
+    let mut h = HistoryBuilder::new();
+    h.user("change a");
+    h.assistant()
+        .part(patch("a.txt", "modified", 1, "edit"))
+        .finish(1);
+    let records = h.build();
+    let summary = format!(
+        "We worked on data.txt and nothing else. {}",
+        "word ".repeat(30)
+    );
+    assert!(is_thin(&summary, &records, root));
+    assert!(!is_thin(&format!("{summary} Then a.txt."), &records, root));
+    // `sub/../b.txt` is `b.txt`; a write outside the project is named.
+    let mut h = HistoryBuilder::new();
+    h.user("write");
+    h.assistant()
+        .part(done("write", json!({"path": "sub/../b.txt"}), "ok"))
+        .part(patch("b.txt", "added", 1, "write"))
+        .part(done("write", json!({"path": "/elsewhere/out.txt"}), "ok"))
+        .finish(1);
+    let records = h.build();
+    assert_eq!(
+        files_to_read(&records, root),
+        ["/elsewhere/out.txt", "b.txt"]
+    );
+    let state = build(&records, root, None, &[], Budget::for_usable(27_307));
+    assert!(state.text.contains("- b.txt: added"), "{}", state.text);
+    assert!(
+        state
+            .text
+            .contains("- /elsewhere/out.txt: changed by write"),
+        "{}",
+        state.text
+    );
+    assert_eq!(state.carried.changed_files, 2);
+    // A file read only in part says so, not a line count it cannot know.
+    let files = [FileText {
+        path: "b.txt".into(),
+        text: Some("y\n".repeat(100_000)),
+        cut_at: Some(50_000_000),
+    }];
+    let state = build(&records, root, None, &files, Budget::for_usable(27_307));
+    assert!(
+        state
+            .text
+            .contains("of a 50000000-byte file; read it with offset="),
+        "{}",
+        state.text
+    );
+}
+
+#[test]
+fn whatever_the_records_the_state_fits_its_budget() {
+    // Whole messages that just fit, long file lists, many skills.
+    for (n, size) in [(3, 900), (12, 300), (40, 60), (200, 20)] {
+        let mut h = HistoryBuilder::new();
+        for i in 0..n {
+            h.user(&format!("message {i} {}", "palabra ".repeat(size)));
+            let mut a = h.assistant();
+            for f in 0..5 {
+                a = a.part(patch(&format!("dir{i}/file{f}.rs"), "modified", 3, "edit"));
+            }
+            a.part(done(
+                "skill",
+                json!({"name": format!("skill{i}")}),
+                &"rule ".repeat(size),
+            ))
+            .finish(1);
+        }
+        let records = h.build();
+        let files = [FileText {
+            path: "dir0/file0.rs".into(),
+            text: Some("let x = 1;\n".repeat(3_000)),
+            cut_at: None,
+        }];
+        for usable in [3_414, 6_827, 27_307, 168_000] {
+            let budget = Budget::for_usable(usable);
+            let state = build(&records, Path::new("/p"), None, &files, budget);
+            assert!(
+                state.carried.tokens <= budget.total,
+                "{n}x{size} at {usable}: {} > {}",
+                state.carried.tokens,
+                budget.total
+            );
+            assert!(state.carried.changed_files > 0);
+        }
     }
 }
