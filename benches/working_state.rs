@@ -92,6 +92,7 @@ fn texts(paths: &[String]) -> Vec<FileText> {
                     .map(|l| format!("    let value_{l} = compute({l});\n"))
                     .collect(),
             ),
+            cut_at: None,
         })
         .collect()
 }
