@@ -504,10 +504,17 @@ fn call_failed(server: &str, detail: &str) -> ToolError {
     ToolError::Failed(format!("MCP server `{server}`: {detail}"))
 }
 
+/// The longest tool name providers take (OpenAI rejects longer ones).
+pub const MAX_TOOL_NAME: usize = 64;
+
 /// `SERVER_tool`, with anything a provider would reject in a tool name
-/// replaced by `_`.
+/// replaced by `_`. A name that had to be changed (characters replaced, or
+/// longer than [`MAX_TOOL_NAME`]) ends in `_` and 8 hex digits of the
+/// original's hash, cut to fit: `my.server` and `my_server` stay two names,
+/// a 78-character one is accepted, and both are the same on every run.
 pub fn exposed_name(server: &str, tool: &str) -> String {
-    format!("{server}_{tool}")
+    let raw = format!("{server}_{tool}");
+    let clean: String = raw
         .chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
@@ -516,7 +523,21 @@ pub fn exposed_name(server: &str, tool: &str) -> String {
                 '_'
             }
         })
-        .collect()
+        .collect();
+    if clean == raw && clean.len() <= MAX_TOOL_NAME {
+        return clean;
+    }
+    let tag = format!("_{:08x}", fnv1a(raw.as_bytes()) as u32);
+    let head: String = clean.chars().take(MAX_TOOL_NAME - tag.len()).collect();
+    format!("{head}{tag}")
+}
+
+/// FNV-1a, 64 bits: a hash that never changes between builds or Rust
+/// versions (std's `DefaultHasher` may), for names that must be stable.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
 }
 
 fn spawn_connect(server: Arc<Server>) {
@@ -658,12 +679,29 @@ mod tests {
     fn exposed_names_are_provider_safe() {
         let cases = [
             ("github", "create_issue", "github_create_issue"),
-            ("my.server", "do thing", "my_server_do_thing"),
             ("fs", "read-file", "fs_read-file"),
-            ("x", "a/../b", "x_a____b"),
         ];
         for (server, tool, want) in cases {
             assert_eq!(exposed_name(server, tool), want);
         }
+        let changed = exposed_name("my.server", "do thing");
+        assert!(changed.starts_with("my_server_do_thing_"), "{changed}");
+        assert_ne!(
+            changed,
+            exposed_name("my_server", "do thing"),
+            "no collision"
+        );
+        assert_eq!(changed, exposed_name("my.server", "do thing"), "stable");
+        let long = exposed_name(
+            "github-enterprise-server-production",
+            "create_or_update_repository_file_contents",
+        );
+        assert_eq!(long.len(), MAX_TOOL_NAME, "{long}");
+        assert!(long.starts_with("github-enterprise-server-production_create_or_upd"));
+        let other = exposed_name(
+            "github-enterprise-server-production",
+            "create_or_update_repository_file_contents_v2",
+        );
+        assert_ne!(long, other, "names cut to the same head stay apart");
     }
 }

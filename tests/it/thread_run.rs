@@ -495,12 +495,8 @@ async fn the_state_never_reads_what_the_model_could_not() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_prompt_inside_the_window_does_not_grow_it() {
     // The second run compacts first (28,500 is past the compaction point).
-    let server = ScriptedServer::start([
-        text("done1", 28_500),
-        text("ok", 500),
-        text("done2", 900),
-    ])
-    .await;
+    let server =
+        ScriptedServer::start([text("done1", 28_500), text("ok", 500), text("done2", 900)]).await;
     let project = project_on(&server, Some((32_000, 4_000)));
     let first = project.cairn(&["run", "hello"]).await;
     let said = String::from_utf8_lossy(&first.stderr);
