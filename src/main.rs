@@ -348,6 +348,16 @@ fn run_headless(
         let mut message = message;
         if let Some(hub) = app.tools.mcp() {
             hub.wait_ready(MCP_RUN_WAIT).await;
+            // Where a script's user looks: a server (or a server file) that
+            // failed is said, not left to the log.
+            for failed in hub
+                .statuses()
+                .iter()
+                .filter(|s| s.state == cairn::mcp::State::Failed)
+            {
+                let why = failed.last_error.as_deref().unwrap_or("no reason given");
+                writeln!(stderr, "cairn: MCP {} failed: {why}", failed.name)?;
+            }
             // `/server:prompt args`: the prompt's messages are the message.
             match hub.expand_prompt(&message).await {
                 Some(Ok(text)) => message = text,

@@ -232,10 +232,26 @@ pub struct ProjectServer {
     pub risk: crate::trust::Risk,
 }
 
+/// A repository's server file that exists but cannot be read as JSON.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unreadable {
+    /// The file's name (`.mcp.json`).
+    pub file: String,
+    /// Why, with the line and column.
+    pub error: String,
+}
+
 /// The servers a repository's files name, in file order (`.mcp.json` first).
 pub fn project_servers(root: &Path) -> Vec<ProjectServer> {
+    project_files(root).0
+}
+
+/// [`project_servers`], and the files that name servers but do not parse
+/// (they must be said where the user looks, not only in the log).
+pub fn project_files(root: &Path) -> (Vec<ProjectServer>, Vec<Unreadable>) {
     let canonical = crate::trust::canonical(root);
     let mut found = Vec::new();
+    let mut unreadable = Vec::new();
     let mut add = |file: &Path, text: &str, section: &str, name: &str, config: ServerConfig| {
         let risk = crate::trust::Risk {
             root: canonical.clone(),
@@ -251,7 +267,7 @@ pub fn project_servers(root: &Path) -> Vec<ProjectServer> {
         });
     };
     let file = root.join(".mcp.json");
-    if let Some((value, text)) = read_json_text(&file)
+    if let Some((value, text)) = read_json_text(&file, &mut unreadable)
         && let Some(servers) = value.get("mcpServers").and_then(Value::as_object)
     {
         for (name, entry) in servers {
@@ -262,7 +278,7 @@ pub fn project_servers(root: &Path) -> Vec<ProjectServer> {
     }
     for name in ["opencode.json", "opencode.jsonc"] {
         let file = root.join(name);
-        let Some((value, text)) = read_json_text(&file) else {
+        let Some((value, text)) = read_json_text(&file, &mut unreadable) else {
             continue;
         };
         let Some(entries) = value.get("mcp").and_then(Value::as_object) else {
@@ -274,7 +290,7 @@ pub fn project_servers(root: &Path) -> Vec<ProjectServer> {
             }
         }
     }
-    found
+    (found, unreadable)
 }
 
 /// A server as a user would read it: its command line, or its URL.
@@ -299,15 +315,28 @@ fn json_line(text: &str, name: &str) -> Option<usize> {
     Some(text[..offset].matches('\n').count() + 1)
 }
 
-fn read_json_text(path: &Path) -> Option<(Value, String)> {
+/// The file as JSON with comments and trailing commas allowed (OpenCode's
+/// `opencode.jsonc`, and hand-edited `.mcp.json` files have both), read
+/// with the `jsonc-parser` crate; `None` when it is missing, and noted in
+/// `unreadable` when it does not parse.
+fn read_json_text(path: &Path, unreadable: &mut Vec<Unreadable>) -> Option<(Value, String)> {
     let text = std::fs::read_to_string(path).ok()?;
-    match serde_json::from_str(&text) {
-        Ok(value) => Some((value, text)),
-        Err(error) => {
-            tracing::warn!("ignoring {}: {error}", path.display());
-            None
-        }
-    }
+    let parsed = jsonc_parser::parse_to_serde_value(&text, &jsonc_parser::ParseOptions::default());
+    let problem = match parsed {
+        Ok(Some(value)) => return Some((value, text)),
+        Ok(None) => "the file is empty".to_string(),
+        Err(error) => error.to_string(),
+    };
+    let file = path
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    tracing::warn!("ignoring {}: {problem}", path.display());
+    unreadable.push(Unreadable {
+        file,
+        error: problem,
+    });
+    None
 }
 
 /// A repository's server that does not start, and why.
@@ -347,7 +376,16 @@ pub fn discover(
     }
     let mut held = Vec::new();
     let mut risks = Vec::new();
-    for found in project_servers(root) {
+    let (project, unreadable) = project_files(root);
+    held.extend(unreadable.into_iter().map(|bad| Held {
+        name: bad.file,
+        state: State::Failed,
+        note: format!(
+            "does not parse, so none of its servers start: {}",
+            bad.error
+        ),
+    }));
+    for found in project {
         let file = found
             .risk
             .file

@@ -68,6 +68,9 @@ struct Server {
     hub_changed: Arc<watch::Sender<u64>>,
     /// Where a `sandbox = true` server runs confined.
     sandbox: Option<Arc<crate::sandbox::Policy>>,
+    /// Listed only (a repository's server held back, a server file that
+    /// does not parse): never started, never restarted.
+    held: bool,
 }
 
 impl Server {
@@ -87,9 +90,10 @@ impl Server {
             .unwrap_or(State::Starting)
     }
 
-    /// A repository's server that must never start (untrusted, shadowed).
+    /// A repository's server that must never start (untrusted, shadowed,
+    /// or a file that does not parse).
     fn is_held(&self) -> bool {
-        matches!(self.state(), State::Untrusted | State::Shadowed)
+        self.held
     }
 
     fn fail(&self, error: String) {
@@ -190,7 +194,7 @@ impl Hub {
     ) -> Arc<Self> {
         let lookup = |name: &str| std::env::var(name).ok();
         let changed = Arc::new(watch::channel(0).0);
-        let server = |name: String, config: ServerConfig, inner: Inner| {
+        let server = |name: String, config: ServerConfig, inner: Inner, held: bool| {
             Arc::new(Server {
                 name,
                 config,
@@ -198,12 +202,13 @@ impl Hub {
                 changed: watch::channel(0).0,
                 hub_changed: changed.clone(),
                 sandbox: sandbox.clone(),
+                held,
             })
         };
         let mut servers: Vec<Arc<Server>> = discovery
             .servers
             .into_iter()
-            .map(|(name, config)| server(name, config.expanded(&lookup), Inner::default()))
+            .map(|(name, config)| server(name, config.expanded(&lookup), Inner::default(), false))
             .collect();
         servers.extend(discovery.held.into_iter().map(|held| {
             let inner = Inner {
@@ -211,7 +216,7 @@ impl Hub {
                 last_error: Some(held.note),
                 ..Inner::default()
             };
-            server(held.name, ServerConfig::default(), inner)
+            server(held.name, ServerConfig::default(), inner, true)
         }));
         Arc::new(Self {
             servers,

@@ -388,3 +388,39 @@ async fn a_server_with_sandbox_true_runs_confined() {
         assert_eq!(marker.exists(), !sandbox, "sandbox = {sandbox}");
     }
 }
+
+/// A `.mcp.json` that does not parse is said on stderr (file, line and
+/// column) and in `/mcp`, not only in the log; an `opencode.jsonc` with
+/// comments and trailing commas, as OpenCode users write it, is read.
+#[tokio::test]
+async fn a_broken_server_file_is_said_and_jsonc_is_read() {
+    use crate::scenario::text;
+    let server = crate::support::ScriptedServer::start([text("Hi.", 300)]).await;
+    let project = crate::project::Project::new();
+    std::fs::write(
+        project.path(".mcp.json"),
+        "{\n  \"mcpServers\": {\n    \"fx\": {\"command\": \"x\"},,\n  }\n}\n",
+    )
+    .expect("write .mcp.json");
+    std::fs::write(
+        project.path("opencode.jsonc"),
+        format!(
+            "{{\n  // the fixture server\n  \"mcp\": {{\n    \"oc\": {{\"type\": \"local\", \"command\": [\"{}\"],}},\n  }},\n}}\n",
+            fixture()
+        ),
+    )
+    .expect("write opencode.jsonc");
+    project.use_scripted_with(&server, "yolo = true\n", "");
+    let listed = project.ok(&["run", "/mcp"]).await;
+    assert!(listed.contains(".mcp.json: failed"), "{listed}");
+    assert!(listed.contains("does not parse"), "{listed}");
+    assert!(listed.contains("oc: ready"), "{listed}");
+    let out = project.cairn(&["run", "hello"]).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("cairn: MCP .mcp.json failed: does not parse"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("line 3"), "{stderr}");
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+}

@@ -110,19 +110,22 @@ async fn denying_the_server_refuses_even_with_yolo() {
 /// cover this one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn odd_tool_names_and_server_prefixes_are_not_let_through() {
+    // Odd names are changed to be provider-safe, with a hash of the original.
+    let star = cairn::mcp::exposed_name("fixture", "*");
+    let a_b = cairn::mcp::exposed_name("fixture", "a/b");
     let cases: [(&str, &str, bool); 6] = [
         // The tool named `*` under an exact rule for another tool.
-        ("fixture__", "\"fixture/echo\" = \"allow\"", false),
+        (&star, "\"fixture/echo\" = \"allow\"", false),
         // `Echo` is not `echo`.
         ("fixture_Echo", "\"fixture/echo\" = \"allow\"", false),
         // `a/b` is not `a`.
-        ("fixture_a_b", "\"fixture/a\" = \"allow\"", false),
+        (&a_b, "\"fixture/a\" = \"allow\"", false),
         // `fix` is another server.
         ("fixture_echo", "\"fix/*\" = \"allow\"", false),
         // ... and case matters in server names too.
         ("fixture_echo", "\"Fixture/echo\" = \"allow\"", false),
         // The exact name of an odd tool allows it.
-        ("fixture_a_b", "\"fixture/a/b\" = \"allow\"", true),
+        (&a_b, "\"fixture/a/b\" = \"allow\"", true),
     ];
     for (tool, rule, runs) in cases {
         let permission = format!("[permission.mcp]\n{rule}\n");
