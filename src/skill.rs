@@ -168,7 +168,16 @@ pub fn load(skill: &Skill) -> std::io::Result<Loaded> {
     })
 }
 
+/// A skill's description in the list at most (the Agent Skills format's own
+/// limit): a 19.6 KB description must not ride along on every request.
+pub const MAX_DESCRIPTION_CHARS: usize = 1_024;
+
+/// The whole list's descriptions at most; skills past it are named only.
+pub const MAX_LIST_CHARS: usize = 12_000;
+
 /// The system prompt's list of skills, or `None` when there are none.
+/// Descriptions are cut at [`MAX_DESCRIPTION_CHARS`]; once the list holds
+/// [`MAX_LIST_CHARS`], the remaining skills are named without descriptions.
 pub fn prompt_block(skills: &[Skill]) -> Option<String> {
     if skills.is_empty() {
         return None;
@@ -178,14 +187,35 @@ pub fn prompt_block(skills: &[Skill]) -> Option<String> {
          skill's description, call the `skill` tool with its name before starting, then follow \
          the instructions it returns.\n<available_skills>",
     );
+    let start = block.len();
+    let mut unlisted = Vec::new();
     for skill in skills {
+        if block.len() - start > MAX_LIST_CHARS {
+            unlisted.push(skill.name.as_str());
+            continue;
+        }
         block.push_str(&format!(
             "\n  <skill>\n    <name>{}</name>\n    <description>{}</description>\n  </skill>",
-            skill.name, skill.description
+            skill.name,
+            cut(&skill.description, MAX_DESCRIPTION_CHARS)
+        ));
+    }
+    if !unlisted.is_empty() {
+        block.push_str(&format!(
+            "\n  <more>Also available, descriptions left out for room: {}</more>",
+            unlisted.join(", ")
         ));
     }
     block.push_str("\n</available_skills>");
     Some(block)
+}
+
+/// `text`'s first `max` characters, with `…` when cut.
+fn cut(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &text[..at]).into(),
+        None => text.into(),
+    }
 }
 
 #[cfg(test)]

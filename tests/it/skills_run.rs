@@ -207,3 +207,50 @@ async fn slash_skills_lists_them_without_calling_the_model() {
     );
     assert!(server.requests().is_empty(), "no model call for /skills");
 }
+
+/// 50 skills, one with a 19.6 KB description: the list in the system prompt
+/// is bounded (each description cut at 1,024 characters, the whole list at
+/// about 12,000), and every skill is still named.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fifty_skills_and_a_huge_description_do_not_swamp_the_prompt() {
+    let project = Project::new();
+    for i in 0..50 {
+        let description = if i == 7 {
+            "Handles every kind of document. ".repeat(610)
+        } else {
+            format!(
+                "Skill number {i}: what it does, in one long sentence of about two hundred characters, written the way real skill authors write their descriptions for the model to match on."
+            )
+        };
+        let dir = project.path(&format!(".claude/skills/skill-{i:02}"));
+        std::fs::create_dir_all(&dir).expect("skill dir");
+        std::fs::write(
+            dir.join("SKILL.md"),
+            format!("---\nname: skill-{i:02}\ndescription: {description}\n---\nBody {i}.\n"),
+        )
+        .expect("SKILL.md");
+    }
+    let server = ScriptedServer::start([text("Hi.", 500)]).await;
+    project.use_scripted(&server);
+    project.ok(&["run", "hello"]).await;
+    let request = server.requests()[0].json();
+    let system = request["messages"][0]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        system.len() < 20_000,
+        "the system prompt is {} bytes",
+        system.len()
+    );
+    for i in 0..50 {
+        assert!(
+            system.contains(&format!("skill-{i:02}")),
+            "skill-{i:02} is not named"
+        );
+    }
+    assert!(
+        system.contains("descriptions left out for room"),
+        "{system}"
+    );
+}
