@@ -126,8 +126,9 @@ pub fn build_variant(
     }
     let (instructions, mut problems) = instruction_files(env);
     // A small window has no room for skills (the lean prompt has no `skill`
-    // tool either, see `tool::LEAN_OMITTED`).
-    if !lean {
+    // tool either, see `tool::LEAN_OMITTED`), and an agent without the
+    // `skill` tool could not load one: neither is told about them.
+    if !lean && agent.tools.allows("skill", true) {
         let skills = crate::skill::discover(&env.skill_roots());
         if let Some(block) = crate::skill::prompt_block(&skills.skills) {
             base.push_str("\n\n");

@@ -254,3 +254,24 @@ async fn fifty_skills_and_a_huge_description_do_not_swamp_the_prompt() {
         "{system}"
     );
 }
+
+/// An agent that cannot load a skill (Claude Code's `tools: Read, Grep`) is
+/// not told about skills; the build agent, which can, is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_an_agent_with_the_skill_tool_is_told_about_skills() {
+    let project = Project::new();
+    install_pdf_skill(&project.path(".claude/skills"));
+    std::fs::create_dir_all(project.path(".claude/agents")).expect("agents dir");
+    std::fs::write(
+        project.path(".claude/agents/reader.md"),
+        "---\nname: reader\ndescription: Reads code and answers questions.\ntools: Read, Grep\n---\nYou read code.\n",
+    )
+    .expect("agent");
+    let server = ScriptedServer::start([text("Hi.", 500), text("Hi again.", 500)]).await;
+    project.use_scripted(&server);
+    project.ok(&["run", "--agent", "reader", "hello"]).await;
+    project.ok(&["run", "hello"]).await;
+    let system = |i: usize| server.requests()[i].json()["messages"][0]["content"].to_string();
+    assert!(!system(0).contains("pdf-processing"), "{}", system(0));
+    assert!(system(1).contains("pdf-processing"), "{}", system(1));
+}
