@@ -387,16 +387,25 @@ fn tool_result(tool: &ToolPart, options: ModelViewOptions) -> (Content, Vec<Cont
         ToolState::Error {
             error, metadata, ..
         } => {
-            let partial_output = metadata.as_ref().and_then(|m| {
-                let interrupted = m.get("interrupted").and_then(|v| v.as_bool()) == Some(true);
-                m.get("output")
-                    .and_then(|v| v.as_str())
-                    .filter(|_| interrupted)
-            });
+            let interrupted = metadata
+                .as_ref()
+                .is_some_and(|m| m.get("interrupted").and_then(|v| v.as_bool()) == Some(true));
+            let partial_output = metadata
+                .as_ref()
+                .and_then(|m| m.get("output").and_then(|v| v.as_str()))
+                .filter(|_| interrupted);
             match partial_output {
                 // Interrupted bash: what it printed is a useful, successful result.
-                Some(output) => (result(output.to_string(), false, Vec::new()), Vec::new()),
-                None => (result(error.clone(), true, Vec::new()), Vec::new()),
+                Some(output) if !output.is_empty() => {
+                    (result(output.to_string(), false, Vec::new()), Vec::new())
+                }
+                // An interrupted `task` or MCP call left nothing: an empty
+                // success would read as "done, nothing to say".
+                _ if interrupted => (
+                    result(INTERRUPTED_TOOL_RESULT.into(), true, Vec::new()),
+                    Vec::new(),
+                ),
+                _ => (result(error.clone(), true, Vec::new()), Vec::new()),
             }
         }
         ToolState::Pending { .. } | ToolState::Running { .. } => (

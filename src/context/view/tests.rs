@@ -285,3 +285,39 @@ fn tool_media_moves_to_the_results_message_when_the_provider_cannot_take_it() {
     );
     assert!(is_well_paired(&outside));
 }
+
+#[test]
+fn an_interrupted_call_that_left_nothing_says_it_was_interrupted() {
+    for (output, want, is_error) in [
+        ("", INTERRUPTED_TOOL_RESULT, true),
+        ("partial lines\n", "partial lines\n", false),
+    ] {
+        let mut h = HistoryBuilder::new();
+        h.user("go").assistant();
+        h.tool(
+            "fixture_slow",
+            ToolState::Error {
+                input: serde_json::json!({}),
+                error: "Tool execution aborted".into(),
+                metadata: Some(serde_json::json!({ "interrupted": true, "output": output })),
+                time: crate::message::ToolTime::default(),
+            },
+        );
+        let messages = to_model_messages(&h.build(), &model(), ModelViewOptions::default());
+        let result = messages
+            .iter()
+            .flat_map(|m| &m.content)
+            .find_map(|c| match c {
+                Content::ToolResult {
+                    content, is_error, ..
+                } => Some((content.clone(), *is_error)),
+                _ => None,
+            })
+            .expect("a tool result");
+        assert!(
+            matches!(&result.0[0], Content::Text { text } if text == want),
+            "{result:?}"
+        );
+        assert_eq!(result.1, is_error);
+    }
+}
