@@ -263,6 +263,15 @@ async fn apply_summary(
         Some(replay) if summary.auto => Some(replay_message(ctx, replay).await?),
         _ => None,
     };
+    // With a verbatim tail the model reads the store from the tail on, the
+    // original included: it is moved, not copied, or the model reads it
+    // twice (issue #30). The plan keeps a tail only when nothing followed it.
+    if let (Some(_), Some(original), Some(_)) = (&replayed, &plan.replay, &plan.tail_start_id) {
+        ctx.writer
+            .store
+            .delete_message(&original.message.id)
+            .await?;
+    }
     let queued = queued_prompts(ctx, &request.message.id, replayed.as_deref()).await?;
     for prompt in queued
         .iter()
