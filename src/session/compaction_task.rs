@@ -117,9 +117,12 @@ async fn summarize(
         let Some(input) = compaction::shrink_step(&plan.head, step) else {
             // No answer yet to summarize: the user's message is all there is.
             let answered = plan.head.iter().any(|m| !m.message.is_user());
+            // A replayed message is not in the head: what does not fit is
+            // older, even when it was never answered (a paste that stopped
+            // the previous turn).
             let what = match (&plan.replay, answered) {
-                (_, false) => TooLarge::MessageAlone,
-                (Some(_), true) => TooLarge::History,
+                (None, false) => TooLarge::MessageAlone,
+                (Some(_), _) => TooLarge::History,
                 (None, true) => TooLarge::Session,
             };
             let outcome = give_up(ctx, request, what).await?;

@@ -233,11 +233,12 @@ async fn decide_and_act(
         ctx.writer.error(&ctx.session_id, diagnosis);
         return Ok(Next::Exit);
     }
-    let after_summary = latest
-        .finished
-        .and_then(|m| m.message.as_assistant())
-        .is_none_or(|a| a.summary);
-    if !after_summary && crate::context::is_overflow(&gauge) {
+    // Every request is checked, the first after a summary too (issue #30:
+    // after "compaction cannot help" the next message went out over the
+    // compaction point). Compacting again right after a summary cannot
+    // loop: the guard stops a compaction that leaves the request over the
+    // point, or that frees too little, or that the turn does not progress past.
+    if crate::context::is_overflow(&gauge) {
         return make_room(ctx, &user).await;
     }
     let assistant = new_assistant(ctx, &user_message.message.id, &user, &agent.name, false);

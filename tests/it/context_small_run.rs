@@ -292,3 +292,33 @@ async fn no_message_is_sent_twice_after_a_rejected_request_is_replayed() {
     assert!(said.starts_with("exit Some(0)"), "{said}");
     assert_no_repeats(&counting.seen(), "Marker-7f3a");
 }
+
+/// Issue #30 item 4: the first request after a compaction skipped the
+/// overflow check. A turn stopped with "compaction cannot help" (a pasted
+/// log replayed after the summary still filled the window); the next
+/// message went out unchecked, over the compaction point, where it must be
+/// compacted first (the paste is history now, and summarizing it helps).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_request_after_a_compaction_is_checked_too() {
+    let counting = Counting::start(4_096, bulky_steps()).await;
+    let project = project_on(&counting.server, 4_096);
+    let said = session_then_marker(&project, &["first", "second"], 0, 2_900).await;
+    assert!(said.contains("compaction cannot help"), "{said}");
+    let before = counting.seen().len();
+    let out = project.cairn(&["run", "--continue", "what failed?"]).await;
+    let seen = counting.seen();
+    let sizes: Vec<u64> = seen.iter().map(|(_, t)| *t).collect();
+    // Compacted first, or refused in one line: never sent unchecked.
+    if let Some((first, tokens)) = seen.get(before) {
+        assert!(
+            is_summary_request(first),
+            "sent unchecked ({tokens} tokens) before compacting: {sizes:?} {}",
+            describe(&out)
+        );
+    } else {
+        let stderr = crate::project::text_of(&out.stderr);
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.contains("history is too large"), "{stderr}");
+    }
+    assert_eq!(counting.rejected(), 0, "{sizes:?}");
+}
