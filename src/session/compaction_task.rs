@@ -65,6 +65,7 @@ pub async fn run(
         shown => shown,
     };
     let mid_task = was_mid_task(&history, &request.message.id);
+    let turn_calls = tool_calls(&history);
     let tail = TailSettings {
         tail_turns: ctx.settings.compaction.tail_turns as usize,
         preserve_recent_tokens: ctx.settings.compaction.preserve_recent_tokens,
@@ -91,6 +92,7 @@ pub async fn run(
         id: &summary_id,
         before_count,
         mid_task,
+        turn_calls: &turn_calls,
     };
     apply_summary(ctx, &model, &plan, summary).await
 }
@@ -235,6 +237,8 @@ struct Summary<'a> {
     before_count: u64,
     /// The model stopped with work left (`was_mid_task`).
     mid_task: bool,
+    /// The tool calls in the history the compaction saw (`tool_calls`).
+    turn_calls: &'a [String],
 }
 
 /// Makes a written summary the compaction point: records the tail, puts the
@@ -303,7 +307,10 @@ async fn apply_summary(
         &ctx.session_id,
         compaction_notice(summary.auto, overflow, tokens, &carried),
     );
-    if let Some(advice) = gauge::after_compaction(ctx, model, summary.before_count, after.used) {
+    let turn_calls = summary.auto.then_some(summary.turn_calls);
+    if let Some(advice) =
+        gauge::after_compaction(ctx, model, summary.before_count, after.used, turn_calls)
+    {
         ctx.writer.error(&ctx.session_id, advice);
         return Ok(StepOutcome::Stop);
     }
@@ -395,6 +402,18 @@ pub(crate) fn compaction_notice(
         notice.push_str("; the summary is thin, the working state carries the rest");
     }
     notice
+}
+
+/// Every finished tool call in `history` as "tool input", for the guard:
+/// a model that makes only these again after the summary is going in circles.
+fn tool_calls(history: &[MessageWithParts]) -> Vec<String> {
+    history
+        .iter()
+        .flat_map(|m| m.parts.iter())
+        .filter_map(Part::as_tool)
+        .filter(|t| t.state.is_finished())
+        .map(|t| format!("{} {}", t.tool, t.state.input()))
+        .collect()
 }
 
 /// The size of the window before compaction: the last finished request.

@@ -588,16 +588,27 @@ pub fn overflow_advice() -> String {
 }
 
 /// Records a finished compaction; `Some(advice)` when compacting again
-/// cannot help and the turn must stop.
+/// cannot help and the turn must stop. `turn_calls`: an automatic
+/// compaction's tool calls (tool and input) in the history it saw, for the
+/// guard's check that the turn gets past its compactions; `None` for `/compact`.
 pub fn after_compaction(
     ctx: &SessionCtx,
     model: &ResolvedModel,
     before: u64,
     after: u64,
+    turn_calls: Option<&[String]>,
 ) -> Option<String> {
     *lock(&ctx.accounting.last_compaction) = Some((before, after));
     let compact_at = gauge_for(ctx, model, after, false).compact_at;
-    match lock(&ctx.accounting.guard).record(before, after, compact_at) {
+    let mut guard = lock(&ctx.accounting.guard);
+    let verdict = match guard.record(before, after, compact_at) {
+        GuardVerdict::Continue => match turn_calls {
+            Some(calls) => guard.record_turn(calls),
+            None => GuardVerdict::Continue,
+        },
+        stop => stop,
+    };
+    match verdict {
         GuardVerdict::Continue => None,
         GuardVerdict::Stop { message } => Some(message),
     }

@@ -87,8 +87,10 @@ impl<'a> Latest<'a> {
 pub async fn run(ctx: Arc<SessionCtx>, cancel: CancellationToken) -> Result<(), Error> {
     let mut step: u32 = 0;
     let mut retries: u32 = 0;
-    // A new turn: rejected-as-too-long compactions count afresh.
+    // A new turn: rejected-as-too-long compactions count afresh, and so do
+    // the guard's (a turn it stopped never reached the reset at its end).
     gauge::reset_rejections(&ctx);
+    gauge::reset_guard(&ctx);
     let mut result = iterate(&ctx, &cancel, &mut step, &mut retries).await;
     // The last writing step's patch is written before the turn ends: `/undo`,
     // `/diff` and `cairn run`'s exit, which wait for idle, all see it.

@@ -322,3 +322,40 @@ async fn the_first_request_after_a_compaction_is_checked_too() {
     }
     assert_eq!(counting.rejected(), 0, "{sizes:?}");
 }
+
+/// Issue #30 item 2: a model that re-reads files after each compaction
+/// looped read, compact, continue without limit (618 compactions in 60 s):
+/// each compaction freed plenty, so the guard saw progress. The turn must
+/// stop after a few compactions the model did not get past, and say why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_that_rereads_after_each_compaction_is_stopped_with_a_reason() {
+    /// Requests the model makes before giving up on its own.
+    const PATIENCE: usize = 120;
+    let model: Model = Box::new(|n, _, tokens| {
+        if n < PATIENCE {
+            let file = format!("f{}.txt", n % 3);
+            tool_call(&format!("r{n}"), "read", json!({ "path": file }), tokens)
+        } else {
+            text("I give up.", tokens)
+        }
+    });
+    let counting = Counting::start(4_096, model).await;
+    let project = project_on(&counting.server, 4_096);
+    for i in 0..3 {
+        std::fs::write(project.path(&format!("f{i}.txt")), lines_of(15, 200)).expect("write");
+    }
+    let out = project
+        .cairn(&["run", "read f0.txt, f1.txt and f2.txt"])
+        .await;
+    let summaries = counting.summaries();
+    let requests = counting.seen().len();
+    eprintln!("{summaries} compactions, {requests} requests");
+    let stderr = crate::project::text_of(&out.stderr);
+    assert!(summaries <= 4, "{summaries} compactions: {stderr}");
+    assert!(
+        stderr.contains("compaction cannot help") && stderr.contains("read"),
+        "{}",
+        describe(&out)
+    );
+    assert_eq!(counting.rejected(), 0);
+}
