@@ -75,7 +75,7 @@ fn limits(ctx: &SessionCtx, model: &ResolvedModel) -> context::Limits {
 }
 
 /// The model's limits, grown when its provider accepted a prompt larger than
-/// they leave room for: the real window is larger than assumed, and a
+/// their whole window: the real window is larger than assumed, and a
 /// session the provider was happy with must not be compacted or refused
 /// for it. Grown to the next power of two above the prompt and an answer
 /// (windows usually are one); a provider that then rejects a request says
@@ -85,7 +85,11 @@ fn grown_to_accepted(ctx: &SessionCtx, model: &ResolvedModel) -> context::Limits
     let Some(accepted) = ctx.accounting.accepted(&model.model) else {
         return limits;
     };
-    if limits.context == 0 || accepted <= context::usable(&limits, &ctx.settings.compaction) {
+    // Only a prompt over the whole window proves it larger. One between the
+    // usable part and the window is what llama-server takes (it checks the
+    // prompt alone, and cuts the answer short): growing for it made cairn
+    // send requests the server then rejected (issue #30, 20 turns at 8k).
+    if limits.context == 0 || accepted <= limits.context {
         return limits;
     }
     let answer = context::max_output_tokens(&limits);
@@ -105,8 +109,7 @@ pub fn observe_accepted(ctx: &SessionCtx, model: &ResolvedModel, usage: &crate::
     if !ctx.accounting.accept(&model.model, prompt) {
         return;
     }
-    let configured = context::usable(&model.limits, &ctx.settings.compaction);
-    if model.limits.context != 0 && prompt > configured {
+    if model.limits.context != 0 && prompt > model.limits.context {
         ctx.report_once(&format!(
             "{} accepted a request of {} tokens, more than the {}-token window cairn assumed for it: cairn now assumes {}. Set the real window ([provider.{}.models.\"{}\"] context = TOKENS) to silence this.",
             model.model,

@@ -109,13 +109,14 @@ fn content(message: &Value) -> String {
 }
 
 /// The first message that appears twice in a request (same role, same
-/// content), if any: a repeated tool call or user message.
+/// content, same call for a tool result), if any: a repeated tool call or user message.
 fn repeated_message(request: &Value) -> Option<String> {
     let messages = request["messages"].as_array()?;
     let keys: Vec<(String, String)> = messages
         .iter()
         .filter(|m| m["role"] != "system")
-        .map(|m| (m["role"].to_string(), content(m)))
+        // A tool result is told apart by its call (pruned ones share a text).
+        .map(|m| (format!("{} {}", m["role"], m["tool_call_id"]), content(m)))
         .filter(|(_, c)| !c.trim().is_empty())
         .collect();
     keys.iter()
@@ -358,4 +359,99 @@ async fn a_model_that_rereads_after_each_compaction_is_stopped_with_a_reason() {
         describe(&out)
     );
     assert_eq!(counting.rejected(), 0);
+}
+
+/// A small agent: for "turn N: ... fN.txt", read the file, count its lines
+/// with `wc`, then answer (each answer its own words).
+fn small_agent() -> Model {
+    Box::new(|n, body, tokens| {
+        let messages = body["messages"].as_array().cloned().unwrap_or_default();
+        // The task is the newest user message asking one (after a
+        // compaction, the working state quotes it, newest first).
+        let Some(last_user) = messages
+            .iter()
+            .rposition(|m| m["role"] == "user" && content(m).contains("how many lines"))
+        else {
+            return text(&format!("Nothing to do ({n})."), tokens);
+        };
+        let task = content(&messages[last_user]);
+        let task = &task[task.find("how many lines").unwrap_or(0)..];
+        let Some(file) = task
+            .split_whitespace()
+            .map(|w| w.trim_end_matches(['?', '"', '\\']))
+            .find(|w| w.ends_with(".txt"))
+            .map(str::to_string)
+        else {
+            return text(&format!("Nothing to do ({n})."), tokens);
+        };
+        let done = messages[last_user..]
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .count();
+        match done {
+            0 => tool_call(&format!("r{n}"), "read", json!({ "path": file }), tokens),
+            1 => tool_call(
+                &format!("w{n}"),
+                "bash",
+                json!({ "command": format!("wc -l {file}") }),
+                tokens,
+            ),
+            _ => text(
+                &format!("{file} has 200 lines; request {n} checked it twice over."),
+                tokens,
+            ),
+        }
+    })
+}
+
+/// Issue #30 item 6: twenty tool-using turns at `window`, each its own
+/// `cairn run`: every request fits, no message is sent twice, every turn
+/// is answered; returns the compactions.
+async fn twenty_turns_through_cairn_run(window: u64) -> usize {
+    let counting = Counting::start(window, small_agent()).await;
+    let project = project_on(&counting.server, window);
+    for turn in 1..=20 {
+        let file = format!("f{turn}.txt");
+        std::fs::write(project.path(&file), lines_of(10, window as usize / 40)).expect("write");
+        let prompt = format!("turn {turn}: how many lines in {file}?");
+        let args: Vec<&str> = if turn == 1 {
+            vec!["run", &prompt]
+        } else {
+            vec!["run", "--continue", &prompt]
+        };
+        let out = project.cairn(&args).await;
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "turn {turn}: {}",
+            describe(&out)
+        );
+        assert!(
+            crate::project::text_of(&out.stdout).contains(&format!("{file} has")),
+            "turn {turn} unanswered: {}",
+            describe(&out)
+        );
+    }
+    let seen = counting.seen();
+    let compactions = counting.summaries();
+    let largest = seen.iter().map(|(_, t)| *t).max().unwrap_or(0);
+    eprintln!(
+        "{window}: {} requests, {compactions} compactions, largest {largest} tokens",
+        seen.len()
+    );
+    assert_eq!(counting.rejected(), 0, "{window}: a request was rejected");
+    assert_no_repeats(&seen, "how many lines in f1.txt");
+    compactions
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twenty_turns_through_cairn_run_at_4k_fit_and_repeat_nothing() {
+    let compactions = twenty_turns_through_cairn_run(4_096).await;
+    assert!((1..=20).contains(&compactions), "{compactions} compactions");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twenty_turns_through_cairn_run_at_8k_fit_and_repeat_nothing() {
+    let compactions = twenty_turns_through_cairn_run(8_192).await;
+    assert!((1..=10).contains(&compactions), "{compactions} compactions");
 }
