@@ -455,3 +455,28 @@ async fn twenty_turns_through_cairn_run_at_8k_fit_and_repeat_nothing() {
     let compactions = twenty_turns_through_cairn_run(8_192).await;
     assert!((1..=10).contains(&compactions), "{compactions} compactions");
 }
+
+/// Issue #30 item 5: an answer cut short by the window (finish reason
+/// "length") raised no notice. It is delivered and the exit stays 0 (the
+/// user has an answer, part of one), but stderr says it was cut.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_cut_short_by_the_window_says_so() {
+    use crate::scenario::{chunk, usage};
+    let model: Model = Box::new(|_, _, tokens| {
+        ScriptedResponse::sse()
+            .chunk(chunk(
+                json!({"role": "assistant", "content": "The failure is in"}),
+                None,
+            ))
+            .chunk(chunk(json!({}), Some("length")))
+            .chunk(usage(tokens, 1_000))
+            .chunk("data: [DONE]\n\n")
+    });
+    let counting = Counting::start(4_096, model).await;
+    let project = project_on(&counting.server, 4_096);
+    let out = project.cairn(&["run", "what failed?"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    assert!(crate::project::text_of(&out.stdout).contains("The failure is in"));
+    let stderr = crate::project::text_of(&out.stderr);
+    assert!(stderr.contains("the answer was cut short"), "{stderr}");
+}
