@@ -86,6 +86,11 @@ impl CompactionGuard {
     /// before in this turn let the turn make no progress; after
     /// `MAX_UNPRODUCTIVE` of them in a row the turn stops.
     pub fn record_turn(&mut self, calls: &[String]) -> GuardVerdict {
+        // No calls at all: not the read-compact loop, and nothing to judge
+        // progress by (the other checks watch the sizes).
+        if calls.is_empty() {
+            return GuardVerdict::Continue;
+        }
         let new = calls
             .iter()
             .filter(|c| !self.turn_calls.contains(*c))
