@@ -190,6 +190,13 @@ async fn decide_and_act(
         return Ok(Next::Continue);
     }
     if let Some(request) = latest.compaction {
+        // A window the prompt alone fills is refused here too (issue #30:
+        // `/compact` at 2k still sent a summary): no summary can make room.
+        if let Some(diagnosis) = window_diagnosis(ctx, &user, history).await {
+            ctx.writer.error(&ctx.session_id, diagnosis);
+            ctx.writer.store.delete_message(&request.message.id).await?;
+            return Ok(Next::Exit);
+        }
         // The summary takes the read whole rather than a copy of it; the
         // next iteration reads afresh from the new compaction point.
         let request = request.clone();
@@ -276,6 +283,21 @@ async fn decide_and_act(
     )
     .await?;
     after_step(ctx, cancel, &model, &user, &assistant_id, outcome, retries).await
+}
+
+/// `Some(diagnosis)` when the window is too small for the request the
+/// user's agent would send next (`gauge::window_too_small`); `None` when it
+/// fits or the model cannot be resolved (the caller's own path says so).
+async fn window_diagnosis(
+    ctx: &SessionCtx,
+    user: &UserMessage,
+    history: &[MessageWithParts],
+) -> Option<String> {
+    let model = ctx.models.resolve(&user.model).await.ok()?;
+    let agent = ctx.agents.get(&user.agent).clone();
+    let view = view::model_view(history);
+    let (request, _problems) = build_request(ctx, &agent, &model, &view, false);
+    gauge::window_too_small(ctx, &model, &request)
 }
 
 /// The next request does not fit: prune, and compact only when prune

@@ -480,3 +480,28 @@ async fn an_answer_cut_short_by_the_window_says_so() {
     let stderr = crate::project::text_of(&out.stderr);
     assert!(stderr.contains("the answer was cut short"), "{stderr}");
 }
+
+/// Issue #30 item 5: at 2k, `/compact` still sent a summary request where
+/// every other path refuses in one line that the window is too small.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compact_at_2k_refuses_in_one_line_and_sends_nothing() {
+    let model: Model = Box::new(|n, _, tokens| text(&format!("Answer {n}."), tokens));
+    let counting = Counting::start(2_048, model).await;
+    let project = project_on(&counting.server, 2_048);
+    let first = project.cairn(&["run", "what does this project do?"]).await;
+    assert_eq!(first.status.code(), Some(1), "{}", describe(&first));
+    let out = project.cairn(&["run", "--continue", "/compact"]).await;
+    let stderr = crate::project::text_of(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(
+        lines[0].contains("window of 2,048 tokens is smaller than"),
+        "{stderr}"
+    );
+    assert!(
+        counting.seen().is_empty(),
+        "sent {} requests",
+        counting.seen().len()
+    );
+}
