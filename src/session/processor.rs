@@ -282,6 +282,11 @@ async fn after_stream(
         .map(|a| a.tokens)
         .unwrap_or_default();
     if !step.summary && gauge::is_overflow(ctx, step.model, tokens.context_count()) {
+        // The gauge (and the compaction notice's "before") is this size,
+        // the one that triggers the compaction, not the one measured before
+        // the request (issue #30).
+        let used = tokens.context_count();
+        gauge::publish(ctx, gauge::gauge_for(ctx, step.model, used, false));
         return Ok(StepOutcome::Compact);
     }
     Ok(StepOutcome::Continue)

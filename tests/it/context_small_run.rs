@@ -505,3 +505,27 @@ async fn compact_at_2k_refuses_in_one_line_and_sends_nothing() {
         counting.seen().len()
     );
 }
+
+/// Issue #30 item 5: when a finished step's reported usage is over the
+/// compaction point, the notice's "before" was the gauge measured before
+/// that request, not the size that triggered the compaction.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_compaction_notice_says_the_size_that_triggered_it() {
+    /// What the server says the step held: over the 8k compaction point.
+    const REPORTED: u64 = 7_777;
+    let model: Model = Box::new(|n, _, tokens| match n {
+        0 => tool_call("c0", "bash", json!({ "command": "echo hi" }), REPORTED),
+        _ => text(&format!("Done ({n})."), tokens),
+    });
+    let counting = Counting::start(8_192, model).await;
+    let project = project_on(&counting.server, 8_192);
+    let out = project.cairn(&["run", "say hi"]).await;
+    let stderr = crate::project::text_of(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    let notice = stderr
+        .lines()
+        .find(|l| l.contains("compacted the conversation"))
+        .unwrap_or_else(|| panic!("no compaction: {stderr}"));
+    // The reported prompt and the call's 30 output tokens: the step's size.
+    assert!(notice.contains("(auto): 7,807 -> "), "{notice}");
+}
