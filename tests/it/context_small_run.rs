@@ -447,12 +447,15 @@ async fn twenty_turns_through_cairn_run(window: u64) -> usize {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn twenty_turns_through_cairn_run_at_4k_fit_and_repeat_nothing() {
     let compactions = twenty_turns_through_cairn_run(4_096).await;
-    assert!((1..=20).contains(&compactions), "{compactions} compactions");
+    // 8 on this branch; 19 before it (a 50 KB read at 4k, growing the
+    // window for prompts the server took).
+    assert!((1..=12).contains(&compactions), "{compactions} compactions");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn twenty_turns_through_cairn_run_at_8k_fit_and_repeat_nothing() {
     let compactions = twenty_turns_through_cairn_run(8_192).await;
+    // 3 to 6 on this branch (prune timing varies); 19 before it.
     assert!((1..=10).contains(&compactions), "{compactions} compactions");
 }
 
