@@ -65,6 +65,7 @@ pub async fn run(
         shown => shown,
     };
     let mid_task = was_mid_task(&history, &request.message.id);
+    let turn_calls = tool_calls(&history);
     let tail = TailSettings {
         tail_turns: ctx.settings.compaction.tail_turns as usize,
         preserve_recent_tokens: ctx.settings.compaction.preserve_recent_tokens,
@@ -91,6 +92,7 @@ pub async fn run(
         id: &summary_id,
         before_count,
         mid_task,
+        turn_calls: &turn_calls,
     };
     apply_summary(ctx, &model, &plan, summary).await
 }
@@ -117,9 +119,12 @@ async fn summarize(
         let Some(input) = compaction::shrink_step(&plan.head, step) else {
             // No answer yet to summarize: the user's message is all there is.
             let answered = plan.head.iter().any(|m| !m.message.is_user());
+            // A replayed message is not in the head: what does not fit is
+            // older, even when it was never answered (a paste that stopped
+            // the previous turn).
             let what = match (&plan.replay, answered) {
-                (_, false) => TooLarge::MessageAlone,
-                (Some(_), true) => TooLarge::History,
+                (None, false) => TooLarge::MessageAlone,
+                (Some(_), _) => TooLarge::History,
                 (None, true) => TooLarge::Session,
             };
             let outcome = give_up(ctx, request, what).await?;
@@ -232,6 +237,8 @@ struct Summary<'a> {
     before_count: u64,
     /// The model stopped with work left (`was_mid_task`).
     mid_task: bool,
+    /// The tool calls in the history the compaction saw (`tool_calls`).
+    turn_calls: &'a [String],
 }
 
 /// Makes a written summary the compaction point: records the tail, puts the
@@ -263,6 +270,15 @@ async fn apply_summary(
         Some(replay) if summary.auto => Some(replay_message(ctx, replay).await?),
         _ => None,
     };
+    // With a verbatim tail the model reads the store from the tail on, the
+    // original included: it is moved, not copied, or the model reads it
+    // twice (issue #30). The plan keeps a tail only when nothing followed it.
+    if let (Some(_), Some(original), Some(_)) = (&replayed, &plan.replay, &plan.tail_start_id) {
+        ctx.writer
+            .store
+            .delete_message(&original.message.id)
+            .await?;
+    }
     let queued = queued_prompts(ctx, &request.message.id, replayed.as_deref()).await?;
     for prompt in queued
         .iter()
@@ -291,7 +307,10 @@ async fn apply_summary(
         &ctx.session_id,
         compaction_notice(summary.auto, overflow, tokens, &carried),
     );
-    if let Some(advice) = gauge::after_compaction(ctx, model, summary.before_count, after.used) {
+    let turn_calls = summary.auto.then_some(summary.turn_calls);
+    if let Some(advice) =
+        gauge::after_compaction(ctx, model, summary.before_count, after.used, turn_calls)
+    {
         ctx.writer.error(&ctx.session_id, advice);
         return Ok(StepOutcome::Stop);
     }
@@ -383,6 +402,18 @@ pub(crate) fn compaction_notice(
         notice.push_str("; the summary is thin, the working state carries the rest");
     }
     notice
+}
+
+/// Every finished tool call in `history` as "tool input", for the guard:
+/// a model that makes only these again after the summary is going in circles.
+fn tool_calls(history: &[MessageWithParts]) -> Vec<String> {
+    history
+        .iter()
+        .flat_map(|m| m.parts.iter())
+        .filter_map(Part::as_tool)
+        .filter(|t| t.state.is_finished())
+        .map(|t| format!("{} {}", t.tool, t.state.input()))
+        .collect()
 }
 
 /// The size of the window before compaction: the last finished request.

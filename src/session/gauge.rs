@@ -75,7 +75,7 @@ fn limits(ctx: &SessionCtx, model: &ResolvedModel) -> context::Limits {
 }
 
 /// The model's limits, grown when its provider accepted a prompt larger than
-/// they leave room for: the real window is larger than assumed, and a
+/// their whole window: the real window is larger than assumed, and a
 /// session the provider was happy with must not be compacted or refused
 /// for it. Grown to the next power of two above the prompt and an answer
 /// (windows usually are one); a provider that then rejects a request says
@@ -85,8 +85,10 @@ fn grown_to_accepted(ctx: &SessionCtx, model: &ResolvedModel) -> context::Limits
     let Some(accepted) = ctx.accounting.accepted(&model.model) else {
         return limits;
     };
-    // Below the window the configured figure may well be right: the
-    // request only left less room for the answer.
+    // Only a prompt over the whole window proves it larger. One between the
+    // usable part and the window is what llama-server takes (it checks the
+    // prompt alone, and cuts the answer short): growing for it made cairn
+    // send requests the server then rejected (issue #30, 20 turns at 8k).
     if limits.context == 0 || accepted <= limits.context {
         return limits;
     }
@@ -589,16 +591,27 @@ pub fn overflow_advice() -> String {
 }
 
 /// Records a finished compaction; `Some(advice)` when compacting again
-/// cannot help and the turn must stop.
+/// cannot help and the turn must stop. `turn_calls`: an automatic
+/// compaction's tool calls (tool and input) in the history it saw, for the
+/// guard's check that the turn gets past its compactions; `None` for `/compact`.
 pub fn after_compaction(
     ctx: &SessionCtx,
     model: &ResolvedModel,
     before: u64,
     after: u64,
+    turn_calls: Option<&[String]>,
 ) -> Option<String> {
     *lock(&ctx.accounting.last_compaction) = Some((before, after));
     let compact_at = gauge_for(ctx, model, after, false).compact_at;
-    match lock(&ctx.accounting.guard).record(before, after, compact_at) {
+    let mut guard = lock(&ctx.accounting.guard);
+    let verdict = match guard.record(before, after, compact_at) {
+        GuardVerdict::Continue => match turn_calls {
+            Some(calls) => guard.record_turn(calls),
+            None => GuardVerdict::Continue,
+        },
+        stop => stop,
+    };
+    match verdict {
         GuardVerdict::Continue => None,
         GuardVerdict::Stop { message } => Some(message),
     }

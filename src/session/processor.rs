@@ -282,6 +282,11 @@ async fn after_stream(
         .map(|a| a.tokens)
         .unwrap_or_default();
     if !step.summary && gauge::is_overflow(ctx, step.model, tokens.context_count()) {
+        // The gauge (and the compaction notice's "before") is this size,
+        // the one that triggers the compaction, not the one measured before
+        // the request (issue #30).
+        let used = tokens.context_count();
+        gauge::publish(ctx, gauge::gauge_for(ctx, step.model, used, false));
         return Ok(StepOutcome::Compact);
     }
     Ok(StepOutcome::Continue)
@@ -495,8 +500,18 @@ async fn on_finish(
     ctx.writer.message(&building.assistant).await?;
     ctx.accounting.learn(&model.model, &usage);
     gauge::observe_accepted(ctx, model, &usage);
+    let is_summary = building.assistant.as_assistant().is_some_and(|a| a.summary);
+    if reason == FinishReason::Length && !is_summary {
+        // What was said is kept and shown, but the user must know it is not
+        // all (issue #30: it ended silently with exit 0).
+        ctx.writer.notice(&ctx.session_id, CUT_SHORT.to_string());
+    }
     Ok(())
 }
+
+/// The notice of an answer the model stopped at its limit (finish reason
+/// "length"): its output limit, or on a local server the end of its window.
+const CUT_SHORT: &str = "the answer was cut short: the model reached its output limit or the end of its context window (finish reason \"length\"). Ask it to continue, or make room with /compact.";
 
 async fn append_streamed(
     writer: &crate::session::writer::Writer,

@@ -87,8 +87,10 @@ impl<'a> Latest<'a> {
 pub async fn run(ctx: Arc<SessionCtx>, cancel: CancellationToken) -> Result<(), Error> {
     let mut step: u32 = 0;
     let mut retries: u32 = 0;
-    // A new turn: rejected-as-too-long compactions count afresh.
+    // A new turn: rejected-as-too-long compactions count afresh, and so do
+    // the guard's (a turn it stopped never reached the reset at its end).
     gauge::reset_rejections(&ctx);
+    gauge::reset_guard(&ctx);
     let mut result = iterate(&ctx, &cancel, &mut step, &mut retries).await;
     // The last writing step's patch is written before the turn ends: `/undo`,
     // `/diff` and `cairn run`'s exit, which wait for idle, all see it.
@@ -188,6 +190,13 @@ async fn decide_and_act(
         return Ok(Next::Continue);
     }
     if let Some(request) = latest.compaction {
+        // A window the prompt alone fills is refused here too (issue #30:
+        // `/compact` at 2k still sent a summary): no summary can make room.
+        if let Some(diagnosis) = window_diagnosis(ctx, &user, history).await {
+            ctx.writer.error(&ctx.session_id, diagnosis);
+            ctx.writer.store.delete_message(&request.message.id).await?;
+            return Ok(Next::Exit);
+        }
         // The summary takes the read whole rather than a copy of it; the
         // next iteration reads afresh from the new compaction point.
         let request = request.clone();
@@ -233,11 +242,12 @@ async fn decide_and_act(
         ctx.writer.error(&ctx.session_id, diagnosis);
         return Ok(Next::Exit);
     }
-    let after_summary = latest
-        .finished
-        .and_then(|m| m.message.as_assistant())
-        .is_none_or(|a| a.summary);
-    if !after_summary && crate::context::is_overflow(&gauge) {
+    // Every request is checked, the first after a summary too (issue #30:
+    // after "compaction cannot help" the next message went out over the
+    // compaction point). Compacting again right after a summary cannot
+    // loop: the guard stops a compaction that leaves the request over the
+    // point, or that frees too little, or that the turn does not progress past.
+    if crate::context::is_overflow(&gauge) {
         return make_room(ctx, &user).await;
     }
     let assistant = new_assistant(ctx, &user_message.message.id, &user, &agent.name, false);
@@ -273,6 +283,21 @@ async fn decide_and_act(
     )
     .await?;
     after_step(ctx, cancel, &model, &user, &assistant_id, outcome, retries).await
+}
+
+/// `Some(diagnosis)` when the window is too small for the request the
+/// user's agent would send next (`gauge::window_too_small`); `None` when it
+/// fits or the model cannot be resolved (the caller's own path says so).
+async fn window_diagnosis(
+    ctx: &SessionCtx,
+    user: &UserMessage,
+    history: &[MessageWithParts],
+) -> Option<String> {
+    let model = ctx.models.resolve(&user.model).await.ok()?;
+    let agent = ctx.agents.get(&user.agent).clone();
+    let view = view::model_view(history);
+    let (request, _problems) = build_request(ctx, &agent, &model, &view, false);
+    gauge::window_too_small(ctx, &model, &request)
 }
 
 /// The next request does not fit: prune, and compact only when prune

@@ -2,8 +2,9 @@
 //! directory as a listing, an image as an attachment.
 //!
 //! Reads line by line, so a huge file costs only the lines shown (even a
-//! single gigabyte line); caps lines at 2000 chars and the output at 50 KB and
-//! says how to continue. Refuses binary files and oversized images.
+//! single gigabyte line); caps lines at 2000 chars and the output at 50 KB,
+//! or the step's window-scaled `max_bytes` when smaller, and says how to
+//! continue. Refuses binary files and oversized images.
 //! Truncates itself, so the registry does not.
 
 use std::path::Path;
@@ -123,7 +124,11 @@ impl Tool for Read {
         }
         let offset = args.offset.unwrap_or(1).max(1);
         let limit = args.limit.unwrap_or(DEFAULT_LIMIT).max(1);
-        let page = read_lines(&path, offset, limit)?;
+        // The window-scaled cap binds here too: read truncates itself, so
+        // the registry's cap never applies, and a 50 KB page at 4k forced a
+        // compaction at once (issue #30).
+        let max_bytes = MAX_OUTPUT_BYTES.min(ctx.limits.max_bytes).max(1);
+        let page = read_lines(&path, offset, limit, max_bytes)?;
         Ok(ToolOutput::text(
             shown,
             page.render(&path, offset),
@@ -135,7 +140,8 @@ impl Tool for Read {
 struct Page {
     numbered: Vec<String>,
     total: usize,
-    capped_by_bytes: bool,
+    /// The byte cap that stopped the page, when one did.
+    capped_by_bytes: Option<usize>,
     /// There are lines after the ones shown.
     more: bool,
 }
@@ -144,9 +150,10 @@ impl Page {
     fn render(&self, path: &Path, offset: usize) -> String {
         let last = offset + self.numbered.len().saturating_sub(1);
         let next = offset + self.numbered.len();
-        let ending = if self.capped_by_bytes {
+        let ending = if let Some(cap) = self.capped_by_bytes {
             format!(
-                "(Output capped at 50 KB. Showing lines {offset}-{last}. Use offset={next} to continue.)"
+                "(Output capped at {}. Showing lines {offset}-{last}. Use offset={next} to continue.)",
+                size_words(cap)
             )
         } else if self.more {
             format!(
@@ -164,13 +171,28 @@ impl Page {
     }
 }
 
-fn read_lines(path: &Path, offset: usize, limit: usize) -> Result<Page, ToolError> {
+/// A byte cap as the model reads it: "50 KB", "2,560 bytes".
+fn size_words(bytes: usize) -> String {
+    if bytes % 1024 == 0 {
+        format!("{} KB", bytes / 1024)
+    } else {
+        format!("{} bytes", crate::shared::thousands(bytes as u64))
+    }
+}
+
+/// Lines `offset..` of `path`, at most `limit` of them and `max_bytes` of text.
+fn read_lines(
+    path: &Path,
+    offset: usize,
+    limit: usize,
+    max_bytes: usize,
+) -> Result<Page, ToolError> {
     let file = std::fs::File::open(path).map_err(|e| ToolError::io(NAME, path, e))?;
     let mut reader = std::io::BufReader::new(file);
     let mut page = Page {
         numbered: Vec::new(),
         total: 0,
-        capped_by_bytes: false,
+        capped_by_bytes: None,
         more: false,
     };
     let mut bytes = 0;
@@ -201,8 +223,8 @@ fn read_lines(path: &Path, offset: usize, limit: usize) -> Result<Page, ToolErro
             None => line.to_string(),
         };
         let entry = format!("{number}: {line}");
-        if bytes + entry.len() + 1 > MAX_OUTPUT_BYTES {
-            page.capped_by_bytes = true;
+        if bytes + entry.len() + 1 > max_bytes {
+            page.capped_by_bytes = Some(max_bytes);
             page.more = true;
             continue;
         }
@@ -311,7 +333,8 @@ pub fn read_mentioned(path: &Path) -> Result<Mentioned, ToolError> {
             "Cannot attach binary file: {shown}"
         )));
     }
-    let page = read_lines(path, 1, DEFAULT_LIMIT)?;
+    // The user chose to attach it: the fixed cap, not the window's.
+    let page = read_lines(path, 1, DEFAULT_LIMIT, MAX_OUTPUT_BYTES)?;
     Ok(Mentioned::Text {
         output: page.render(path, 1),
         is_dir: false,

@@ -31,6 +31,7 @@ mod context_compaction_flow;
 mod context_pairing;
 mod context_scenarios;
 mod context_shapes;
+mod context_small_run;
 mod context_small_windows;
 mod context_token_accuracy;
 mod hardening_bounds;

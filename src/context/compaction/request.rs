@@ -73,16 +73,29 @@ pub fn plan_summary(
         && before
             .last()
             .is_some_and(|m| m.message.is_user() && m.compaction().is_none());
+    // Messages after the replayed one (its failed answer, the turn's steps)
+    // stay in the store, between the tail and the summary.
+    let mut replay_has_followers = false;
     if (request.overflow || unanswered)
         && let Some(replay_index) = overflow_replay(&before)
     {
+        replay_has_followers = before.len() > replay_index + 1;
         // What followed the replayed message (its failed answer) is dropped.
         replay = before.drain(replay_index..).next();
     }
     let previous = find_previous_summary(&before);
     let visible = hide_completed_compactions(before);
     let budget = recent_budget(settings.preserve_recent_tokens, usable);
-    let tail = select_tail(&visible, settings.tail_turns, budget, messages_tokens);
+    // The model reads the store from the tail's first message on: a tail
+    // would bring back what followed the replayed message (issue #30: the
+    // user's message was sent twice). Then everything is summarized; when
+    // nothing followed, the loop moves the message instead of copying it.
+    let tail_turns = if replay_has_followers {
+        0
+    } else {
+        settings.tail_turns
+    };
+    let tail = select_tail(&visible, tail_turns, budget, messages_tokens);
     let mut head = visible;
     head.truncate(tail.head_len);
     let prompt = build_prompt(previous.as_deref(), request.instructions.as_deref());

@@ -1,0 +1,534 @@
+//! Small windows through `cairn run` (issue #30): a server that counts each
+//! request with cairn's tokenizer, rejects what is over its window as
+//! llama-server does, answers summary requests "ok" and everything else
+//! from a model function. Each test names the bug it guards against.
+
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+
+use crate::project::{Project, describe};
+use crate::scenario::{text, tool_call};
+use crate::support::{ScriptedResponse, ScriptedServer};
+
+/// What the model answers to the `n`th non-summary request it accepted.
+type Model = Box<dyn Fn(usize, &Value, u64) -> ScriptedResponse + Send + Sync>;
+
+/// The server and every chat request it saw, with its count.
+struct Counting {
+    server: ScriptedServer,
+    seen: Arc<Mutex<Vec<(Value, u64)>>>,
+    rejected: Arc<Mutex<u32>>,
+}
+
+fn is_summary_request(request: &Value) -> bool {
+    request["messages"][0]["content"]
+        .as_str()
+        .is_some_and(|s| s.contains("summar"))
+        && request["tools"].as_array().is_none_or(Vec::is_empty)
+}
+
+fn counted(request: &Value) -> u64 {
+    let text = format!("{}{}", request["messages"], request["tools"]);
+    cairn::token::count(&text) as u64
+}
+
+impl Counting {
+    async fn start(window: u64, model: Model) -> Self {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let rejected = Arc::new(Mutex::new(0));
+        let answered = Arc::new(Mutex::new(0usize));
+        let server = ScriptedServer::answering({
+            let (seen, rejected) = (Arc::clone(&seen), Arc::clone(&rejected));
+            move |request| {
+                if !request.path.ends_with("/chat/completions") {
+                    return ScriptedResponse::json(404, "{}");
+                }
+                let body = request.json();
+                let tokens = counted(&body);
+                seen.lock().unwrap().push((body.clone(), tokens));
+                if tokens > window {
+                    *rejected.lock().unwrap() += 1;
+                    let error = format!(
+                        r#"{{"error":{{"message":"This model's maximum context length is {window} tokens. However, your messages resulted in {tokens} tokens.","type":"invalid_request_error","code":"context_length_exceeded"}}}}"#
+                    );
+                    return ScriptedResponse::json(400, &error);
+                }
+                if is_summary_request(&body) {
+                    return text("ok", tokens);
+                }
+                let mut n = answered.lock().unwrap();
+                *n += 1;
+                model(*n - 1, &body, tokens)
+            }
+        })
+        .await;
+        Self {
+            server,
+            seen,
+            rejected,
+        }
+    }
+
+    fn seen(&self) -> Vec<(Value, u64)> {
+        self.seen.lock().unwrap().clone()
+    }
+
+    fn rejected(&self) -> u32 {
+        *self.rejected.lock().unwrap()
+    }
+
+    fn summaries(&self) -> usize {
+        self.seen()
+            .iter()
+            .filter(|(r, _)| is_summary_request(r))
+            .count()
+    }
+}
+
+/// A project on `server` whose model has a `context`-token window and a
+/// quarter of it for output (what cairn assumes for a local server).
+fn project_on(server: &ScriptedServer, context: u64) -> Project {
+    let project = Project::new();
+    project.use_scripted(server);
+    let config = std::fs::read_to_string(project.path("cairn.toml")).expect("config");
+    let config = config
+        .replace("context = 200000", &format!("context = {context}"))
+        .replace("output = 32000", &format!("output = {}", context / 4));
+    std::fs::write(project.path("cairn.toml"), config).expect("write config");
+    project.trust();
+    project
+}
+
+fn content(message: &Value) -> String {
+    match &message["content"] {
+        Value::String(s) => s.clone(),
+        Value::Null => message["tool_calls"].to_string(),
+        other => other.to_string(),
+    }
+}
+
+/// The first message that appears twice in a request (same role, same
+/// content, same call for a tool result), if any: a repeated tool call or user message.
+fn repeated_message(request: &Value) -> Option<String> {
+    let messages = request["messages"].as_array()?;
+    let keys: Vec<(String, String)> = messages
+        .iter()
+        .filter(|m| m["role"] != "system")
+        // A tool result is told apart by its call (pruned ones share a text).
+        .map(|m| (format!("{} {}", m["role"], m["tool_call_id"]), content(m)))
+        .filter(|(_, c)| !c.trim().is_empty())
+        .collect();
+    keys.iter()
+        .enumerate()
+        .find(|(i, k)| keys[i + 1..].contains(k))
+        .map(|(_, (role, c))| format!("{role}: {}", c.chars().take(200).collect::<String>()))
+}
+
+/// Asserts that no request the server saw holds a message twice, nor the
+/// user's `marker` in more than one message.
+fn assert_no_repeats(seen: &[(Value, u64)], marker: &str) {
+    for (i, (request, _)) in seen.iter().enumerate() {
+        if let Some(twice) = repeated_message(request) {
+            panic!("request {i} holds a message twice: {twice}");
+        }
+        let holding = request["messages"]
+            .as_array()
+            .map(|ms| ms.iter().filter(|m| content(m).contains(marker)).count())
+            .unwrap_or(0);
+        assert!(
+            holding <= 1,
+            "request {i}: {holding} messages hold {marker:?}"
+        );
+    }
+}
+
+fn lines_of(words: usize, count: usize) -> String {
+    (0..count)
+        .map(|i| {
+            format!(
+                "{i:05} {}\n",
+                "lorem ipsum dolor sit amet ".repeat(words / 5)
+            )
+        })
+        .collect()
+}
+
+/// Issue #30 item 3: `read` returned up to 50 KB whatever the window, so a
+/// 15 KB read at 4k forced a compaction at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_at_4k_obeys_the_window_scaled_cap_and_says_how_to_continue() {
+    let model: Model = Box::new(|n, _, tokens| match n {
+        0 => tool_call("r", "read", json!({ "path": "big.txt" }), tokens),
+        _ => text("Read the first part.", tokens),
+    });
+    let counting = Counting::start(4_096, model).await;
+    let project = project_on(&counting.server, 4_096);
+    std::fs::write(project.path("big.txt"), lines_of(15, 200)).expect("write");
+    assert!(project.read("big.txt").unwrap().len() > 15_000);
+    project.ok(&["run", "read big.txt"]).await;
+    let seen = counting.seen();
+    let result = seen
+        .iter()
+        .flat_map(|(r, _)| r["messages"].as_array().cloned().unwrap_or_default())
+        .find(|m| m["role"] == "tool")
+        .map(|m| content(&m))
+        .expect("the read's result was sent");
+    // A quarter of the usable window at 3 bytes a token, plus the ending.
+    assert!(result.len() < 2_560 + 300, "{} bytes", result.len());
+    assert!(result.contains("offset="), "{result}");
+    assert_eq!(counting.summaries(), 0, "the read forced a compaction");
+    assert_eq!(counting.rejected(), 0);
+}
+
+/// The text of the last user message of a request.
+fn last_user_text(body: &Value) -> String {
+    body["messages"]
+        .as_array()
+        .and_then(|ms| ms.iter().rev().find(|m| m["role"] == "user"))
+        .map(content)
+        .unwrap_or_default()
+}
+
+/// A model that, for a user message saying `steps=K`, runs K commands with
+/// a bulky output (one a step) and then answers; other messages are
+/// answered at once.
+fn bulky_steps() -> Model {
+    Box::new(|n, body, tokens| {
+        let task = last_user_text(body);
+        let steps: usize = task
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("steps="))
+            .and_then(|k| k.trim_end_matches(['.', ',', ':']).parse().ok())
+            .unwrap_or(0);
+        let messages = body["messages"].as_array().cloned().unwrap_or_default();
+        let last_user = messages
+            .iter()
+            .rposition(|m| m["role"] == "user")
+            .unwrap_or(0);
+        let done = messages[last_user..]
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .count();
+        if done < steps {
+            let command = format!("seq {} {}", 100_000 + n * 1_000, 100_400 + n * 1_000);
+            tool_call(
+                &format!("c{n}"),
+                "bash",
+                json!({ "command": command }),
+                tokens,
+            )
+        } else {
+            text(&format!("Done with the steps of request {n}."), tokens)
+        }
+    })
+}
+
+const MARKER: &str = "Marker-7f3a: count the numbers, keep MSRV 1.70.";
+
+/// Earlier turns, so a compaction keeps a verbatim tail, then the marked
+/// message with `steps` bulky steps.
+async fn session_then_marker(
+    project: &Project,
+    earlier: &[&str],
+    steps: usize,
+    padding: usize,
+) -> String {
+    for (i, turn) in earlier.iter().enumerate() {
+        let args: Vec<&str> = if i == 0 {
+            vec!["run", turn]
+        } else {
+            vec!["run", "--continue", turn]
+        };
+        project.ok(&args).await;
+    }
+    let pasted = "the log line reads fine and ends here ".repeat(padding / 8);
+    let marked = format!("steps={steps} {MARKER} {pasted}");
+    let out = project.cairn(&["run", "--continue", &marked]).await;
+    describe(&out)
+}
+
+/// Issue #30 item 1: after an automatic compaction before a request (the
+/// new question replayed after the summary), every later request carried
+/// the user's message twice: once in the verbatim tail, once replayed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_message_is_sent_twice_after_an_automatic_compaction() {
+    let counting = Counting::start(8_192, bulky_steps()).await;
+    let project = project_on(&counting.server, 8_192);
+    // Prune would clear the old outputs and put the compaction off.
+    let config = std::fs::read_to_string(project.path("cairn.toml")).expect("config");
+    std::fs::write(
+        project.path("cairn.toml"),
+        format!("{config}\n[compaction]\nprune = false\n"),
+    )
+    .expect("config");
+    project.trust();
+    let earlier = ["steps=1 first", "steps=1 second", "steps=1 third"];
+    let said = session_then_marker(&project, &earlier, 1, 2_400).await;
+    let sizes: Vec<u64> = counting.seen().iter().map(|(_, t)| *t).collect();
+    assert!(
+        counting.summaries() > 0,
+        "no compaction happened: {sizes:?} {said}"
+    );
+    assert!(said.starts_with("exit Some(0)"), "{sizes:?} {said}");
+    assert_eq!(counting.rejected(), 0, "{said}");
+    eprintln!(
+        "sizes {sizes:?}, {} summaries: {said}",
+        counting.summaries()
+    );
+    assert_no_repeats(&counting.seen(), "Marker-7f3a");
+}
+
+/// Issue #30 item 1, the replay path: the server's window is smaller than
+/// cairn assumed, it rejects a request, and the compaction replays the
+/// user's message: later requests carried it twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_message_is_sent_twice_after_a_rejected_request_is_replayed() {
+    let counting = Counting::start(7_000, bulky_steps()).await;
+    let project = project_on(&counting.server, 32_768);
+    let earlier = ["steps=1 first look", "steps=1 second look", "steps=1 third"];
+    let said = session_then_marker(&project, &earlier, 3, 0).await;
+    assert!(counting.rejected() > 0, "never rejected: {said}");
+    assert!(counting.summaries() > 0, "no compaction happened: {said}");
+    assert!(said.starts_with("exit Some(0)"), "{said}");
+    assert_no_repeats(&counting.seen(), "Marker-7f3a");
+}
+
+/// Issue #30 item 4: the first request after a compaction skipped the
+/// overflow check. A turn stopped with "compaction cannot help" (a pasted
+/// log replayed after the summary still filled the window); the next
+/// message went out unchecked, over the compaction point, where it must be
+/// compacted first (the paste is history now, and summarizing it helps).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_request_after_a_compaction_is_checked_too() {
+    let counting = Counting::start(4_096, bulky_steps()).await;
+    let project = project_on(&counting.server, 4_096);
+    let said = session_then_marker(&project, &["first", "second"], 0, 3_100).await;
+    assert!(said.contains("compaction cannot help"), "{said}");
+    let before = counting.seen().len();
+    let out = project.cairn(&["run", "--continue", "what failed?"]).await;
+    let seen = counting.seen();
+    let sizes: Vec<u64> = seen.iter().map(|(_, t)| *t).collect();
+    // Compacted first, or refused in one line: never sent unchecked.
+    if let Some((first, tokens)) = seen.get(before) {
+        assert!(
+            is_summary_request(first),
+            "sent unchecked ({tokens} tokens) before compacting: {sizes:?} {}",
+            describe(&out)
+        );
+    } else {
+        let stderr = crate::project::text_of(&out.stderr);
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.contains("history is too large"), "{stderr}");
+    }
+    assert_eq!(counting.rejected(), 0, "{sizes:?}");
+}
+
+/// Issue #30 item 2: a model that re-reads files after each compaction
+/// looped read, compact, continue without limit (618 compactions in 60 s):
+/// each compaction freed plenty, so the guard saw progress. The turn must
+/// stop after a few compactions the model did not get past, and say why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_that_rereads_after_each_compaction_is_stopped_with_a_reason() {
+    /// Requests the model makes before giving up on its own.
+    const PATIENCE: usize = 120;
+    let model: Model = Box::new(|n, _, tokens| {
+        if n < PATIENCE {
+            let file = format!("f{}.txt", n % 3);
+            tool_call(&format!("r{n}"), "read", json!({ "path": file }), tokens)
+        } else {
+            text("I give up.", tokens)
+        }
+    });
+    let counting = Counting::start(4_096, model).await;
+    let project = project_on(&counting.server, 4_096);
+    for i in 0..3 {
+        std::fs::write(project.path(&format!("f{i}.txt")), lines_of(15, 200)).expect("write");
+    }
+    let out = project
+        .cairn(&["run", "read f0.txt, f1.txt and f2.txt"])
+        .await;
+    let summaries = counting.summaries();
+    let requests = counting.seen().len();
+    eprintln!("{summaries} compactions, {requests} requests");
+    let stderr = crate::project::text_of(&out.stderr);
+    assert!(summaries <= 4, "{summaries} compactions: {stderr}");
+    assert!(
+        stderr.contains("compaction cannot help") && stderr.contains("read"),
+        "{}",
+        describe(&out)
+    );
+    assert_eq!(counting.rejected(), 0);
+}
+
+/// A small agent: for "turn N: ... fN.txt", read the file, count its lines
+/// with `wc`, then answer (each answer its own words).
+fn small_agent() -> Model {
+    Box::new(|n, body, tokens| {
+        let messages = body["messages"].as_array().cloned().unwrap_or_default();
+        // The task is the newest user message asking one (after a
+        // compaction, the working state quotes it, newest first).
+        let Some(last_user) = messages
+            .iter()
+            .rposition(|m| m["role"] == "user" && content(m).contains("how many lines"))
+        else {
+            return text(&format!("Nothing to do ({n})."), tokens);
+        };
+        let task = content(&messages[last_user]);
+        let task = &task[task.find("how many lines").unwrap_or(0)..];
+        let Some(file) = task
+            .split_whitespace()
+            .map(|w| w.trim_end_matches(['?', '"', '\\']))
+            .find(|w| w.ends_with(".txt"))
+            .map(str::to_string)
+        else {
+            return text(&format!("Nothing to do ({n})."), tokens);
+        };
+        let done = messages[last_user..]
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .count();
+        match done {
+            0 => tool_call(&format!("r{n}"), "read", json!({ "path": file }), tokens),
+            1 => tool_call(
+                &format!("w{n}"),
+                "bash",
+                json!({ "command": format!("wc -l {file}") }),
+                tokens,
+            ),
+            _ => text(
+                &format!("{file} has 200 lines; request {n} checked it twice over."),
+                tokens,
+            ),
+        }
+    })
+}
+
+/// Issue #30 item 6: twenty tool-using turns at `window`, each its own
+/// `cairn run`: every request fits, no message is sent twice, every turn
+/// is answered; returns the compactions.
+async fn twenty_turns_through_cairn_run(window: u64) -> usize {
+    let counting = Counting::start(window, small_agent()).await;
+    let project = project_on(&counting.server, window);
+    for turn in 1..=20 {
+        let file = format!("f{turn}.txt");
+        std::fs::write(project.path(&file), lines_of(10, window as usize / 40)).expect("write");
+        let prompt = format!("turn {turn}: how many lines in {file}?");
+        let args: Vec<&str> = if turn == 1 {
+            vec!["run", &prompt]
+        } else {
+            vec!["run", "--continue", &prompt]
+        };
+        let out = project.cairn(&args).await;
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "turn {turn}: {}",
+            describe(&out)
+        );
+        assert!(
+            crate::project::text_of(&out.stdout).contains(&format!("{file} has")),
+            "turn {turn} unanswered: {}",
+            describe(&out)
+        );
+    }
+    let seen = counting.seen();
+    let compactions = counting.summaries();
+    let largest = seen.iter().map(|(_, t)| *t).max().unwrap_or(0);
+    eprintln!(
+        "{window}: {} requests, {compactions} compactions, largest {largest} tokens",
+        seen.len()
+    );
+    assert_eq!(counting.rejected(), 0, "{window}: a request was rejected");
+    assert_no_repeats(&seen, "how many lines in f1.txt");
+    compactions
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twenty_turns_through_cairn_run_at_4k_fit_and_repeat_nothing() {
+    let compactions = twenty_turns_through_cairn_run(4_096).await;
+    // 8 on this branch; 19 before it (a 50 KB read at 4k, growing the
+    // window for prompts the server took).
+    assert!((1..=12).contains(&compactions), "{compactions} compactions");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twenty_turns_through_cairn_run_at_8k_fit_and_repeat_nothing() {
+    let compactions = twenty_turns_through_cairn_run(8_192).await;
+    // 3 to 6 on this branch (prune timing varies); 19 before it.
+    assert!((1..=10).contains(&compactions), "{compactions} compactions");
+}
+
+/// Issue #30 item 5: an answer cut short by the window (finish reason
+/// "length") raised no notice. It is delivered and the exit stays 0 (the
+/// user has an answer, part of one), but stderr says it was cut.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_cut_short_by_the_window_says_so() {
+    use crate::scenario::{chunk, usage};
+    let model: Model = Box::new(|_, _, tokens| {
+        ScriptedResponse::sse()
+            .chunk(chunk(
+                json!({"role": "assistant", "content": "The failure is in"}),
+                None,
+            ))
+            .chunk(chunk(json!({}), Some("length")))
+            .chunk(usage(tokens, 1_000))
+            .chunk("data: [DONE]\n\n")
+    });
+    let counting = Counting::start(4_096, model).await;
+    let project = project_on(&counting.server, 4_096);
+    let out = project.cairn(&["run", "what failed?"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    assert!(crate::project::text_of(&out.stdout).contains("The failure is in"));
+    let stderr = crate::project::text_of(&out.stderr);
+    assert!(stderr.contains("the answer was cut short"), "{stderr}");
+}
+
+/// Issue #30 item 5: at 2k, `/compact` still sent a summary request where
+/// every other path refuses in one line that the window is too small.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compact_at_2k_refuses_in_one_line_and_sends_nothing() {
+    let model: Model = Box::new(|n, _, tokens| text(&format!("Answer {n}."), tokens));
+    let counting = Counting::start(2_048, model).await;
+    let project = project_on(&counting.server, 2_048);
+    let first = project.cairn(&["run", "what does this project do?"]).await;
+    assert_eq!(first.status.code(), Some(1), "{}", describe(&first));
+    let out = project.cairn(&["run", "--continue", "/compact"]).await;
+    let stderr = crate::project::text_of(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(
+        lines[0].contains("window of 2,048 tokens is smaller than"),
+        "{stderr}"
+    );
+    assert!(
+        counting.seen().is_empty(),
+        "sent {} requests",
+        counting.seen().len()
+    );
+}
+
+/// Issue #30 item 5: when a finished step's reported usage is over the
+/// compaction point, the notice's "before" was the gauge measured before
+/// that request, not the size that triggered the compaction.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_compaction_notice_says_the_size_that_triggered_it() {
+    /// What the server says the step held: over the 8k compaction point.
+    const REPORTED: u64 = 7_777;
+    let model: Model = Box::new(|n, _, tokens| match n {
+        0 => tool_call("c0", "bash", json!({ "command": "echo hi" }), REPORTED),
+        _ => text(&format!("Done ({n})."), tokens),
+    });
+    let counting = Counting::start(8_192, model).await;
+    let project = project_on(&counting.server, 8_192);
+    let out = project.cairn(&["run", "say hi"]).await;
+    let stderr = crate::project::text_of(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    let notice = stderr
+        .lines()
+        .find(|l| l.contains("compacted the conversation"))
+        .unwrap_or_else(|| panic!("no compaction: {stderr}"));
+    // The reported prompt and the call's 30 output tokens: the step's size.
+    assert!(notice.contains("(auto): 7,807 -> "), "{notice}");
+}
