@@ -328,7 +328,7 @@ async fn carry_working_state(
     plan: &SummaryPlan,
     summary: &Summary<'_>,
 ) -> Result<Carried, Error> {
-    let without = gauge::refresh(ctx, model).await?;
+    let without = gauge::measure_quietly(ctx, model).await?;
     let room = without
         .compact_at
         .unwrap_or(without.usable)

@@ -457,6 +457,16 @@ pub async fn refresh(ctx: &SessionCtx, model: &ResolvedModel) -> Result<ContextG
     Ok(gauge)
 }
 
+/// The gauge of the session as stored now, not published: a step inside
+/// a compaction (how much room the working state has) must not show the
+/// user a figure between the two the notice gives.
+pub async fn measure_quietly(
+    ctx: &SessionCtx,
+    model: &ResolvedModel,
+) -> Result<ContextGauge, Error> {
+    measure_view(ctx, model).await
+}
+
 /// The gauge of the session as stored now, anchored when it can be.
 async fn measure_view(ctx: &SessionCtx, model: &ResolvedModel) -> Result<ContextGauge, Error> {
     let context = ctx.read_view().await?;

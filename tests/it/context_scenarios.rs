@@ -16,7 +16,7 @@ use cairn::permission::Mode;
 use cairn::session::command::Command;
 use scenario::{
     Scenario, assistant_text, command_and_settle, delayed_text, dense_text, message_text,
-    messages_of, openai_overflow, prompt_and_settle, text, tool_call, watch,
+    messages_of, openai_overflow, prompt_and_settle, said_text, text, tool_call, watch,
 };
 use serde_json::{Value, json};
 
@@ -124,17 +124,19 @@ async fn auto_compaction_mid_task_summarizes_then_continues_the_task() {
         4,
         "two steps, the summary, the continuation"
     );
-    // Gauges: before request 0, before 1, after the summary, before 3.
+    // Gauges: before request 0, before 1, the size that triggered the
+    // compaction (the step's reported usage), after the summary, before 3.
     let gauges = watched.request_gauges();
-    assert_eq!(gauges.len(), 4, "{gauges:?}");
+    assert_eq!(gauges.len(), 5, "{gauges:?}");
     assert!(gauges[1].used > 2_030, "anchored on the first step's usage");
-    let after = gauges[2];
+    assert!(gauges[2].used >= gauges[2].compact_at.expect("auto is on"));
+    let after = gauges[3];
     assert!(
         after.used < after.compact_at.expect("auto is on") / 2,
         "{after:?}"
     );
     assert!(
-        after.used < gauges[3].used,
+        after.used < gauges[4].used,
         "the continue message adds a little"
     );
     let summary_request = &requests[2];
@@ -162,9 +164,17 @@ async fn auto_compaction_mid_task_summarizes_then_continues_the_task() {
 
     let continued = &requests[3];
     assert!(starts_with_summary(continued, SUMMARY), "{continued:#}");
-    assert_eq!(message_text(&last_message(continued)), AUTO_CONTINUE);
+    assert_eq!(said_text(&last_message(continued)), AUTO_CONTINUE);
     assert!(continued["tools"].as_array().is_some_and(|t| !t.is_empty()));
-    assert!(!all_text(continued).contains("do the scripted task"));
+    // The task is no longer a message of its own: the working state quotes it.
+    let messages = messages_of(continued);
+    assert!(
+        !messages
+            .iter()
+            .map(said_text)
+            .any(|t| t.contains("do the scripted task"))
+    );
+    assert!(message_text(&last_message(continued)).contains("[message 1]\ndo the scripted task"));
 
     let history = scenario.history(&session.id).await;
     let compactions = compaction_parts(&history);
@@ -234,8 +244,16 @@ async fn manual_compaction_with_instructions_does_not_continue() {
         "{:#}",
         requests[2]
     );
-    assert_eq!(message_text(&last_message(&requests[2])), "second question");
-    assert!(!all_text(&requests[2]).contains("first question"));
+    assert_eq!(said_text(&last_message(&requests[2])), "second question");
+    // The first question is no longer a message: the working state quotes it.
+    let messages = messages_of(&requests[2]);
+    assert!(
+        !messages
+            .iter()
+            .map(said_text)
+            .any(|t| t.contains("first question"))
+    );
+    assert!(message_text(&last_message(&requests[2])).contains("first question"));
 }
 
 /// A model that answers the summary request with a tool call (the tools
@@ -397,7 +415,7 @@ async fn provider_overflow_compacts_and_replays_the_user_message() {
     );
     let replayed = &requests[3];
     assert!(starts_with_summary(replayed, SUMMARY), "{replayed:#}");
-    assert_eq!(message_text(&last_message(replayed)), paste);
+    assert_eq!(said_text(&last_message(replayed)), paste);
     assert!(!all_text(replayed).contains(AUTO_CONTINUE));
 
     let history = scenario.history(&session.id).await;
@@ -591,7 +609,7 @@ async fn a_prompt_typed_during_compaction_waits_and_is_answered_after_it() {
     let answer = &requests[2];
     assert!(starts_with_summary(answer, SUMMARY), "{answer:#}");
     assert_eq!(
-        message_text(&last_message(answer)),
+        said_text(&last_message(answer)),
         "TYPED while compacting",
         "the typed question is what the model answers next"
     );
@@ -830,7 +848,7 @@ async fn a_prompt_typed_while_an_overflow_is_compacted_follows_the_replay() {
     let requests = scenario.requests();
     assert_eq!(requests.len(), 4, "first, rejected, summary, answer");
     let messages = messages_of(&requests[3]);
-    let texts: Vec<String> = messages.iter().map(message_text).collect();
+    let texts: Vec<String> = messages.iter().map(said_text).collect();
     assert!(starts_with_summary(&requests[3], SUMMARY), "{texts:?}");
     assert_eq!(
         texts[texts.len() - 2..],

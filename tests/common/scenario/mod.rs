@@ -611,6 +611,20 @@ pub fn message_text(message: &Value) -> String {
     }
 }
 
+/// [`message_text`] without the working state a compaction puts in front
+/// of the next user message: what the user (or the loop) said.
+pub fn said_text(message: &Value) -> String {
+    match &message["content"] {
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .filter(|t| !t.starts_with("<working-state>"))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => message_text(message),
+    }
+}
+
 /// The messages of a recorded request body.
 pub fn messages_of(request: &Value) -> Vec<Value> {
     request["messages"].as_array().cloned().unwrap_or_default()
