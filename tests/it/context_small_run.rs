@@ -303,7 +303,7 @@ async fn no_message_is_sent_twice_after_a_rejected_request_is_replayed() {
 async fn the_first_request_after_a_compaction_is_checked_too() {
     let counting = Counting::start(4_096, bulky_steps()).await;
     let project = project_on(&counting.server, 4_096);
-    let said = session_then_marker(&project, &["first", "second"], 0, 3_100).await;
+    let said = session_then_marker(&project, &["first", "second"], 0, 3_300).await;
     assert!(said.contains("compaction cannot help"), "{said}");
     let before = counting.seen().len();
     let out = project.cairn(&["run", "--continue", "what failed?"]).await;

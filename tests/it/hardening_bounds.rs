@@ -463,7 +463,20 @@ async fn a_never_compacted_session_past_the_read_budget_is_summarized_first() {
         requests[1].contains("read big files"),
         "the answer sees the summary"
     );
-    assert!(!requests[1].contains("TURN-00"));
+    // The oldest turn reaches the answer only as the user's own words,
+    // quoted in the working state (#29), never as history.
+    let outside_state = requests[1]
+        .split("<working-state>")
+        .enumerate()
+        .map(
+            |(i, piece)| match (i, piece.split_once("</working-state>")) {
+                (0, _) => piece,
+                (_, Some((_, after))) => after,
+                (_, None) => piece,
+            },
+        )
+        .collect::<String>();
+    assert!(!outside_state.contains("TURN-00"));
 }
 
 /// Issue #18: how far back a never-compacted session is read follows the
