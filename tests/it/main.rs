@@ -24,6 +24,7 @@ mod cli;
 mod cli_run;
 mod cli_run_exact;
 mod cli_run_result;
+mod cli_run_silent;
 mod cli_run_stdin;
 mod cli_slash;
 mod config;
