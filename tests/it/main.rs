@@ -23,6 +23,7 @@ mod tools_common;
 mod cli;
 mod cli_run;
 mod cli_run_exact;
+mod cli_run_home;
 mod cli_run_result;
 mod cli_run_silent;
 mod cli_run_stdin;
