@@ -194,6 +194,7 @@ impl App {
         // ... but /proc/$PPID/environ still shows them: redact them from every output.
         crate::secret::register(config_secrets(&config));
         collect_snapshots(data_dir, config.snapshot.max_age_days);
+        crate::provider::server_kind::use_cache_dir(data_dir.join("cache"));
         let root = Environment::discover(&cwd).root;
         let home = crate::paths::home();
         let mut discovery =

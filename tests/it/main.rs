@@ -22,6 +22,7 @@ mod tools_common;
 
 mod cli;
 mod cli_run;
+mod cli_run_count;
 mod cli_run_exact;
 mod cli_run_home;
 mod cli_run_result;

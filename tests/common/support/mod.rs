@@ -241,6 +241,8 @@ struct Shared {
     responder: Option<Box<Responder>>,
     /// False for long runs whose memory is measured: requests are not kept.
     record: bool,
+    /// `/props` and `/v1/models` are answered from the queue, not with 404.
+    scripts_identity: bool,
     requests: Mutex<Vec<RecordedRequest>>,
     sent_text: Mutex<Vec<(Instant, String)>>,
 }
@@ -258,6 +260,20 @@ impl ScriptedServer {
         Self::serve(Shared {
             queue: Mutex::new(responses.into_iter().collect()),
             record: true,
+            ..Shared::default()
+        })
+        .await
+    }
+
+    /// [`ScriptedServer::start`], whose script answers `/props` and
+    /// `/v1/models` too (a test of what cairn asks them).
+    pub async fn start_asked_what_it_is(
+        responses: impl IntoIterator<Item = ScriptedResponse>,
+    ) -> Self {
+        Self::serve(Shared {
+            queue: Mutex::new(responses.into_iter().collect()),
+            record: true,
+            scripts_identity: true,
             ..Shared::default()
         })
         .await
@@ -332,6 +348,10 @@ impl ScriptedServer {
 /// Paths only llama-server offers (cairn's exact prompt count).
 const LLAMA_SERVER_ONLY: [&str; 2] = ["/apply-template", "/tokenize"];
 
+/// The questions that tell which local server it is (asked when a session
+/// opens), answered from the script only by [`ScriptedServer::start_asked_what_it_is`].
+const IDENTITY: [&str; 2] = ["/props", "/v1/models"];
+
 async fn serve(mut socket: TcpStream, shared: &Shared) {
     let Some(request) = read_request(&mut socket).await else {
         return;
@@ -339,9 +359,11 @@ async fn serve(mut socket: TcpStream, shared: &Shared) {
     let response = match &shared.responder {
         Some(responder) => responder(&request),
         // A scripted answer is a chat response: llama-server's counting
-        // endpoints (asked before a first answer) get what any other
-        // OpenAI-compatible server answers, not a scripted response.
-        None if LLAMA_SERVER_ONLY.contains(&request.path.as_str()) => {
+        // and identifying endpoints (asked before a first answer) get what
+        // a server without them answers, not a scripted response.
+        None if LLAMA_SERVER_ONLY.contains(&request.path.as_str())
+            || (!shared.scripts_identity && IDENTITY.contains(&request.path.as_str())) =>
+        {
             let _ = write_response(
                 &mut socket,
                 ScriptedResponse::json(404, r#"{"error":"not found"}"#),
