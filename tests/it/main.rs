@@ -63,6 +63,7 @@ mod provider_wires;
 mod recovery;
 mod sandbox_run;
 mod skills_run;
+mod snapshot_warm;
 mod store;
 mod store_cache;
 mod store_concurrency;
