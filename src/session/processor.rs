@@ -23,7 +23,7 @@ use crate::provider::{self, ChatRequest, StreamEvent};
 use crate::session::ctx::{ResolvedModel, SessionCtx};
 use crate::session::snapshot_step::StepSnapshots;
 use crate::session::tool_runner::{ToolCall, ToolRunner};
-use crate::session::{Error, gauge};
+use crate::session::{Error, gauge, part_cap};
 
 /// Longest time streamed text lives only in memory; a crash loses at most this.
 pub const FLUSH_INTERVAL: Duration = Duration::from_millis(250);
@@ -534,12 +534,16 @@ async fn append_streamed(
             slot.insert((part, Instant::now()))
         }
     };
-    match &mut part.kind {
-        PartKind::Text(text) => text.text.push_str(delta),
-        PartKind::Reasoning(reasoning) => reasoning.text.push_str(delta),
-        _ => {}
+    let taken = match &mut part.kind {
+        PartKind::Text(text) => part_cap::append(&mut text.text, delta),
+        PartKind::Reasoning(reasoning) => part_cap::append(&mut reasoning.text, delta),
+        _ => delta.to_owned(),
+    };
+    if taken.is_empty() {
+        // Past the cap: a runaway part takes, shows and stores nothing more.
+        return Ok(());
     }
-    writer.delta(part, field, delta);
+    writer.delta(part, field, &taken);
     if last_flush.elapsed() >= FLUSH_INTERVAL {
         writer.store.upsert_part(part).await?;
         *last_flush = Instant::now();
@@ -549,10 +553,11 @@ async fn append_streamed(
 
 async fn close_text(ctx: &SessionCtx, building: &mut Building) -> Result<(), Error> {
     if let Some((mut part, _)) = building.text.take() {
-        if let PartKind::Text(text) = &mut part.kind
-            && let Some(time) = &mut text.time
-        {
-            time.end = Some(now_millis());
+        if let PartKind::Text(text) = &mut part.kind {
+            part_cap::settle(&mut text.text);
+            if let Some(time) = &mut text.time {
+                time.end = Some(now_millis());
+            }
         }
         ctx.writer.part(&part).await?;
     }
@@ -562,6 +567,7 @@ async fn close_text(ctx: &SessionCtx, building: &mut Building) -> Result<(), Err
 async fn close_reasoning(ctx: &SessionCtx, building: &mut Building) -> Result<(), Error> {
     if let Some((mut part, _)) = building.reasoning.take() {
         if let PartKind::Reasoning(reasoning) = &mut part.kind {
+            part_cap::settle(&mut reasoning.text);
             reasoning.time.end = Some(now_millis());
         }
         ctx.writer.part(&part).await?;

@@ -26,6 +26,7 @@ mod cli_run_count;
 mod cli_run_exact;
 mod cli_run_home;
 mod cli_run_result;
+mod cli_run_runaway;
 mod cli_run_silent;
 mod cli_run_stdin;
 mod cli_slash;

@@ -62,6 +62,9 @@ enum Step {
     /// A chunk whose send time is kept with the text it carries.
     Noted(Vec<u8>, String),
     Delay(Duration),
+    /// One chunk written this many times (an endless-looking stream without
+    /// building it in memory).
+    Repeated(Vec<u8>, usize),
 }
 
 /// One scripted reply.
@@ -193,6 +196,13 @@ impl ScriptedResponse {
 
     pub fn delay(mut self, wait: Duration) -> Self {
         self.steps.push(Step::Delay(wait));
+        self
+    }
+
+    /// `bytes` as `times` chunks, generated as they are written.
+    pub fn chunk_repeated(mut self, bytes: impl AsRef<[u8]>, times: usize) -> Self {
+        self.steps
+            .push(Step::Repeated(bytes.as_ref().to_vec(), times));
         self
     }
 
@@ -451,6 +461,7 @@ async fn write_response(
             .iter()
             .map(|step| match step {
                 Step::Chunk(bytes) | Step::Noted(bytes, _) => bytes.len(),
+                Step::Repeated(bytes, times) => bytes.len() * times,
                 Step::Delay(_) => 0,
             })
             .sum();
@@ -464,6 +475,11 @@ async fn write_response(
         match step {
             Step::Delay(wait) => tokio::time::sleep(*wait).await,
             Step::Chunk(bytes) => write_chunk(socket, bytes, response.fixed_length).await?,
+            Step::Repeated(bytes, times) => {
+                for _ in 0..*times {
+                    write_chunk(socket, bytes, response.fixed_length).await?;
+                }
+            }
             Step::Noted(bytes, text) => {
                 write_chunk(socket, bytes, response.fixed_length).await?;
                 socket.flush().await?;
