@@ -123,7 +123,7 @@ impl ProjectRisks {
         let mut risks = Self::default();
         risks.add(&loaded.project_risks, !loaded.project_trusted);
         let env = Environment::discover(cwd);
-        let home = directories::BaseDirs::new().map(|dirs| dirs.home_dir().to_path_buf());
+        let home = crate::paths::home();
         let servers =
             crate::mcp::config::discover(&config.mcp, &env.root, home.as_deref(), &config.trust);
         risks.shadowed = servers
@@ -194,8 +194,9 @@ impl App {
         // ... but /proc/$PPID/environ still shows them: redact them from every output.
         crate::secret::register(config_secrets(&config));
         collect_snapshots(data_dir, config.snapshot.max_age_days);
+        crate::provider::server_kind::use_cache_dir(data_dir.join("cache"));
         let root = Environment::discover(&cwd).root;
-        let home = directories::BaseDirs::new().map(|dirs| dirs.home_dir().to_path_buf());
+        let home = crate::paths::home();
         let mut discovery =
             crate::mcp::config::discover(&config.mcp, &root, home.as_deref(), &config.trust);
         discovery.held.extend(config.held_mcp.iter().cloned());

@@ -82,6 +82,13 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
     for warning in &loaded.warnings {
         eprintln!("warning: {warning}");
     }
+    // Said once, and only when the data has somewhere to go: without it, the
+    // command that needs the data dir says what to set instead.
+    if cairn::paths::locate_data_dir().is_ok()
+        && let Some(problem) = cairn::paths::home_problem()
+    {
+        eprintln!("warning: {problem}");
+    }
     init_logging(&loaded.config.log.level.to_string());
     // Before any command runs: none may read cairn's environment (the keys).
     cairn::sandbox::protect_own_process();
@@ -796,6 +803,14 @@ fn init_logging(level: &str) {
         });
     let file = match file {
         Ok(file) => file,
+        // The command that needs the data dir says why there is none.
+        Err(error)
+            if error
+                .downcast_ref::<cairn::paths::Error>()
+                .is_some_and(|e| matches!(e, cairn::paths::Error::NoHome)) =>
+        {
+            return;
+        }
         Err(error) => {
             eprintln!("warning: logging disabled: {error:#}");
             return;

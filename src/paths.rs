@@ -4,10 +4,14 @@
 //! `CAIRN_DATA_DIR` overrides the data directory (tests, portable installs).
 //! Functions that name a directory create it (mode 0700: transcripts are private);
 //! nothing here reads or writes the files themselves.
+//!
+//! The home is `HOME` when it names a directory, and nothing else: with
+//! `HOME` unset or naming nothing, only the XDG variables place cairn's
+//! folders (never the account's home from the password database, where the
+//! user did not point us, and never a created `HOME`).
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-
-use directories::ProjectDirs;
 
 /// Environment variable that replaces the whole data directory.
 pub const DATA_DIR_ENV: &str = "CAIRN_DATA_DIR";
@@ -15,7 +19,10 @@ pub const DATA_DIR_ENV: &str = "CAIRN_DATA_DIR";
 /// A directory that could not be found or created.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("cannot find a home directory for cairn's data; set HOME or {DATA_DIR_ENV}")]
+    #[error(
+        "cannot find where to keep cairn's data: HOME is not set (or names no directory) and \
+         neither XDG_DATA_HOME nor {DATA_DIR_ENV} is; set one of them"
+    )]
     NoHome,
     #[error("cannot create directory {}: {source}", path.display())]
     Create {
@@ -25,13 +32,51 @@ pub enum Error {
     },
 }
 
-fn project_dirs() -> Option<ProjectDirs> {
-    ProjectDirs::from("", "", "cairn")
+/// The user's home: `HOME` when it names a directory.
+pub fn home() -> Option<PathBuf> {
+    home_in(std::env::var_os("HOME"))
+}
+
+fn home_in(home: Option<OsString>) -> Option<PathBuf> {
+    home.filter(|home| !home.is_empty())
+        .map(PathBuf::from)
+        .filter(|home| home.is_absolute() && home.is_dir())
+}
+
+/// What is wrong with `HOME`, in one line for the user, when it is unset or
+/// names no directory; `None` when it is a directory.
+pub fn home_problem() -> Option<String> {
+    let set = std::env::var_os("HOME").filter(|home| !home.is_empty());
+    if home_in(set.clone()).is_some() {
+        return None;
+    }
+    let what = match set {
+        None => "HOME is not set".to_owned(),
+        Some(home) => format!("HOME={} is not a directory", Path::new(&home).display()),
+    };
+    let data =
+        locate_data_dir().map_or_else(|_| "nowhere".to_owned(), |dir| dir.display().to_string());
+    let config = config_dir().map_or_else(|| "nowhere".to_owned(), |dir| dir.display().to_string());
+    Some(format!(
+        "{what}: cairn keeps its data in {data}, reads its config from {config}, and `~/` in paths names nothing"
+    ))
+}
+
+/// `$XDG_<variable>/cairn` when the variable is an absolute path, else
+/// `home/<fallback>/cairn`; `None` with neither.
+fn xdg_dir(variable: &str, fallback: &str) -> Option<PathBuf> {
+    let xdg = std::env::var_os(variable)
+        .map(PathBuf::from)
+        .filter(|dir| dir.is_absolute());
+    match xdg {
+        Some(dir) => Some(dir.join("cairn")),
+        None => home().map(|home| home.join(fallback).join("cairn")),
+    }
 }
 
 /// `$XDG_CONFIG_HOME/cairn` (else `~/.config/cairn`). Not created: only read.
 pub fn config_dir() -> Option<PathBuf> {
-    project_dirs().map(|dirs| dirs.config_dir().to_owned())
+    xdg_dir("XDG_CONFIG_HOME", ".config")
 }
 
 /// The user's config file, `config_dir()/config.toml`, whether or not it exists.
@@ -44,9 +89,7 @@ pub fn global_config_file() -> Option<PathBuf> {
 pub fn locate_data_dir() -> Result<PathBuf, Error> {
     match std::env::var_os(DATA_DIR_ENV).filter(|dir| !dir.is_empty()) {
         Some(dir) => Ok(PathBuf::from(dir)),
-        None => project_dirs()
-            .map(|dirs| dirs.data_dir().to_owned())
-            .ok_or(Error::NoHome),
+        None => xdg_dir("XDG_DATA_HOME", ".local/share").ok_or(Error::NoHome),
     }
 }
 

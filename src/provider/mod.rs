@@ -15,6 +15,7 @@
 //! - `retry`     backoff, `retry-after`, `RetryNotice` for the countdown
 //! - `presets`   built-in providers and `resolve_provider`
 //! - `catalog`   model limits and prices, `cost`, `probe_context` for local servers
+//! - `server_kind`  which local server a base URL is (llama-server, vLLM), remembered
 //! - `tokenize`  exact prompt counts from a local llama-server's tokenizer
 
 use serde::Serialize;
@@ -32,6 +33,7 @@ pub mod openai;
 pub mod presets;
 pub mod responses;
 pub mod retry;
+pub mod server_kind;
 pub mod sse;
 pub mod tokenize;
 

@@ -534,6 +534,8 @@ pub async fn refresh_opening(ctx: &SessionCtx) {
     let Ok(model) = ctx.models.resolve(&user.model).await else {
         return;
     };
+    // The first step asks whether the server counts prompts: ask now.
+    tokenize::identify_soon(&model.provider);
     match measure_view(ctx, &model).await {
         Ok(gauge) => {
             let mut published = lock(&ctx.accounting.gauges_published);

@@ -44,6 +44,7 @@ pub mod lock;
 pub mod mention;
 pub mod model_choices;
 pub mod models;
+pub mod part_cap;
 pub mod pending_subtask;
 pub mod processor;
 pub mod prompt;

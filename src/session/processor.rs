@@ -23,7 +23,7 @@ use crate::provider::{self, ChatRequest, StreamEvent};
 use crate::session::ctx::{ResolvedModel, SessionCtx};
 use crate::session::snapshot_step::StepSnapshots;
 use crate::session::tool_runner::{ToolCall, ToolRunner};
-use crate::session::{Error, gauge};
+use crate::session::{Error, gauge, part_cap};
 
 /// Longest time streamed text lives only in memory; a crash loses at most this.
 pub const FLUSH_INTERVAL: Duration = Duration::from_millis(250);
@@ -155,22 +155,39 @@ fn quiet_notice_after(model: &ResolvedModel) -> Duration {
     model.provider.config().stall_timeout / 4
 }
 
-/// The stream's next event; each quarter of the stall timeout without one,
-/// a notice says the server is silent and when cairn gives up (a user facing
-/// a silent server otherwise saw nothing for two minutes).
+/// The stream's next event, said quiet as [`say_while_quiet`] does.
 async fn next_or_say_quiet(
     ctx: &SessionCtx,
     model: &ResolvedModel,
     stream: &mut provider::EventStream,
 ) -> Option<Result<StreamEvent, provider::Error>> {
+    say_while_quiet(ctx, model, stream.next(), None).await
+}
+
+/// Awaits `work`; each quarter of the stall timeout it takes, a notice says
+/// the server is silent and when cairn gives up (a user facing a silent
+/// server otherwise saw nothing for two minutes). A signal on `restart` (a
+/// retry, which sends a new request) starts the count again.
+async fn say_while_quiet<T>(
+    ctx: &SessionCtx,
+    model: &ResolvedModel,
+    work: impl std::future::Future<Output = T>,
+    restart: Option<&tokio::sync::Notify>,
+) -> T {
     let every = quiet_notice_after(model);
     let stall = model.provider.config().stall_timeout;
-    let next = stream.next();
-    tokio::pin!(next);
+    tokio::pin!(work);
     let mut quiet = Duration::ZERO;
     loop {
+        let restarted = async {
+            match restart {
+                Some(restart) => restart.notified().await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
-            event = &mut next => return event,
+            done = &mut work => return done,
+            () = restarted => quiet = Duration::ZERO,
             () = tokio::time::sleep(every) => {
                 quiet += every;
                 ctx.writer.notice(&ctx.session_id, format!(
@@ -194,6 +211,9 @@ fn seconds(duration: Duration) -> String {
 }
 
 /// Opens the model's stream; retries are reported on the status line.
+/// Waiting for the headers and the first event is said as silence is
+/// mid-stream: a server that accepts and says nothing was otherwise heard
+/// of only when given up, 242 s later (issue #31).
 async fn open_stream(
     ctx: &SessionCtx,
     model: &ResolvedModel,
@@ -203,26 +223,34 @@ async fn open_stream(
 ) -> Result<provider::EventStream, provider::Error> {
     let session_id = ctx.session_id.clone();
     let bus = ctx.writer.bus.clone();
-    let on_retry = move |notice: provider::RetryNotice| {
-        bus.publish(crate::bus::Event::Status {
-            session_id: session_id.clone(),
-            status: SessionStatus::Retrying {
-                attempt: notice.attempt,
-                message: notice.message,
-                next_at: notice.next_at_millis as i64,
-            },
-        });
+    let retried = std::sync::Arc::new(tokio::sync::Notify::new());
+    let on_retry = {
+        let retried = retried.clone();
+        move |notice: provider::RetryNotice| {
+            retried.notify_one();
+            publish_retry(&bus, &session_id, notice);
+        }
     };
-    model
-        .provider
-        .stream_with_retry(
-            request,
-            cancel.clone(),
-            &ctx.settings.retry,
-            retries,
-            on_retry,
-        )
-        .await
+    let open = model.provider.stream_with_retry(
+        request,
+        cancel.clone(),
+        &ctx.settings.retry,
+        retries,
+        on_retry,
+    );
+    say_while_quiet(ctx, model, open, Some(&retried)).await
+}
+
+/// A retry's wait, on the status line.
+fn publish_retry(bus: &crate::bus::Bus, session_id: &str, notice: provider::RetryNotice) {
+    bus.publish(crate::bus::Event::Status {
+        session_id: session_id.to_owned(),
+        status: SessionStatus::Retrying {
+            attempt: notice.attempt,
+            message: notice.message,
+            next_at: notice.next_at_millis as i64,
+        },
+    });
 }
 
 /// What `after_stream` needs of a step whose stream has ended.
@@ -528,12 +556,16 @@ async fn append_streamed(
             slot.insert((part, Instant::now()))
         }
     };
-    match &mut part.kind {
-        PartKind::Text(text) => text.text.push_str(delta),
-        PartKind::Reasoning(reasoning) => reasoning.text.push_str(delta),
-        _ => {}
+    let taken = match &mut part.kind {
+        PartKind::Text(text) => part_cap::append(&mut text.text, delta),
+        PartKind::Reasoning(reasoning) => part_cap::append(&mut reasoning.text, delta),
+        _ => delta.to_owned(),
+    };
+    if taken.is_empty() {
+        // Past the cap: a runaway part takes, shows and stores nothing more.
+        return Ok(());
     }
-    writer.delta(part, field, delta);
+    writer.delta(part, field, &taken);
     if last_flush.elapsed() >= FLUSH_INTERVAL {
         writer.store.upsert_part(part).await?;
         *last_flush = Instant::now();
@@ -543,10 +575,11 @@ async fn append_streamed(
 
 async fn close_text(ctx: &SessionCtx, building: &mut Building) -> Result<(), Error> {
     if let Some((mut part, _)) = building.text.take() {
-        if let PartKind::Text(text) = &mut part.kind
-            && let Some(time) = &mut text.time
-        {
-            time.end = Some(now_millis());
+        if let PartKind::Text(text) = &mut part.kind {
+            part_cap::settle(&mut text.text);
+            if let Some(time) = &mut text.time {
+                time.end = Some(now_millis());
+            }
         }
         ctx.writer.part(&part).await?;
     }
@@ -556,6 +589,7 @@ async fn close_text(ctx: &SessionCtx, building: &mut Building) -> Result<(), Err
 async fn close_reasoning(ctx: &SessionCtx, building: &mut Building) -> Result<(), Error> {
     if let Some((mut part, _)) = building.reasoning.take() {
         if let PartKind::Reasoning(reasoning) = &mut part.kind {
+            part_cap::settle(&mut reasoning.text);
             reasoning.time.end = Some(now_millis());
         }
         ctx.writer.part(&part).await?;

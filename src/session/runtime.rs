@@ -71,6 +71,11 @@ const BUSY_SHELL: &str =
     "the agent is busy: wait for it to finish or interrupt it (Esc) before running a shell command";
 
 async fn serve(ctx: Arc<SessionCtx>, mut commands: mpsc::UnboundedReceiver<Command>) {
+    // The project's first snapshot is long: begun now, a first writing step
+    // waits only for what is left of it.
+    if let Some(store) = &ctx.snapshots {
+        ctx.snapshot_chain.warm_up(store);
+    }
     if let Err(error) = crate::session::recovery::repair(&ctx).await {
         report(&ctx, &error);
     }

@@ -63,11 +63,12 @@ fn server_count(body: &Value) -> u64 {
 /// llama-server's `/apply-template` and `/tokenize`, which cairn asks for an
 /// exact count before the first answer; `None` for the chat endpoint.
 fn llama_server_endpoints(request: &RecordedRequest) -> Option<ScriptedResponse> {
-    let body = request.json();
     let answer = match request.path.as_str() {
-        "/apply-template" => json!({ "prompt": apply_template(&body) }),
+        // What tells llama-server from other servers (asked first).
+        "/props" => json!({"default_generation_settings": {"n_ctx": 8_192}, "total_slots": 1}),
+        "/apply-template" => json!({ "prompt": apply_template(&request.json()) }),
         "/tokenize" => {
-            let count = tokenize(body["content"].as_str().unwrap_or(""));
+            let count = tokenize(request.json()["content"].as_str().unwrap_or(""));
             json!({ "tokens": vec![1; count as usize] })
         }
         _ => return None,
@@ -315,6 +316,10 @@ async fn the_lean_prompt_is_used_below_the_configured_window_only() {
         let bodies = seen.clone();
         let scenario = Scenario::answering(
             move |request| {
+                if request.method == "GET" {
+                    // Asked which server it is: none in particular.
+                    return ScriptedResponse::json(404, "{}");
+                }
                 bodies.lock().unwrap().push(request.json());
                 text("ok", 100)
             },
@@ -455,7 +460,11 @@ async fn a_vllm_server_counts_the_first_request_with_its_chat_tokenize() {
     let scenario = Scenario::answering(
         move |request| match request.path.as_str() {
             // vLLM: no /apply-template; /tokenize takes the chat itself.
-            "/apply-template" => ScriptedResponse::json(404, r#"{"detail":"Not Found"}"#),
+            "/apply-template" | "/props" => ScriptedResponse::json(404, r#"{"detail":"Not Found"}"#),
+            "/v1/models" => ScriptedResponse::json(
+                200,
+                r#"{"object":"list","data":[{"id":"test-model","object":"model","owned_by":"vllm"}]}"#,
+            ),
             "/tokenize" => {
                 let count = server_count(&request.json());
                 let body = json!({"count": count, "max_model_len": 8_192, "tokens": vec![1; count as usize]});

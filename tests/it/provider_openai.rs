@@ -658,7 +658,7 @@ async fn probe_context_asks_llama_server_then_ollama_then_falls_back() {
         200,
         r#"{"default_generation_settings":{"n_ctx":2048},"total_slots":1}"#,
     );
-    let server = ScriptedServer::start([props]).await;
+    let server = ScriptedServer::start_asked_what_it_is([props]).await;
     let probe = within(
         LIMIT,
         probe_context(&format!("{}/v1", server.url()), "smollm2", 8192),
@@ -672,7 +672,7 @@ async fn probe_context_asks_llama_server_then_ollama_then_falls_back() {
         200,
         r#"{"parameters":"num_ctx 16384","model_info":{"llama.context_length":131072}}"#,
     );
-    let server = ScriptedServer::start([not_llama, show]).await;
+    let server = ScriptedServer::start_asked_what_it_is([not_llama, show]).await;
     let probe = within(
         LIMIT,
         probe_context(&format!("{}/v1/", server.url()), "qwen3:8b", 8192),
@@ -686,7 +686,7 @@ async fn probe_context_asks_llama_server_then_ollama_then_falls_back() {
     );
     assert_eq!(requests[1].json(), json!({"model": "qwen3:8b"}));
 
-    let server = ScriptedServer::start([
+    let server = ScriptedServer::start_asked_what_it_is([
         ScriptedResponse::json(404, ""),
         ScriptedResponse::json(404, ""),
     ])

@@ -396,23 +396,37 @@ async fn a_read_only_step_takes_no_snapshot_the_next_writing_step_records_its_fi
     .await;
     let project = committed_project(&server);
     let tools = tempfile::tempdir().expect("tools dir");
-    let fake_ls = tools.path().join("ls");
-    // It writes once the turn's first snapshot is taken: once the store's
-    // index exists and the store lock (held through a snapshot) is free.
+    // It writes once the turn's "before" snapshot is taken: the second
+    // snapshot (the first is the session's warm-up), counted by a `git`
+    // that notes each `write-tree`, once the store lock (held through a
+    // snapshot) is free.
     let store = project.data_dir().join("snapshot");
+    let trees = tools.path().join("trees");
     let script = format!(
         "#!/bin/sh\n\
-         until /bin/ls {store}/*/index >/dev/null 2>&1; do sleep 0.01; done\n\
+         until [ \"$(cat {trees} 2>/dev/null | wc -l)\" -ge 2 ]; do sleep 0.01; done\n\
          for lock in {store}/*/cairn.lock; do flock \"$lock\" sh -c 'echo sneaky > sneaky.txt'; done\n\
          exec /bin/ls \"$@\"\n",
-        store = store.display()
+        store = store.display(),
+        trees = trees.display(),
     );
-    std::fs::write(&fake_ls, script).expect("write ls");
-    std::fs::set_permissions(
-        &fake_ls,
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .expect("chmod ls");
+    let real_git = std::process::Command::new("sh")
+        .args(["-c", "command -v git"])
+        .output()
+        .expect("find git");
+    let git = format!(
+        "#!/bin/sh\n\
+         for arg; do [ \"$arg\" = write-tree ] && echo >> {trees}; done\n\
+         exec {real} \"$@\"\n",
+        trees = trees.display(),
+        real = String::from_utf8_lossy(&real_git.stdout).trim(),
+    );
+    for (name, text) in [("ls", script), ("git", git)] {
+        let path = tools.path().join(name);
+        std::fs::write(&path, text).expect("write the tool");
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .expect("chmod");
+    }
     let path = format!(
         "{}:{}",
         tools.path().display(),

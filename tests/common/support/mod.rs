@@ -62,6 +62,9 @@ enum Step {
     /// A chunk whose send time is kept with the text it carries.
     Noted(Vec<u8>, String),
     Delay(Duration),
+    /// One chunk written this many times (an endless-looking stream without
+    /// building it in memory).
+    Repeated(Vec<u8>, usize),
 }
 
 /// One scripted reply.
@@ -196,6 +199,13 @@ impl ScriptedResponse {
         self
     }
 
+    /// `bytes` as `times` chunks, generated as they are written.
+    pub fn chunk_repeated(mut self, bytes: impl AsRef<[u8]>, times: usize) -> Self {
+        self.steps
+            .push(Step::Repeated(bytes.as_ref().to_vec(), times));
+        self
+    }
+
     /// Close the connection after the chunks so far, without ending the body.
     pub fn then_drop(mut self) -> Self {
         self.ending = Ending::Drop;
@@ -241,6 +251,8 @@ struct Shared {
     responder: Option<Box<Responder>>,
     /// False for long runs whose memory is measured: requests are not kept.
     record: bool,
+    /// `/props` and `/v1/models` are answered from the queue, not with 404.
+    scripts_identity: bool,
     requests: Mutex<Vec<RecordedRequest>>,
     sent_text: Mutex<Vec<(Instant, String)>>,
 }
@@ -258,6 +270,20 @@ impl ScriptedServer {
         Self::serve(Shared {
             queue: Mutex::new(responses.into_iter().collect()),
             record: true,
+            ..Shared::default()
+        })
+        .await
+    }
+
+    /// [`ScriptedServer::start`], whose script answers `/props` and
+    /// `/v1/models` too (a test of what cairn asks them).
+    pub async fn start_asked_what_it_is(
+        responses: impl IntoIterator<Item = ScriptedResponse>,
+    ) -> Self {
+        Self::serve(Shared {
+            queue: Mutex::new(responses.into_iter().collect()),
+            record: true,
+            scripts_identity: true,
             ..Shared::default()
         })
         .await
@@ -332,6 +358,10 @@ impl ScriptedServer {
 /// Paths only llama-server offers (cairn's exact prompt count).
 const LLAMA_SERVER_ONLY: [&str; 2] = ["/apply-template", "/tokenize"];
 
+/// The questions that tell which local server it is (asked when a session
+/// opens), answered from the script only by [`ScriptedServer::start_asked_what_it_is`].
+const IDENTITY: [&str; 2] = ["/props", "/v1/models"];
+
 async fn serve(mut socket: TcpStream, shared: &Shared) {
     let Some(request) = read_request(&mut socket).await else {
         return;
@@ -339,9 +369,11 @@ async fn serve(mut socket: TcpStream, shared: &Shared) {
     let response = match &shared.responder {
         Some(responder) => responder(&request),
         // A scripted answer is a chat response: llama-server's counting
-        // endpoints (asked before a first answer) get what any other
-        // OpenAI-compatible server answers, not a scripted response.
-        None if LLAMA_SERVER_ONLY.contains(&request.path.as_str()) => {
+        // and identifying endpoints (asked before a first answer) get what
+        // a server without them answers, not a scripted response.
+        None if LLAMA_SERVER_ONLY.contains(&request.path.as_str())
+            || (!shared.scripts_identity && IDENTITY.contains(&request.path.as_str())) =>
+        {
             let _ = write_response(
                 &mut socket,
                 ScriptedResponse::json(404, r#"{"error":"not found"}"#),
@@ -429,6 +461,7 @@ async fn write_response(
             .iter()
             .map(|step| match step {
                 Step::Chunk(bytes) | Step::Noted(bytes, _) => bytes.len(),
+                Step::Repeated(bytes, times) => bytes.len() * times,
                 Step::Delay(_) => 0,
             })
             .sum();
@@ -442,6 +475,11 @@ async fn write_response(
         match step {
             Step::Delay(wait) => tokio::time::sleep(*wait).await,
             Step::Chunk(bytes) => write_chunk(socket, bytes, response.fixed_length).await?,
+            Step::Repeated(bytes, times) => {
+                for _ in 0..*times {
+                    write_chunk(socket, bytes, response.fixed_length).await?;
+                }
+            }
             Step::Noted(bytes, text) => {
                 write_chunk(socket, bytes, response.fixed_length).await?;
                 socket.flush().await?;
