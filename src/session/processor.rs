@@ -541,6 +541,9 @@ async fn on_finish(
 /// "length"): its output limit, or on a local server the end of its window.
 const CUT_SHORT: &str = "the answer was cut short: the model reached its output limit or the end of its context window (finish reason \"length\"). Ask it to continue, or make room with /compact.";
 
+/// The error of a part cut at [`part_cap::MAX_STREAMED_BYTES`].
+const RAN_AWAY: &str = "the model's answer passed 4 MiB without ending and was cut there: the answer is incomplete (only its first 64 KiB are kept in the session). Ask for less at a time.";
+
 async fn append_streamed(
     writer: &crate::session::writer::Writer,
     slot: &mut Option<(Part, Instant)>,
@@ -566,6 +569,11 @@ async fn append_streamed(
         return Ok(());
     }
     writer.delta(part, field, &taken);
+    if taken.ends_with(&part_cap::marker()) {
+        // The cut is where the answer stops: a script must not take it
+        // for the whole answer (exit status and stderr say so).
+        writer.error(&part.session_id, RAN_AWAY.to_string());
+    }
     if last_flush.elapsed() >= FLUSH_INTERVAL {
         writer.store.upsert_part(part).await?;
         *last_flush = Instant::now();

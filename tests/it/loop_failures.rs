@@ -134,7 +134,8 @@ fn with_file_size_limit(command: &mut tokio::process::Command, bytes: u64) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_answer_too_big_to_save_is_an_error_with_exit_1_not_a_hang() {
     let project = Project::new();
-    let big = "y".repeat(6 * 1024 * 1024);
+    // Under the 4 MiB a streamed part keeps, over the 2 MiB limit below.
+    let big = "y".repeat(3 * 1024 * 1024);
     let server = ScriptedServer::start([text(&big, 300)]).await;
     project.use_scripted(&server);
     let mut command = project.command(&["run", "say a lot"]);
@@ -228,4 +229,18 @@ async fn a_first_message_bigger_than_the_window_exits_1_after_a_bounded_few_requ
         "{stderr}"
     );
     assert!(!stderr.contains("/prune"), "pruning cannot help: {stderr}");
+}
+
+/// An answer that passes the 4 MiB a streamed part keeps is cut there, and
+/// the run says the answer is incomplete (it must not pass for a whole one).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_cut_at_the_part_cap_is_not_a_success() {
+    let project = Project::new();
+    let big = "y".repeat(6 * 1024 * 1024);
+    let server = ScriptedServer::start([text(&big, 300)]).await;
+    project.use_scripted(&server);
+    let output = project.cairn(&["run", "say a lot"]).await;
+    assert_ne!(output.status.code(), Some(0), "{}", describe_short(&output));
+    let stderr = text_of(&output.stderr);
+    assert!(stderr.contains("passed 4 MiB without ending"), "{stderr}");
 }
