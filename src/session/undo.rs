@@ -58,6 +58,16 @@ pub enum Error {
          was changed"
     )]
     PreImageGone(String),
+    #[error(
+        "not {what}: {}; it would write or delete through it, which the turn did not. \
+         Put the file back, or run `/undo --force` to replace it with a regular file \
+         (a link's target is never touched)",
+        .hazards.join(", ")
+    )]
+    Unsafe {
+        what: &'static str,
+        hazards: Vec<String>,
+    },
     #[error("no diff: snapshots are off (`snapshot.enabled = false`)")]
     DiffWithoutSnapshots,
     #[error(transparent)]
@@ -112,12 +122,16 @@ pub async fn undo(
     let compaction_removed = turn[0]
         .compaction()
         .map(|_| last_request_size(&history[..start]));
+    let mut not_restored = plan.unrestorable.clone();
+    if let Some(redo) = &redo {
+        not_restored.extend(redo.skipped.iter().cloned());
+    }
     let outcome = Outcome {
         prompt: prompt_of(&turn[0]),
         files: plan.paths(&root),
         compaction_removed,
         messages: turn.len(),
-        not_restored: plan.unrestorable.clone(),
+        not_restored,
     };
     let stash = stash_id(store, session_id).await?;
     let ids: Vec<String> = turn.iter().map(|m| m.message.id.clone()).collect();
@@ -178,12 +192,21 @@ pub async fn redo(
         let snapshots = snapshots.clone();
         let patch = patch.clone();
         blocking(move || {
+            let mut paths = patch.files.clone();
+            paths.extend(patch.kept.iter().map(|k| k.path.clone()));
+            let hazards = hazards(&snapshots, &paths);
+            if !hazards.is_empty() {
+                return Err(Error::Unsafe {
+                    what: "redone",
+                    hazards: described(&snapshots, &hazards),
+                });
+            }
             snapshots.restore(&patch.hash, &patch.files)?;
             let preimages = snapshots.preimages();
             for kept in &patch.kept {
                 preimages.restore(kept.before.as_deref(), Path::new(&kept.path))?;
             }
-            Ok::<_, snapshot::Error>(())
+            Ok::<_, Error>(())
         })
         .await?;
     }
@@ -363,6 +386,51 @@ fn plan(turn: &[MessageWithParts]) -> Plan {
 struct Redo {
     hash: String,
     kept: Vec<KeptFile>,
+    /// Files a forced undo left as they are (a folder now stands there).
+    skipped: Vec<String>,
+}
+
+/// The hazards on the way to each of `paths` (project-relative snapshot
+/// paths or the recorded real paths of kept files).
+fn hazards(snapshots: &Snapshots, paths: &[String]) -> Vec<snapshot::nofollow::Hazard> {
+    let root = snapshots.work_tree();
+    let mut found: Vec<snapshot::nofollow::Hazard> = Vec::new();
+    for path in paths {
+        if let Some(hazard) = snapshot::nofollow::hazard(root, &root.join(path)) {
+            if !found.contains(&hazard) {
+                found.push(hazard);
+            }
+        }
+    }
+    found
+}
+
+/// Each hazard said as the user sees its path.
+fn described(snapshots: &Snapshots, hazards: &[snapshot::nofollow::Hazard]) -> Vec<String> {
+    let root = snapshots.work_tree();
+    hazards
+        .iter()
+        .map(|h| h.describe(&shown(&h.path().display().to_string(), root)))
+        .collect()
+}
+
+/// Forced: removes each link or special file in the way (never a link's
+/// target) and returns the hazards it left, folders, whose files are
+/// skipped.
+fn clear_hazards(
+    hazards: Vec<snapshot::nofollow::Hazard>,
+) -> Result<Vec<snapshot::nofollow::Hazard>, snapshot::Error> {
+    let mut left = Vec::new();
+    for hazard in hazards {
+        let cleared = hazard.clear().map_err(|source| snapshot::Error::File {
+            path: hazard.path().to_owned(),
+            source,
+        })?;
+        if !cleared {
+            left.push(hazard);
+        }
+    }
+    Ok(left)
 }
 
 /// Checks for hand edits, then restores the files; returns what redo needs.
@@ -370,9 +438,29 @@ struct Redo {
 /// was kept: a failure (a full disk) leaves the files as they were.
 async fn revert_files(snapshots: &Snapshots, plan: &Plan, force: bool) -> Result<Redo, Error> {
     let snapshots = snapshots.clone();
-    let entries = plan.files.clone();
-    let kept = plan.kept.clone();
+    let mut entries = plan.files.clone();
+    let mut kept = plan.kept.clone();
     blocking(move || {
+        // Before anything is read or written: a link, FIFO or folder
+        // swapped in after the turn is refused (or, forced, replaced).
+        let mut paths: Vec<String> = entries.iter().map(|e| e.0.clone()).collect();
+        paths.extend(kept.iter().map(|k| k.path.clone()));
+        let found = hazards(&snapshots, &paths);
+        if !found.is_empty() && !force {
+            return Err(Error::Unsafe {
+                what: "undone",
+                hazards: described(&snapshots, &found),
+            });
+        }
+        let left = clear_hazards(found)?;
+        let root = snapshots.work_tree().to_owned();
+        let blocked = |path: &Path| left.iter().any(|h| path.starts_with(h.path()));
+        entries.retain(|e| !blocked(&root.join(&e.0)));
+        kept.retain(|k| !blocked(&root.join(&k.path)));
+        let skipped: Vec<String> = left
+            .iter()
+            .map(|h| h.describe(&shown(&h.path().display().to_string(), &root)) + ": skipped")
+            .collect();
         let now = snapshots.track()?;
         let mut conflicts = Vec::new();
         let mut afters: Vec<&String> = entries.iter().filter_map(|e| e.2.as_ref()).collect();
@@ -438,6 +526,7 @@ async fn revert_files(snapshots: &Snapshots, plan: &Plan, force: bool) -> Result
         Ok(Redo {
             hash: now.hash,
             kept: redo,
+            skipped,
         })
     })
     .await

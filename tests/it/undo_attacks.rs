@@ -1,0 +1,158 @@
+//! `/undo` and `/redo` against a project changed by hand after the turn in
+//! hostile ways (issue #35 review): a file or a folder swapped for a
+//! symlink to outside the project must never make them write or delete
+//! through it, and a FIFO must never hang them.
+
+use crate::project::{Project, describe};
+use crate::scenario::{text, tool_call};
+use crate::support::ScriptedServer;
+
+use std::os::unix::fs::symlink;
+use std::path::Path;
+
+use serde_json::json;
+
+fn run_git(dir: &Path, args: &[&str]) {
+    let out = std::process::Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run git");
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+}
+
+/// A committed project ignoring `.env` and `build/`, with `.env` holding
+/// `A`, an empty `build/`, and a tracked `src/keep.txt`.
+fn project(server: &ScriptedServer) -> Project {
+    let project = Project::new();
+    project.use_scripted(server);
+    std::fs::write(project.path(".gitignore"), ".env\nbuild/\n").expect("gitignore");
+    std::fs::write(project.path(".env"), "A\n").expect(".env");
+    std::fs::create_dir(project.path("build")).expect("build");
+    std::fs::create_dir(project.path("src")).expect("src");
+    std::fs::write(project.path("src/keep.txt"), "k\n").expect("keep");
+    run_git(project.root.path(), &["add", "."]);
+    run_git(project.root.path(), &["commit", "-qm", "base"]);
+    project
+}
+
+/// The turn: writes the ignored `.env`, a new ignored `build/new.txt` and a
+/// new tracked `src/n.txt`.
+fn the_turn() -> Vec<crate::support::ScriptedResponse> {
+    vec![
+        tool_call(
+            "c1",
+            "write",
+            json!({ "path": ".env", "content": "B\n" }),
+            1_000,
+        ),
+        tool_call(
+            "c2",
+            "write",
+            json!({ "path": "build/new.txt", "content": "N\n" }),
+            1_010,
+        ),
+        tool_call(
+            "c3",
+            "write",
+            json!({ "path": "src/n.txt", "content": "S\n" }),
+            1_020,
+        ),
+        text("Done.", 1_100),
+    ]
+}
+
+/// Swaps `.env`, `build/` and `src/` for symlinks into `outside`, which
+/// holds the same bytes the turn wrote (so no hand edit is seen).
+fn swap_for_links(project: &Project, outside: &Path) {
+    std::fs::write(outside.join("victim.txt"), "B\n").expect("victim");
+    std::fs::write(outside.join("new.txt"), "N\n").expect("outside new");
+    std::fs::write(outside.join("n.txt"), "S\n").expect("outside n");
+    std::fs::write(outside.join("keep.txt"), "k\n").expect("outside keep");
+    std::fs::remove_file(project.path(".env")).expect("rm .env");
+    symlink(outside.join("victim.txt"), project.path(".env")).expect("link .env");
+    std::fs::rename(project.path("build"), project.path("build.real")).expect("mv build");
+    symlink(outside, project.path("build")).expect("link build");
+    std::fs::rename(project.path("src"), project.path("src.real")).expect("mv src");
+    symlink(outside, project.path("src")).expect("link src");
+}
+
+fn outside_files(outside: &Path) -> Vec<(String, Option<String>)> {
+    ["victim.txt", "new.txt", "n.txt", "keep.txt"]
+        .iter()
+        .map(|name| {
+            let bytes = std::fs::read_to_string(outside.join(name)).ok();
+            ((*name).to_owned(), bytes)
+        })
+        .collect()
+}
+
+/// Plain `/undo` refuses naming the links; `/undo --force` replaces the
+/// links themselves and never writes or deletes what they point at.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn undo_never_writes_or_deletes_through_a_symlink_swapped_in_after_the_turn() {
+    let outside = tempfile::tempdir().expect("outside");
+    let server = ScriptedServer::start(the_turn()).await;
+    let project = project(&server);
+    project.ok(&["run", "write them"]).await;
+    swap_for_links(&project, outside.path());
+    let before = outside_files(outside.path());
+
+    let refused = project.cairn(&["run", "--continue", "/undo"]).await;
+    assert_eq!(refused.status.code(), Some(1), "{}", describe(&refused));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains(".env is a symbolic link"), "{stderr}");
+    assert!(stderr.contains("build is a symbolic link"), "{stderr}");
+    assert_eq!(outside_files(outside.path()), before, "outside untouched");
+
+    let forced = project.cairn(&["run", "--continue", "/undo --force"]).await;
+    assert_eq!(forced.status.code(), Some(0), "{}", describe(&forced));
+    assert_eq!(outside_files(outside.path()), before, "outside untouched");
+    let env = std::fs::symlink_metadata(project.path(".env")).expect(".env");
+    assert!(env.file_type().is_file(), "the link itself was replaced");
+    assert_eq!(project.read(".env").as_deref(), Some("A\n"));
+    assert_eq!(project.read("src/n.txt"), None);
+}
+
+/// `/redo` refuses to write through a symlink swapped in after the undo.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redo_never_writes_through_a_symlink_swapped_in_after_the_undo() {
+    let outside = tempfile::tempdir().expect("outside");
+    let server = ScriptedServer::start(the_turn()).await;
+    let project = project(&server);
+    project.ok(&["run", "write them"]).await;
+    project.ok(&["run", "--continue", "/undo"]).await;
+    std::fs::write(outside.path().join("victim.txt"), "A\n").expect("victim");
+    std::fs::remove_file(project.path(".env")).expect("rm .env");
+    symlink(outside.path().join("victim.txt"), project.path(".env")).expect("link");
+
+    let refused = project.cairn(&["run", "--continue", "/redo"]).await;
+    assert_eq!(refused.status.code(), Some(1), "{}", describe(&refused));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains(".env is a symbolic link"), "{stderr}");
+    let victim = std::fs::read_to_string(outside.path().join("victim.txt")).expect("victim");
+    assert_eq!(victim, "A\n", "outside untouched");
+}
+
+/// A FIFO where the tool wrote `.env` is named, never opened: `/diff` and
+/// `/undo` answer instead of hanging.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fifo_swapped_in_after_the_turn_is_named_not_opened() {
+    let server = ScriptedServer::start(the_turn()).await;
+    let project = project(&server);
+    project.ok(&["run", "write them"]).await;
+    std::fs::remove_file(project.path(".env")).expect("rm .env");
+    let made = std::process::Command::new("mkfifo")
+        .arg(project.path(".env"))
+        .status()
+        .expect("mkfifo");
+    assert!(made.success());
+
+    let diff = project.cairn(&["run", "--continue", "/diff"]).await;
+    assert_eq!(diff.status.code(), Some(0), "{}", describe(&diff));
+    let refused = project.cairn(&["run", "--continue", "/undo"]).await;
+    assert_eq!(refused.status.code(), Some(1), "{}", describe(&refused));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains(".env is not a regular file"), "{stderr}");
+}
