@@ -32,8 +32,9 @@ use crate::session::Error;
 use crate::session::ctx::SessionCtx;
 use crate::snapshot::{Captured, ChangeKind, FileChange, PreImages, Snapshots};
 
-/// A snapshot being taken: its tree id, `None` when it failed (logged).
-type Pending = Shared<BoxFuture<'static, Option<String>>>;
+/// A snapshot being taken: its tree id, or why it failed (also logged):
+/// the step's card and `/undo` say it, never silently.
+type Pending = Shared<BoxFuture<'static, Result<String, String>>>;
 
 /// The newest snapshot of a session's tree as its steps left it: the
 /// "after" of the last writing step (its patch written when it completes),
@@ -49,7 +50,9 @@ impl Chain {
     pub async fn settle(&self) {
         let latest = crate::shared::lock(&self.latest).clone();
         if let Some(latest) = latest {
-            latest.await;
+            // A failure is on the step's patch part (and logged): this
+            // only waits for it.
+            let _ = latest.await;
         }
     }
 
@@ -65,7 +68,7 @@ impl Chain {
     fn usable(&self) -> Option<Pending> {
         crate::shared::lock(&self.latest)
             .clone()
-            .filter(|latest| !matches!(latest.peek(), Some(None)))
+            .filter(|latest| !matches!(latest.peek(), Some(Err(_))))
     }
 
     fn set(&self, pending: Pending) {
@@ -105,6 +108,9 @@ enum Before {
     None,
     Running(Pending),
     Taken(String),
+    /// The snapshot failed (a tracked folder swapped for a symlink, say):
+    /// the step still keeps its pre-images, so cairn's own edits undo.
+    Failed(String),
 }
 
 impl StepSnapshots {
@@ -161,7 +167,9 @@ impl StepSnapshots {
         }
         self.await_before().await;
         self.since.get_or_insert_with(SystemTime::now);
-        if matches!(tool, "edit" | "write") && matches!(self.before, Before::Taken(_)) {
+        if matches!(tool, "edit" | "write")
+            && matches!(self.before, Before::Taken(_) | Before::Failed(_))
+        {
             self.keep_preimage(tool, input).await?;
         }
         Ok(())
@@ -202,8 +210,8 @@ impl StepSnapshots {
     async fn await_before(&mut self) {
         if let Before::Running(pending) = &self.before {
             self.before = match pending.clone().await {
-                Some(hash) => Before::Taken(hash),
-                None => Before::None,
+                Ok(hash) => Before::Taken(hash),
+                Err(reason) => Before::Failed(reason),
             };
         }
     }
@@ -224,10 +232,6 @@ impl StepSnapshots {
             return Ok(());
         }
         self.await_before().await;
-        let Before::Taken(before) = self.before else {
-            ctx.snapshot_chain.forget();
-            return Ok(());
-        };
         let captures = std::mem::take(&mut self.captures);
         let since = self.since;
         let recorded = Recorded {
@@ -236,6 +240,18 @@ impl StepSnapshots {
             calls: self.calls,
             root: root.clone(),
             cwd,
+        };
+        let before = match self.before {
+            Before::Taken(before) => before,
+            Before::Failed(reason) => {
+                ctx.snapshot_chain.forget();
+                recorded.unsnapshotted(&store, captures, &reason).await;
+                return Ok(());
+            }
+            Before::None | Before::Running(_) => {
+                ctx.snapshot_chain.forget();
+                return Ok(());
+            }
         };
         let task = tokio::spawn(async move {
             let measured = tokio::task::spawn_blocking(move || {
@@ -262,19 +278,24 @@ impl StepSnapshots {
             match measured {
                 Ok(Ok((before, after, changes, unseen))) => {
                     recorded.patch(before, after.clone(), changes, unseen).await;
-                    Some(after)
+                    Ok(after)
                 }
                 Ok(Err(error)) => {
                     tracing::warn!("snapshot after the step failed, no undo for it: {error}");
-                    None
+                    Err(error.to_string())
                 }
                 Err(error) => {
                     tracing::warn!("snapshot task failed: {error}");
-                    None
+                    Err(error.to_string())
                 }
             }
         });
-        let pending = async move { task.await.ok().flatten() }.boxed().shared();
+        let pending = async move {
+            task.await
+                .unwrap_or_else(|error| Err(format!("snapshot task failed: {error}")))
+        }
+        .boxed()
+        .shared();
         ctx.snapshot_chain.set(pending);
         Ok(())
     }
@@ -285,14 +306,14 @@ fn track_now(store: Snapshots) -> Pending {
     let task = tokio::task::spawn_blocking(move || store.track());
     async move {
         match task.await {
-            Ok(Ok(snapshot)) => Some(snapshot.hash),
+            Ok(Ok(snapshot)) => Ok(snapshot.hash),
             Ok(Err(error)) => {
                 tracing::warn!("snapshot before the step failed, no undo for it: {error}");
-                None
+                Err(error.to_string())
             }
             Err(error) => {
                 tracing::warn!("snapshot task failed: {error}");
-                None
+                Err(format!("snapshot task failed: {error}"))
             }
         }
     }
@@ -329,6 +350,35 @@ impl Recorded {
                 changes,
                 kept: unseen.kept,
                 unrestorable: unseen.unrestorable,
+            }),
+        );
+        if let Err(error) = self.writer.part(&part).await {
+            tracing::warn!("the step's patch part could not be saved, no undo for it: {error}");
+        }
+    }
+}
+
+impl Recorded {
+    /// The patch of a step whose "before" snapshot failed: every file its
+    /// `edit` and `write` changed is kept from its pre-image, and the
+    /// failure is said on the card and in `/undo`'s answer, since what a
+    /// shell command changed cannot be put back.
+    async fn unsnapshotted(self, store: &Snapshots, captures: Vec<Capture>, reason: &str) {
+        let preimages = store.preimages();
+        let root = self.root.clone();
+        let captured =
+            tokio::task::spawn_blocking(move || settle(&preimages, captures, &[], &root)).await;
+        let mut unseen = captured.unwrap_or_default();
+        unseen
+            .unrestorable
+            .push(format!("no snapshot for this step: {reason}"));
+        let part = Part::new(
+            &self.assistant,
+            PartKind::Patch(PatchPart {
+                changes: unseen.changes,
+                kept: unseen.kept,
+                unrestorable: unseen.unrestorable,
+                ..PatchPart::default()
             }),
         );
         if let Err(error) = self.writer.part(&part).await {

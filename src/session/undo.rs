@@ -461,12 +461,18 @@ async fn revert_files(snapshots: &Snapshots, plan: &Plan, force: bool) -> Result
             .iter()
             .map(|h| h.describe(&shown(&h.path().display().to_string(), &root)) + ": skipped")
             .collect();
-        let now = snapshots.track()?;
+        // With no file from a snapshot (only kept files: the step's own
+        // snapshot failed) none is taken, as it may fail the same way.
+        let now = if entries.is_empty() {
+            String::new()
+        } else {
+            snapshots.track()?.hash
+        };
         let mut conflicts = Vec::new();
         let mut afters: Vec<&String> = entries.iter().filter_map(|e| e.2.as_ref()).collect();
         afters.dedup();
         for after in afters {
-            let changed = snapshots.changes(after, &now.hash)?;
+            let changed = snapshots.changes(after, &now)?;
             conflicts.extend(
                 entries
                     .iter()
@@ -524,7 +530,7 @@ async fn revert_files(snapshots: &Snapshots, plan: &Plan, force: bool) -> Result
             preimages.restore(file.before.as_deref(), Path::new(&file.path))?;
         }
         Ok(Redo {
-            hash: now.hash,
+            hash: now,
             kept: redo,
             skipped,
         })

@@ -156,3 +156,54 @@ async fn a_fifo_swapped_in_after_the_turn_is_named_not_opened() {
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(stderr.contains(".env is not a regular file"), "{stderr}");
 }
+
+/// A tracked folder swapped for a symlink makes the snapshot fail; the
+/// turn's own writes are still undone from their kept copies, and the
+/// failure is said, not left in the log (repro_snapfail).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_snapshot_still_undoes_the_turns_own_writes_and_says_so() {
+    let outside = tempfile::tempdir().expect("outside");
+    std::fs::write(outside.path().join("f"), "VD\n").expect("outside f");
+    let server = ScriptedServer::start([
+        tool_call(
+            "c1",
+            "write",
+            json!({ "path": "x", "content": "x\n" }),
+            1_000,
+        ),
+        text("Done.", 1_100),
+        tool_call(
+            "c2",
+            "write",
+            json!({ "path": "tr", "content": "T3\n" }),
+            2_000,
+        ),
+        tool_call(
+            "c3",
+            "write",
+            json!({ "path": "newfile", "content": "n\n" }),
+            2_010,
+        ),
+        text("Done.", 2_100),
+    ])
+    .await;
+    let project = Project::new();
+    project.use_scripted(&server);
+    std::fs::write(project.path("tr"), "T\n").expect("tr");
+    std::fs::create_dir(project.path("d")).expect("d");
+    std::fs::write(project.path("d/f"), "F\n").expect("d/f");
+    run_git(project.root.path(), &["add", "."]);
+    run_git(project.root.path(), &["commit", "-qm", "base"]);
+    project.ok(&["run", "go"]).await;
+    std::fs::remove_dir_all(project.path("d")).expect("rm d");
+    symlink(outside.path(), project.path("d")).expect("link d");
+    project.ok(&["run", "--continue", "go2"]).await;
+    assert_eq!(project.read("tr").as_deref(), Some("T3\n"));
+
+    let undone = project.ok(&["run", "--continue", "/undo"]).await;
+    assert!(undone.contains("no snapshot for this step"), "{undone}");
+    assert_eq!(project.read("tr").as_deref(), Some("T\n"), "{undone}");
+    assert_eq!(project.read("newfile"), None, "{undone}");
+    let outside_f = std::fs::read_to_string(outside.path().join("f")).expect("f");
+    assert_eq!(outside_f, "VD\n");
+}
