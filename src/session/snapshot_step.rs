@@ -19,7 +19,7 @@
 //! what it wrote where the snapshot cannot see is named on the patch part.
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use futures::FutureExt;
@@ -43,6 +43,9 @@ type Pending = Shared<BoxFuture<'static, Result<String, String>>>;
 #[derive(Default)]
 pub struct Chain {
     latest: Mutex<Option<Pending>>,
+    /// The files the turn's steps kept so far (absolute paths): a later
+    /// shell step of the same turn fingerprints them again.
+    turn_kept: Arc<Mutex<Vec<String>>>,
 }
 
 impl Chain {
@@ -62,6 +65,7 @@ impl Chain {
     pub async fn settle_and_forget(&self) {
         self.settle().await;
         crate::shared::lock(&self.latest).take();
+        crate::shared::lock(&self.turn_kept).clear();
     }
 
     /// The latest snapshot unless it is known to have failed.
@@ -253,6 +257,7 @@ impl StepSnapshots {
                 return Ok(());
             }
         };
+        let turn_kept = ctx.snapshot_chain.turn_kept.clone();
         let task = tokio::spawn(async move {
             let measured = tokio::task::spawn_blocking(move || {
                 let after = match &named {
@@ -261,6 +266,10 @@ impl StepSnapshots {
                 };
                 let changes = store.changes(&before, &after.hash)?;
                 let mut unseen = settle(&store.preimages(), captures, &changes, &root);
+                if named.is_none() {
+                    unseen.refreshed = refresh(&turn_kept, &unseen.kept);
+                }
+                crate::shared::lock(&turn_kept).extend(unseen.kept.iter().map(|k| k.path.clone()));
                 if let (None, Some(since)) = (&named, since) {
                     let kept: Vec<String> = unseen
                         .kept
@@ -350,6 +359,7 @@ impl Recorded {
                 changes,
                 kept: unseen.kept,
                 unrestorable: unseen.unrestorable,
+                refreshed: unseen.refreshed,
             }),
         );
         if let Err(error) = self.writer.part(&part).await {
@@ -396,11 +406,35 @@ struct Unseen {
     changes: Vec<PatchFile>,
     /// What `/undo` cannot restore, said plainly.
     unrestorable: Vec<String>,
+    /// Files earlier steps of the turn kept, as this step left them.
+    refreshed: Vec<KeptFile>,
+}
+
+/// The files the turn kept before this (shell) step, minus the ones this
+/// step kept itself, fingerprinted as the step left them: a shell command
+/// of the turn that rewrote `.env` is the turn's change, not a hand edit.
+fn refresh(turn_kept: &Mutex<Vec<String>>, kept_now: &[KeptFile]) -> Vec<KeptFile> {
+    let earlier = crate::shared::lock(turn_kept).clone();
+    earlier
+        .into_iter()
+        .filter(|path| !kept_now.iter().any(|k| &k.path == path))
+        .filter_map(|path| {
+            let after = crate::snapshot::preimage::fingerprint(Path::new(&path)).ok()?;
+            Some(KeptFile {
+                path,
+                before: None,
+                after,
+            })
+        })
+        .collect()
 }
 
 impl Unseen {
     fn is_empty(&self) -> bool {
-        self.kept.is_empty() && self.changes.is_empty() && self.unrestorable.is_empty()
+        self.kept.is_empty()
+            && self.changes.is_empty()
+            && self.unrestorable.is_empty()
+            && self.refreshed.is_empty()
     }
 }
 

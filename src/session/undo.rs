@@ -372,6 +372,11 @@ fn plan(turn: &[MessageWithParts]) -> Plan {
                 None => plan.kept.push(kept.clone()),
             }
         }
+        for refreshed in &patch.refreshed {
+            if let Some(entry) = plan.kept.iter_mut().find(|k| k.path == refreshed.path) {
+                entry.after = refreshed.after.clone();
+            }
+        }
         for note in &patch.unrestorable {
             if !plan.unrestorable.contains(note) {
                 plan.unrestorable.push(note.clone());

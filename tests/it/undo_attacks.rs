@@ -207,3 +207,42 @@ async fn a_failed_snapshot_still_undoes_the_turns_own_writes_and_says_so() {
     let outside_f = std::fs::read_to_string(outside.path().join("f")).expect("f");
     assert_eq!(outside_f, "VD\n");
 }
+
+/// A later shell step of the same turn that rewrites a kept file is the
+/// turn's change, not a hand edit: `/undo` puts both files back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shell_step_of_the_same_turn_is_not_a_hand_edit() {
+    let server = ScriptedServer::start([
+        tool_call(
+            "c1",
+            "write",
+            json!({ "path": ".env", "content": "B\n" }),
+            1_000,
+        ),
+        tool_call(
+            "c2",
+            "write",
+            json!({ "path": "tr.txt", "content": "T2\n" }),
+            1_010,
+        ),
+        tool_call(
+            "c3",
+            "bash",
+            json!({ "command": "echo C > .env; rm tr.txt" }),
+            1_020,
+        ),
+        text("Done.", 1_100),
+    ])
+    .await;
+    let project = project(&server);
+    std::fs::write(project.path("tr.txt"), "T\n").expect("tr");
+    run_git(project.root.path(), &["add", "tr.txt"]);
+    run_git(project.root.path(), &["commit", "-qm", "tr"]);
+    project.ok(&["run", "write them"]).await;
+    assert_eq!(project.read(".env").as_deref(), Some("C\n"));
+
+    let undone = project.cairn(&["run", "--continue", "/undo"]).await;
+    assert_eq!(undone.status.code(), Some(0), "{}", describe(&undone));
+    assert_eq!(project.read(".env").as_deref(), Some("A\n"));
+    assert_eq!(project.read("tr.txt").as_deref(), Some("T\n"));
+}
