@@ -270,7 +270,7 @@ async fn undo_or_redo(
     let (store, snapshots) = (&ctx.writer.store, ctx.snapshots.as_ref());
     let done = match undo_force {
         Some(force) => undo::undo(store, snapshots, &ctx.session_id, force).await?,
-        None => undo::redo(store, snapshots, &ctx.session_id).await?,
+        None => undo::redo(store, snapshots, &ctx.session_id, false).await?,
     };
     *crate::shared::lock(&ctx.kept_view) = None;
     let ctx = ctx.clone();

@@ -43,6 +43,13 @@ pub enum Error {
     )]
     Conflicts(Vec<String>),
     #[error(
+        "not redone: {} changed since the undo (edited by hand?); redoing would \
+         overwrite {}. Run `/redo --force` to overwrite them, or save the changes first",
+        .0.join(", "),
+        if .0.len() == 1 { "it" } else { "them" }
+    )]
+    RedoConflicts(Vec<String>),
+    #[error(
         "the turn changed files ({0}) but snapshots are off (`snapshot.enabled = false`), \
          so they cannot be put back; run `/undo --force` to undo the messages only"
     )]
@@ -144,6 +151,7 @@ pub async fn undo(
                 hash: redo.hash,
                 files: plan.snapshot_paths(),
                 kept: redo.kept,
+                after: redo.after,
                 ..PatchPart::default()
             }),
         );
@@ -158,6 +166,7 @@ pub async fn redo(
     store: &Store,
     snapshots: Option<&Snapshots>,
     session_id: &str,
+    force: bool,
 ) -> Result<Outcome, Error> {
     let Some(stash) = find_stash(store, session_id).await? else {
         return Err(Error::NothingToRedo);
@@ -200,6 +209,10 @@ pub async fn redo(
                     what: "redone",
                     hazards: described(&snapshots, &hazards),
                 });
+            }
+            let conflicts = redo_conflicts(&snapshots, &patch)?;
+            if !conflicts.is_empty() && !force {
+                return Err(Error::RedoConflicts(conflicts));
             }
             snapshots.restore(&patch.hash, &patch.files)?;
             let preimages = snapshots.preimages();
@@ -390,6 +403,8 @@ fn plan(turn: &[MessageWithParts]) -> Plan {
 /// each kept file as the turn left it.
 struct Redo {
     hash: String,
+    /// The tree as the undo left it: `/redo` tells a hand edit since.
+    after: Option<String>,
     kept: Vec<KeptFile>,
     /// Files a forced undo left as they are (a folder now stands there).
     skipped: Vec<String>,
@@ -534,13 +549,46 @@ async fn revert_files(snapshots: &Snapshots, plan: &Plan, force: bool) -> Result
         for file in &kept {
             preimages.restore(file.before.as_deref(), Path::new(&file.path))?;
         }
+        for file in &mut redo {
+            file.after = snapshot::preimage::fingerprint(Path::new(&file.path))?;
+        }
+        let after = if entries.is_empty() {
+            None
+        } else {
+            Some(snapshots.track()?.hash)
+        };
         Ok(Redo {
+            after,
             hash: now,
             kept: redo,
             skipped,
         })
     })
     .await
+}
+
+/// The files changed since the undo whose marker `patch` is: the snapshot
+/// files against the tree the undo left, the kept files against their
+/// fingerprints then.
+fn redo_conflicts(snapshots: &Snapshots, patch: &PatchPart) -> Result<Vec<String>, Error> {
+    let mut conflicts = Vec::new();
+    if let (Some(after), false) = (&patch.after, patch.files.is_empty()) {
+        let now = snapshots.track()?;
+        let changed = snapshots.changes(after, &now.hash)?;
+        conflicts.extend(
+            patch
+                .files
+                .iter()
+                .filter(|path| changed.iter().any(|c| &c.path == *path))
+                .cloned(),
+        );
+    }
+    for file in &patch.kept {
+        if !matches_after(Path::new(&file.path), file.after.as_ref())? {
+            conflicts.push(shown(&file.path, snapshots.work_tree()));
+        }
+    }
+    Ok(conflicts)
 }
 
 /// True when the file at `path` is still as the turn left it.

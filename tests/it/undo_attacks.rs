@@ -246,3 +246,29 @@ async fn a_shell_step_of_the_same_turn_is_not_a_hand_edit() {
     assert_eq!(project.read(".env").as_deref(), Some("A\n"));
     assert_eq!(project.read("tr.txt").as_deref(), Some("T\n"));
 }
+
+/// `/redo` checks for hand edits made after the undo as `/undo` does:
+/// it refuses naming them, and `--force` overwrites them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redo_refuses_to_overwrite_a_hand_edit_made_after_the_undo() {
+    let server = ScriptedServer::start(the_turn()).await;
+    let project = project(&server);
+    project.ok(&["run", "write them"]).await;
+    project.ok(&["run", "--continue", "/undo"]).await;
+    assert_eq!(project.read(".env").as_deref(), Some("A\n"));
+    std::fs::write(project.path(".env"), "mine\n").expect("hand edit");
+    std::fs::write(project.path("src/n.txt"), "mine too\n").expect("hand edit");
+
+    let refused = project.cairn(&["run", "--continue", "/redo"]).await;
+    assert_eq!(refused.status.code(), Some(1), "{}", describe(&refused));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("src/n.txt, .env changed since the undo"),
+        "{stderr}"
+    );
+    assert_eq!(project.read(".env").as_deref(), Some("mine\n"));
+
+    project.ok(&["run", "--continue", "/redo --force"]).await;
+    assert_eq!(project.read(".env").as_deref(), Some("B\n"));
+    assert_eq!(project.read("src/n.txt").as_deref(), Some("S\n"));
+}
