@@ -463,24 +463,7 @@ async fn revert_files(snapshots: &Snapshots, plan: &Plan, force: bool) -> Result
     blocking(move || {
         // Before anything is read or written: a link, FIFO or folder
         // swapped in after the turn is refused (or, forced, replaced).
-        let mut paths: Vec<String> = entries.iter().map(|e| e.0.clone()).collect();
-        paths.extend(kept.iter().map(|k| k.path.clone()));
-        let found = hazards(&snapshots, &paths);
-        if !found.is_empty() && !force {
-            return Err(Error::Unsafe {
-                what: "undone",
-                hazards: described(&snapshots, &found),
-            });
-        }
-        let left = clear_hazards(found)?;
-        let root = snapshots.work_tree().to_owned();
-        let blocked = |path: &Path| left.iter().any(|h| path.starts_with(h.path()));
-        entries.retain(|e| !blocked(&root.join(&e.0)));
-        kept.retain(|k| !blocked(&root.join(&k.path)));
-        let skipped: Vec<String> = left
-            .iter()
-            .map(|h| h.describe(&shown(&h.path().display().to_string(), &root)) + ": skipped")
-            .collect();
+        let skipped = guard_paths(&snapshots, &mut entries, &mut kept, force)?;
         // With no file from a snapshot (only kept files: the step's own
         // snapshot failed) none is taken, as it may fail the same way.
         let now = if entries.is_empty() {
@@ -565,6 +548,36 @@ async fn revert_files(snapshots: &Snapshots, plan: &Plan, force: bool) -> Result
         })
     })
     .await
+}
+
+/// The files the turn changed, looked at before an undo touches any: a
+/// hazard refuses the undo; forced, links and special files are removed
+/// (never their targets) and files a folder now stands on are dropped from
+/// `entries` and `kept`, returned as said to the user.
+fn guard_paths(
+    snapshots: &Snapshots,
+    entries: &mut Vec<(String, String, Option<String>)>,
+    kept: &mut Vec<KeptFile>,
+    force: bool,
+) -> Result<Vec<String>, Error> {
+    let mut paths: Vec<String> = entries.iter().map(|e| e.0.clone()).collect();
+    paths.extend(kept.iter().map(|k| k.path.clone()));
+    let found = hazards(snapshots, &paths);
+    if !found.is_empty() && !force {
+        return Err(Error::Unsafe {
+            what: "undone",
+            hazards: described(snapshots, &found),
+        });
+    }
+    let left = clear_hazards(found)?;
+    let root = snapshots.work_tree().to_owned();
+    let blocked = |path: &Path| left.iter().any(|h| path.starts_with(h.path()));
+    entries.retain(|e| !blocked(&root.join(&e.0)));
+    kept.retain(|k| !blocked(&root.join(&k.path)));
+    Ok(left
+        .iter()
+        .map(|h| h.describe(&shown(&h.path().display().to_string(), &root)) + ": skipped")
+        .collect())
 }
 
 /// The files changed since the undo whose marker `patch` is: the snapshot
