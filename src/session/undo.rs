@@ -140,6 +140,7 @@ pub async fn undo(
         messages: turn.len(),
         not_restored,
     };
+    abandon_older_undos(store, session_id, &turn[0].message.id).await?;
     let stash = stash_id(store, session_id).await?;
     let ids: Vec<String> = turn.iter().map(|m| m.message.id.clone()).collect();
     move_messages(store, &ids, &stash).await?;
@@ -669,6 +670,37 @@ async fn find_stash(store: &Store, session_id: &str) -> Result<Option<String>, E
                 })
         })
         .await?)
+}
+
+/// Title a stash gets once a new turn followed its turns: they can no
+/// longer be redone, but nothing is deleted.
+const ABANDONED_TITLE: &str = "cairn: abandoned undone turns";
+
+/// Before `turn_id` is stashed: turns in the stash older than it were
+/// undone and then left for a new turn (this one), so `/redo` must never
+/// bring them back; their stash is renamed out of `/redo`'s sight.
+async fn abandon_older_undos(store: &Store, session_id: &str, turn_id: &str) -> Result<(), Error> {
+    let Some(stash) = find_stash(store, session_id).await? else {
+        return Ok(());
+    };
+    let stashed = store.read_all(&stash).await?;
+    if !stashed.iter().any(|m| m.message.id.as_str() < turn_id) {
+        return Ok(());
+    }
+    store
+        .call(move |connection| {
+            connection
+                .execute(
+                    "UPDATE session SET title = ?2 WHERE id = ?1",
+                    params![stash, ABANDONED_TITLE],
+                )
+                .map_err(|source| store::Error::Sqlite {
+                    operation: "abandon the undo stash",
+                    source,
+                })
+        })
+        .await?;
+    Ok(())
 }
 
 /// The session's undo stash, created on its first undo.

@@ -272,3 +272,40 @@ async fn redo_refuses_to_overwrite_a_hand_edit_made_after_the_undo() {
     assert_eq!(project.read(".env").as_deref(), Some("B\n"));
     assert_eq!(project.read("src/n.txt").as_deref(), Some("S\n"));
 }
+
+/// A turn undone and then left for a new one is abandoned: after the new
+/// turn is undone too, `/redo` brings back the new turn, not the old one
+/// (repro_redo).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redo_after_a_new_turn_brings_back_that_turn_not_an_abandoned_one() {
+    let server = ScriptedServer::start([
+        tool_call(
+            "c1",
+            "write",
+            json!({ "path": "a.txt", "content": "1\n" }),
+            1_000,
+        ),
+        text("Done.", 1_100),
+        tool_call(
+            "c2",
+            "write",
+            json!({ "path": "b.txt", "content": "2\n" }),
+            2_000,
+        ),
+        text("Done.", 2_100),
+    ])
+    .await;
+    let project = project(&server);
+    project.ok(&["run", "turn1"]).await;
+    project.ok(&["run", "--continue", "/undo"]).await;
+    project.ok(&["run", "--continue", "turn2"]).await;
+    project.ok(&["run", "--continue", "/undo"]).await;
+    let redone = project.ok(&["run", "--continue", "/redo"]).await;
+    assert!(redone.contains("b.txt"), "{redone}");
+    assert_eq!(project.read("b.txt").as_deref(), Some("2\n"));
+    assert_eq!(
+        project.read("a.txt"),
+        None,
+        "the abandoned turn stays undone"
+    );
+}
