@@ -309,3 +309,34 @@ async fn redo_after_a_new_turn_brings_back_that_turn_not_an_abandoned_one() {
         "the abandoned turn stays undone"
     );
 }
+
+/// A created file replaced by a folder, or by a FIFO, is named instead of
+/// a raw OS or git error; `--force` skips the folder (saying so) and
+/// replaces the FIFO.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_created_file_replaced_by_a_folder_or_a_fifo_is_named() {
+    let server = ScriptedServer::start(the_turn()).await;
+    let project = project(&server);
+    project.ok(&["run", "write them"]).await;
+    std::fs::remove_file(project.path("build/new.txt")).expect("rm");
+    std::fs::create_dir(project.path("build/new.txt")).expect("a folder");
+    std::fs::write(project.path("build/new.txt/mine"), "m\n").expect("mine");
+    std::fs::remove_file(project.path("src/n.txt")).expect("rm");
+    let made = std::process::Command::new("mkfifo")
+        .arg(project.path("src/n.txt"))
+        .status()
+        .expect("mkfifo");
+    assert!(made.success());
+
+    let refused = project.cairn(&["run", "--continue", "/undo"]).await;
+    assert_eq!(refused.status.code(), Some(1), "{}", describe(&refused));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("build/new.txt is a directory"), "{stderr}");
+    assert!(stderr.contains("src/n.txt is not a regular file"), "{stderr}");
+
+    let forced = project.ok(&["run", "--continue", "/undo --force"]).await;
+    assert!(forced.contains("build/new.txt is a directory: skipped"), "{forced}");
+    assert_eq!(project.read("build/new.txt/mine").as_deref(), Some("m\n"));
+    assert!(std::fs::symlink_metadata(project.path("src/n.txt")).is_err());
+    assert_eq!(project.read(".env").as_deref(), Some("A\n"));
+}
