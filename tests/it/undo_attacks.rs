@@ -332,11 +332,37 @@ async fn a_created_file_replaced_by_a_folder_or_a_fifo_is_named() {
     assert_eq!(refused.status.code(), Some(1), "{}", describe(&refused));
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(stderr.contains("build/new.txt is a directory"), "{stderr}");
-    assert!(stderr.contains("src/n.txt is not a regular file"), "{stderr}");
+    assert!(
+        stderr.contains("src/n.txt is not a regular file"),
+        "{stderr}"
+    );
 
     let forced = project.ok(&["run", "--continue", "/undo --force"]).await;
-    assert!(forced.contains("build/new.txt is a directory: skipped"), "{forced}");
+    assert!(
+        forced.contains("build/new.txt is a directory: skipped"),
+        "{forced}"
+    );
     assert_eq!(project.read("build/new.txt/mine").as_deref(), Some("m\n"));
     assert!(std::fs::symlink_metadata(project.path("src/n.txt")).is_err());
     assert_eq!(project.read(".env").as_deref(), Some("A\n"));
+}
+
+/// What a shell command changed without moving the modification time
+/// (`chmod`, `cp -p`) is still named: the look uses the change time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shell_change_that_keeps_the_mtime_is_named() {
+    let server = ScriptedServer::start([
+        tool_call("c1", "bash", json!({ "command": "chmod 600 .env" }), 1_000),
+        text("Done.", 1_100),
+    ])
+    .await;
+    let project = project(&server);
+    let out = project.ok(&["run", "--format", "json", "chmod it"]).await;
+    let patch = out
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .find(|event| event["type"] == "part_updated" && event["part"]["type"] == "patch")
+        .unwrap_or_else(|| panic!("a patch part: {out}"));
+    let notes = patch["part"]["unrestorable"].to_string();
+    assert!(notes.contains(".env is ignored"), "{notes}");
 }
