@@ -98,6 +98,10 @@ pub struct StepSnapshots {
     /// When the first tool that may write started: what a shell command
     /// wrote where the snapshot cannot see is looked for from then.
     since: Option<SystemTime>,
+    /// The ignored entries before the first tool other than `edit`/`write`
+    /// that may write: one that is gone after the step (`rm .env`, `mv`)
+    /// is named, as no time of change is left to see.
+    ignored_before: Option<Vec<String>>,
 }
 
 /// A file an `edit` or `write` of the step named, as it was before.
@@ -140,6 +144,7 @@ impl StepSnapshots {
             cwd: ctx.env.cwd.clone(),
             captures: Vec::new(),
             since: None,
+            ignored_before: None,
         }
     }
 
@@ -152,6 +157,7 @@ impl StepSnapshots {
             cwd: PathBuf::new(),
             captures: Vec::new(),
             since: None,
+            ignored_before: None,
         }
     }
 
@@ -171,6 +177,9 @@ impl StepSnapshots {
         }
         self.await_before().await;
         self.since.get_or_insert_with(SystemTime::now);
+        if !matches!(tool, "edit" | "write") && self.ignored_before.is_none() {
+            self.list_ignored().await;
+        }
         if matches!(tool, "edit" | "write")
             && matches!(self.before, Before::Taken(_) | Before::Failed(_))
         {
@@ -211,6 +220,19 @@ impl StepSnapshots {
         Ok(())
     }
 
+    /// Lists the ignored entries before a shell-like tool runs; a failure
+    /// only costs the "gone" notes (logged).
+    async fn list_ignored(&mut self) {
+        let Some(store) = self.store.clone() else {
+            return;
+        };
+        match tokio::task::spawn_blocking(move || store.ignored_entries()).await {
+            Ok(Ok(entries)) => self.ignored_before = Some(entries),
+            Ok(Err(error)) => tracing::warn!("listing ignored files failed: {error}"),
+            Err(error) => tracing::warn!("listing ignored files failed: {error}"),
+        }
+    }
+
     async fn await_before(&mut self) {
         if let Before::Running(pending) = &self.before {
             self.before = match pending.clone().await {
@@ -238,6 +260,7 @@ impl StepSnapshots {
         self.await_before().await;
         let captures = std::mem::take(&mut self.captures);
         let since = self.since;
+        let ignored_before = self.ignored_before.take().unwrap_or_default();
         let recorded = Recorded {
             writer: ctx.writer.clone(),
             assistant: assistant.clone(),
@@ -276,7 +299,7 @@ impl StepSnapshots {
                         .iter()
                         .filter_map(|k| project_relative(Path::new(&k.path), &root))
                         .collect();
-                    match store.unseen_writes(since, &after.skipped, &kept) {
+                    match store.unseen_writes(since, &after.skipped, &kept, &ignored_before) {
                         Ok(notes) => unseen.unrestorable.extend(notes),
                         Err(error) => tracing::warn!("looking for unseen writes failed: {error}"),
                     }

@@ -42,17 +42,26 @@ impl Snapshots {
     /// ("build/ is ignored", "vendor/x/ is a nested repository", "2 files
     /// over 10 MiB"). `skipped` are the paths the step's "after" snapshot
     /// left out for their size; `kept` (relative to the project) are files
-    /// whose pre-image `/undo` restores, so not reported.
+    /// whose pre-image `/undo` restores, so not reported. `ignored_before`
+    /// are the ignored entries before the step: one gone now was removed
+    /// or moved away.
     pub fn unseen_writes(
         &self,
         since: SystemTime,
         skipped: &[String],
         kept: &[String],
+        ignored_before: &[String],
     ) -> Result<Vec<String>, Error> {
         let since = since.checked_sub(CLOCK_SLACK).unwrap_or(since);
         let mut budget = WALK_BUDGET;
-        let mut notes = Vec::new();
-        for entry in self.ignored_entries()? {
+        let ignored = self.ignored_entries()?;
+        let mut notes: Vec<String> = ignored_before
+            .iter()
+            .filter(|entry| !ignored.contains(entry))
+            .filter(|entry| !kept.iter().any(|k| *k == entry.trim_end_matches('/')))
+            .map(|entry| format!("{entry} is ignored (removed or moved)"))
+            .collect();
+        for entry in ignored {
             if kept.iter().any(|k| *k == entry.trim_end_matches('/')) {
                 continue;
             }
@@ -93,7 +102,7 @@ impl Snapshots {
 
     /// The ignored files and wholly ignored directories (`dir/`), cairn's
     /// own data dir left out.
-    fn ignored_entries(&self) -> Result<Vec<String>, Error> {
+    pub fn ignored_entries(&self) -> Result<Vec<String>, Error> {
         let data = self
             .data_dir
             .strip_prefix(&self.work_tree)

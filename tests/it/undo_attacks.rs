@@ -366,3 +366,26 @@ async fn a_shell_change_that_keeps_the_mtime_is_named() {
     let notes = patch["part"]["unrestorable"].to_string();
     assert!(notes.contains(".env is ignored"), "{notes}");
 }
+
+/// An ignored file a shell command removed leaves no time of change to
+/// see: it is named from the ignored listing before the step.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ignored_file_a_shell_command_removed_is_named() {
+    let server = ScriptedServer::start([
+        tool_call("c1", "bash", json!({ "command": "rm .env" }), 1_000),
+        text("Done.", 1_100),
+    ])
+    .await;
+    let project = project(&server);
+    let out = project.ok(&["run", "--format", "json", "remove it"]).await;
+    let patch = out
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .find(|event| event["type"] == "part_updated" && event["part"]["type"] == "patch")
+        .unwrap_or_else(|| panic!("a patch part: {out}"));
+    let notes = patch["part"]["unrestorable"].to_string();
+    assert!(
+        notes.contains(".env is ignored (removed or moved)"),
+        "{notes}"
+    );
+}
