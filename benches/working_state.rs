@@ -66,6 +66,7 @@ fn session() -> Vec<MessageWithParts> {
                     after: None,
                     kept: Vec::new(),
                     unrestorable: Vec::new(),
+                    refreshed: Vec::new(),
                     changes: vec![PatchFile {
                         path,
                         kind: "modified".into(),

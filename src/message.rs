@@ -470,6 +470,11 @@ pub struct PatchPart {
     /// ("build/ is ignored"): the card and `/undo`'s answer show it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unrestorable: Vec<String>,
+    /// Files kept by earlier steps of the same turn, as this step (a shell
+    /// command) left them: only their `after` counts, so that `/undo`
+    /// calls a change a hand edit only when it came after the turn.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refreshed: Vec<KeptFile>,
 }
 
 /// A file cairn's own `edit` or `write` changed that the step's snapshot

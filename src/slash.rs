@@ -125,7 +125,7 @@ pub const COMMANDS: &[SlashCommand] = &[
         verb: Verb::Redo,
         name: "/redo",
         aliases: &[],
-        args: "",
+        args: "[--force]",
         help: "bring back the turn undone last",
         front_ends: EVERYWHERE,
         instead: "",

@@ -15,7 +15,9 @@ pub enum HistoryCommand {
     Undo {
         force: bool,
     },
-    Redo,
+    Redo {
+        force: bool,
+    },
     /// The session's changes so far as a unified diff on stdout.
     Diff,
 }
@@ -28,7 +30,8 @@ impl HistoryCommand {
         match crate::slash::parse(message).map(|(command, args)| (command.verb, args)) {
             Some((Verb::Undo, "")) => Some(Self::Undo { force: false }),
             Some((Verb::Undo, "--force")) => Some(Self::Undo { force: true }),
-            Some((Verb::Redo, "")) => Some(Self::Redo),
+            Some((Verb::Redo, "")) => Some(Self::Redo { force: false }),
+            Some((Verb::Redo, "--force")) => Some(Self::Redo { force: true }),
             Some((Verb::Diff, "")) => Some(Self::Diff),
             _ => None,
         }
@@ -88,7 +91,11 @@ async fn undo_or_redo(
             "undid",
             undo::undo(store, snapshots, session_id, force).await,
         ),
-        _ => ("redid", undo::redo(store, snapshots, session_id).await),
+        HistoryCommand::Redo { force } => (
+            "redid",
+            undo::redo(store, snapshots, session_id, force).await,
+        ),
+        HistoryCommand::Diff => return Err("not an undo or redo".to_owned()),
     };
     let done = result.map_err(|error| error.to_string())?;
     let mut files = if done.files.is_empty() {

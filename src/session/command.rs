@@ -49,8 +49,10 @@ pub enum Command {
         force: bool,
         reply: oneshot::Sender<Result<undo::Outcome, undo::Error>>,
     },
-    /// `/redo`: brings back the turn undone last; idle only, as `Undo`.
+    /// `/redo [--force]`: brings back the turn undone last; idle only, as
+    /// `Undo`; `force` overwrites files edited since the undo.
     Redo {
+        force: bool,
         reply: oneshot::Sender<Result<undo::Outcome, undo::Error>>,
     },
     /// `/diff`: the session's changes so far as a unified diff.

@@ -214,10 +214,10 @@ async fn handle(
         Command::Permissions { revoke } => remembered::command(ctx, revoke).await?,
         Command::UseModel { model } => use_model(ctx, model).await?,
         Command::Undo { force, reply } => {
-            let _ = reply.send(undo_or_redo(ctx, running.is_some(), Some(force)).await);
+            let _ = reply.send(undo_or_redo(ctx, running.is_some(), false, force).await);
         }
-        Command::Redo { reply } => {
-            let _ = reply.send(undo_or_redo(ctx, running.is_some(), None).await);
+        Command::Redo { force, reply } => {
+            let _ = reply.send(undo_or_redo(ctx, running.is_some(), true, force).await);
         }
         // Read-only, and possibly slow on a big tree: served beside the
         // loop so that an Esc sent meanwhile is not kept waiting.
@@ -258,14 +258,15 @@ async fn use_model(ctx: &SessionCtx, model: ModelRef) -> Result<(), Error> {
     Ok(())
 }
 
-/// `/undo` (`Some(force)`) or `/redo` (`None`), refused while the loop or a
-/// `!cmd` runs: files and messages would move under a running step. After
-/// one moved messages, the kept model view is dropped (the next step reads
-/// afresh) and the gauge follows the new history.
+/// `/undo` or `/redo` (`redo`), `force` overwriting hand edits; refused
+/// while the loop or a `!cmd` runs: files and messages would move under a
+/// running step. After one moved messages, the kept model view is dropped
+/// (the next step reads afresh) and the gauge follows the new history.
 async fn undo_or_redo(
     ctx: &Arc<SessionCtx>,
     busy: bool,
-    undo_force: Option<bool>,
+    redo: bool,
+    force: bool,
 ) -> Result<undo::Outcome, undo::Error> {
     if busy {
         return Err(undo::Error::Busy);
@@ -273,9 +274,10 @@ async fn undo_or_redo(
     // Idle means the last turn's patches are written; a no-op then.
     ctx.snapshot_chain.settle().await;
     let (store, snapshots) = (&ctx.writer.store, ctx.snapshots.as_ref());
-    let done = match undo_force {
-        Some(force) => undo::undo(store, snapshots, &ctx.session_id, force).await?,
-        None => undo::redo(store, snapshots, &ctx.session_id).await?,
+    let done = if redo {
+        undo::redo(store, snapshots, &ctx.session_id, force).await?
+    } else {
+        undo::undo(store, snapshots, &ctx.session_id, force).await?
     };
     *crate::shared::lock(&ctx.kept_view) = None;
     let ctx = ctx.clone();

@@ -25,7 +25,7 @@
 //! step waits only for what is left, and never races a write.
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use futures::FutureExt;
@@ -38,8 +38,9 @@ use crate::session::Error;
 use crate::session::ctx::SessionCtx;
 use crate::snapshot::{Captured, ChangeKind, FileChange, PreImages, Snapshots};
 
-/// A snapshot being taken: its tree id, `None` when it failed (logged).
-type Pending = Shared<BoxFuture<'static, Option<String>>>;
+/// A snapshot being taken: its tree id, or why it failed (also logged):
+/// the step's card and `/undo` say it, never silently.
+type Pending = Shared<BoxFuture<'static, Result<String, String>>>;
 
 /// The newest snapshot of a session's tree as its steps left it: the
 /// "after" of the last writing step (its patch written when it completes),
@@ -51,6 +52,9 @@ pub struct Chain {
     /// The snapshot started when the session opened: it fills the store
     /// (every file hashed) so that a step's own snapshot is an update.
     warming: Mutex<Option<Pending>>,
+    /// The files the turn's steps kept so far (absolute paths): a later
+    /// shell step of the same turn fingerprints them again.
+    turn_kept: Arc<Mutex<Vec<String>>>,
 }
 
 impl Chain {
@@ -66,7 +70,9 @@ impl Chain {
     pub async fn settle(&self) {
         let latest = crate::shared::lock(&self.latest).clone();
         if let Some(latest) = latest {
-            latest.await;
+            // A failure is on the step's patch part (and logged): this
+            // only waits for it.
+            let _ = latest.await;
         }
     }
 
@@ -76,13 +82,14 @@ impl Chain {
     pub async fn settle_and_forget(&self) {
         self.settle().await;
         crate::shared::lock(&self.latest).take();
+        crate::shared::lock(&self.turn_kept).clear();
     }
 
     /// The latest snapshot unless it is known to have failed.
     fn usable(&self) -> Option<Pending> {
         crate::shared::lock(&self.latest)
             .clone()
-            .filter(|latest| !matches!(latest.peek(), Some(None)))
+            .filter(|latest| !matches!(latest.peek(), Some(Err(_))))
     }
 
     fn set(&self, pending: Pending) {
@@ -108,6 +115,10 @@ pub struct StepSnapshots {
     /// When the first tool that may write started: what a shell command
     /// wrote where the snapshot cannot see is looked for from then.
     since: Option<SystemTime>,
+    /// The ignored entries before the first tool other than `edit`/`write`
+    /// that may write: one that is gone after the step (`rm .env`, `mv`)
+    /// is named, as no time of change is left to see.
+    ignored_before: Option<Vec<String>>,
 }
 
 /// A file an `edit` or `write` of the step named, as it was before.
@@ -122,6 +133,9 @@ enum Before {
     None,
     Running(Pending),
     Taken(String),
+    /// The snapshot failed (a tracked folder swapped for a symlink, say):
+    /// the step still keeps its pre-images, so cairn's own edits undo.
+    Failed(String),
 }
 
 impl StepSnapshots {
@@ -148,6 +162,7 @@ impl StepSnapshots {
             cwd: ctx.env.cwd.clone(),
             captures: Vec::new(),
             since: None,
+            ignored_before: None,
         }
     }
 
@@ -160,6 +175,7 @@ impl StepSnapshots {
             cwd: PathBuf::new(),
             captures: Vec::new(),
             since: None,
+            ignored_before: None,
         }
     }
 
@@ -179,7 +195,12 @@ impl StepSnapshots {
         }
         self.await_before().await;
         self.since.get_or_insert_with(SystemTime::now);
-        if matches!(tool, "edit" | "write") && matches!(self.before, Before::Taken(_)) {
+        if !matches!(tool, "edit" | "write") && self.ignored_before.is_none() {
+            self.list_ignored().await;
+        }
+        if matches!(tool, "edit" | "write")
+            && matches!(self.before, Before::Taken(_) | Before::Failed(_))
+        {
             self.keep_preimage(tool, input).await?;
         }
         Ok(())
@@ -217,11 +238,24 @@ impl StepSnapshots {
         Ok(())
     }
 
+    /// Lists the ignored entries before a shell-like tool runs; a failure
+    /// only costs the "gone" notes (logged).
+    async fn list_ignored(&mut self) {
+        let Some(store) = self.store.clone() else {
+            return;
+        };
+        match tokio::task::spawn_blocking(move || store.ignored_entries()).await {
+            Ok(Ok(entries)) => self.ignored_before = Some(entries),
+            Ok(Err(error)) => tracing::warn!("listing ignored files failed: {error}"),
+            Err(error) => tracing::warn!("listing ignored files failed: {error}"),
+        }
+    }
+
     async fn await_before(&mut self) {
         if let Before::Running(pending) = &self.before {
             self.before = match pending.clone().await {
-                Some(hash) => Before::Taken(hash),
-                None => Before::None,
+                Ok(hash) => Before::Taken(hash),
+                Err(reason) => Before::Failed(reason),
             };
         }
     }
@@ -242,12 +276,9 @@ impl StepSnapshots {
             return Ok(());
         }
         self.await_before().await;
-        let Before::Taken(before) = self.before else {
-            ctx.snapshot_chain.forget();
-            return Ok(());
-        };
         let captures = std::mem::take(&mut self.captures);
         let since = self.since;
+        let ignored_before = self.ignored_before.take().unwrap_or_default();
         let recorded = Recorded {
             writer: ctx.writer.clone(),
             assistant: assistant.clone(),
@@ -255,6 +286,19 @@ impl StepSnapshots {
             root: root.clone(),
             cwd,
         };
+        let before = match self.before {
+            Before::Taken(before) => before,
+            Before::Failed(reason) => {
+                ctx.snapshot_chain.forget();
+                recorded.unsnapshotted(&store, captures, &reason).await;
+                return Ok(());
+            }
+            Before::None | Before::Running(_) => {
+                ctx.snapshot_chain.forget();
+                return Ok(());
+            }
+        };
+        let turn_kept = ctx.snapshot_chain.turn_kept.clone();
         let task = tokio::spawn(async move {
             let measured = tokio::task::spawn_blocking(move || {
                 let after = match &named {
@@ -263,13 +307,17 @@ impl StepSnapshots {
                 };
                 let changes = store.changes(&before, &after.hash)?;
                 let mut unseen = settle(&store.preimages(), captures, &changes, &root);
+                if named.is_none() {
+                    unseen.refreshed = refresh(&turn_kept, &unseen.kept);
+                }
+                crate::shared::lock(&turn_kept).extend(unseen.kept.iter().map(|k| k.path.clone()));
                 if let (None, Some(since)) = (&named, since) {
                     let kept: Vec<String> = unseen
                         .kept
                         .iter()
                         .filter_map(|k| project_relative(Path::new(&k.path), &root))
                         .collect();
-                    match store.unseen_writes(since, &after.skipped, &kept) {
+                    match store.unseen_writes(since, &after.skipped, &kept, &ignored_before) {
                         Ok(notes) => unseen.unrestorable.extend(notes),
                         Err(error) => tracing::warn!("looking for unseen writes failed: {error}"),
                     }
@@ -280,19 +328,24 @@ impl StepSnapshots {
             match measured {
                 Ok(Ok((before, after, changes, unseen))) => {
                     recorded.patch(before, after.clone(), changes, unseen).await;
-                    Some(after)
+                    Ok(after)
                 }
                 Ok(Err(error)) => {
                     tracing::warn!("snapshot after the step failed, no undo for it: {error}");
-                    None
+                    Err(error.to_string())
                 }
                 Err(error) => {
                     tracing::warn!("snapshot task failed: {error}");
-                    None
+                    Err(error.to_string())
                 }
             }
         });
-        let pending = async move { task.await.ok().flatten() }.boxed().shared();
+        let pending = async move {
+            task.await
+                .unwrap_or_else(|error| Err(format!("snapshot task failed: {error}")))
+        }
+        .boxed()
+        .shared();
         ctx.snapshot_chain.set(pending);
         Ok(())
     }
@@ -303,7 +356,8 @@ impl StepSnapshots {
 fn track_now(store: Snapshots, after: Option<Pending>) -> Pending {
     let task = tokio::spawn(async move {
         if let Some(after) = after {
-            after.await;
+            // The warm-up's failure is its own: this snapshot is taken anyway.
+            let _ = after.await;
         }
         tokio::task::spawn_blocking(move || store.track()).await
     });
@@ -313,14 +367,14 @@ fn track_now(store: Snapshots, after: Option<Pending>) -> Pending {
             .map_err(|e| e.to_string())
             .and_then(|t| t.map_err(|e| e.to_string()))
         {
-            Ok(Ok(snapshot)) => Some(snapshot.hash),
+            Ok(Ok(snapshot)) => Ok(snapshot.hash),
             Ok(Err(error)) => {
                 tracing::warn!("snapshot before the step failed, no undo for it: {error}");
-                None
+                Err(error.to_string())
             }
             Err(error) => {
                 tracing::warn!("snapshot task failed: {error}");
-                None
+                Err(format!("snapshot task failed: {error}"))
             }
         }
     }
@@ -357,6 +411,36 @@ impl Recorded {
                 changes,
                 kept: unseen.kept,
                 unrestorable: unseen.unrestorable,
+                refreshed: unseen.refreshed,
+            }),
+        );
+        if let Err(error) = self.writer.part(&part).await {
+            tracing::warn!("the step's patch part could not be saved, no undo for it: {error}");
+        }
+    }
+}
+
+impl Recorded {
+    /// The patch of a step whose "before" snapshot failed: every file its
+    /// `edit` and `write` changed is kept from its pre-image, and the
+    /// failure is said on the card and in `/undo`'s answer, since what a
+    /// shell command changed cannot be put back.
+    async fn unsnapshotted(self, store: &Snapshots, captures: Vec<Capture>, reason: &str) {
+        let preimages = store.preimages();
+        let root = self.root.clone();
+        let captured =
+            tokio::task::spawn_blocking(move || settle(&preimages, captures, &[], &root)).await;
+        let mut unseen = captured.unwrap_or_default();
+        unseen
+            .unrestorable
+            .push(format!("no snapshot for this step: {reason}"));
+        let part = Part::new(
+            &self.assistant,
+            PartKind::Patch(PatchPart {
+                changes: unseen.changes,
+                kept: unseen.kept,
+                unrestorable: unseen.unrestorable,
+                ..PatchPart::default()
             }),
         );
         if let Err(error) = self.writer.part(&part).await {
@@ -374,11 +458,35 @@ struct Unseen {
     changes: Vec<PatchFile>,
     /// What `/undo` cannot restore, said plainly.
     unrestorable: Vec<String>,
+    /// Files earlier steps of the turn kept, as this step left them.
+    refreshed: Vec<KeptFile>,
+}
+
+/// The files the turn kept before this (shell) step, minus the ones this
+/// step kept itself, fingerprinted as the step left them: a shell command
+/// of the turn that rewrote `.env` is the turn's change, not a hand edit.
+fn refresh(turn_kept: &Mutex<Vec<String>>, kept_now: &[KeptFile]) -> Vec<KeptFile> {
+    let earlier = crate::shared::lock(turn_kept).clone();
+    earlier
+        .into_iter()
+        .filter(|path| !kept_now.iter().any(|k| &k.path == path))
+        .filter_map(|path| {
+            let after = crate::snapshot::preimage::fingerprint(Path::new(&path)).ok()?;
+            Some(KeptFile {
+                path,
+                before: None,
+                after,
+            })
+        })
+        .collect()
 }
 
 impl Unseen {
     fn is_empty(&self) -> bool {
-        self.kept.is_empty() && self.changes.is_empty() && self.unrestorable.is_empty()
+        self.kept.is_empty()
+            && self.changes.is_empty()
+            && self.unrestorable.is_empty()
+            && self.refreshed.is_empty()
     }
 }
 

@@ -43,6 +43,13 @@ pub enum Error {
     )]
     Conflicts(Vec<String>),
     #[error(
+        "not redone: {} changed since the undo (edited by hand?); redoing would \
+         overwrite {}. Run `/redo --force` to overwrite them, or save the changes first",
+        .0.join(", "),
+        if .0.len() == 1 { "it" } else { "them" }
+    )]
+    RedoConflicts(Vec<String>),
+    #[error(
         "the turn changed files ({0}) but snapshots are off (`snapshot.enabled = false`), \
          so they cannot be put back; run `/undo --force` to undo the messages only"
     )]
@@ -58,6 +65,16 @@ pub enum Error {
          was changed"
     )]
     PreImageGone(String),
+    #[error(
+        "not {what}: {}; it would write or delete through it, which the turn did not. \
+         Put the file back, or run `/undo --force` to replace it with a regular file \
+         (a link's target is never touched)",
+        .hazards.join(", ")
+    )]
+    Unsafe {
+        what: &'static str,
+        hazards: Vec<String>,
+    },
     #[error("no diff: snapshots are off (`snapshot.enabled = false`)")]
     DiffWithoutSnapshots,
     #[error(transparent)]
@@ -112,13 +129,18 @@ pub async fn undo(
     let compaction_removed = turn[0]
         .compaction()
         .map(|_| last_request_size(&history[..start]));
+    let mut not_restored = plan.unrestorable.clone();
+    if let Some(redo) = &redo {
+        not_restored.extend(redo.skipped.iter().cloned());
+    }
     let outcome = Outcome {
         prompt: prompt_of(&turn[0]),
         files: plan.paths(&root),
         compaction_removed,
         messages: turn.len(),
-        not_restored: plan.unrestorable.clone(),
+        not_restored,
     };
+    abandon_older_undos(store, session_id, &turn[0].message.id).await?;
     let stash = stash_id(store, session_id).await?;
     let ids: Vec<String> = turn.iter().map(|m| m.message.id.clone()).collect();
     move_messages(store, &ids, &stash).await?;
@@ -130,6 +152,7 @@ pub async fn undo(
                 hash: redo.hash,
                 files: plan.snapshot_paths(),
                 kept: redo.kept,
+                after: redo.after,
                 ..PatchPart::default()
             }),
         );
@@ -144,6 +167,7 @@ pub async fn redo(
     store: &Store,
     snapshots: Option<&Snapshots>,
     session_id: &str,
+    force: bool,
 ) -> Result<Outcome, Error> {
     let Some(stash) = find_stash(store, session_id).await? else {
         return Err(Error::NothingToRedo);
@@ -178,12 +202,25 @@ pub async fn redo(
         let snapshots = snapshots.clone();
         let patch = patch.clone();
         blocking(move || {
+            let mut paths = patch.files.clone();
+            paths.extend(patch.kept.iter().map(|k| k.path.clone()));
+            let hazards = hazards(&snapshots, &paths);
+            if !hazards.is_empty() {
+                return Err(Error::Unsafe {
+                    what: "redone",
+                    hazards: described(&snapshots, &hazards),
+                });
+            }
+            let conflicts = redo_conflicts(&snapshots, &patch)?;
+            if !conflicts.is_empty() && !force {
+                return Err(Error::RedoConflicts(conflicts));
+            }
             snapshots.restore(&patch.hash, &patch.files)?;
             let preimages = snapshots.preimages();
             for kept in &patch.kept {
                 preimages.restore(kept.before.as_deref(), Path::new(&kept.path))?;
             }
-            Ok::<_, snapshot::Error>(())
+            Ok::<_, Error>(())
         })
         .await?;
     }
@@ -349,6 +386,11 @@ fn plan(turn: &[MessageWithParts]) -> Plan {
                 None => plan.kept.push(kept.clone()),
             }
         }
+        for refreshed in &patch.refreshed {
+            if let Some(entry) = plan.kept.iter_mut().find(|k| k.path == refreshed.path) {
+                entry.after = refreshed.after.clone();
+            }
+        }
         for note in &patch.unrestorable {
             if !plan.unrestorable.contains(note) {
                 plan.unrestorable.push(note.clone());
@@ -362,7 +404,54 @@ fn plan(turn: &[MessageWithParts]) -> Plan {
 /// each kept file as the turn left it.
 struct Redo {
     hash: String,
+    /// The tree as the undo left it: `/redo` tells a hand edit since.
+    after: Option<String>,
     kept: Vec<KeptFile>,
+    /// Files a forced undo left as they are (a folder now stands there).
+    skipped: Vec<String>,
+}
+
+/// The hazards on the way to each of `paths` (project-relative snapshot
+/// paths or the recorded real paths of kept files).
+fn hazards(snapshots: &Snapshots, paths: &[String]) -> Vec<snapshot::nofollow::Hazard> {
+    let root = snapshots.work_tree();
+    let mut found: Vec<snapshot::nofollow::Hazard> = Vec::new();
+    for path in paths {
+        if let Some(hazard) = snapshot::nofollow::hazard(root, &root.join(path)) {
+            if !found.contains(&hazard) {
+                found.push(hazard);
+            }
+        }
+    }
+    found
+}
+
+/// Each hazard said as the user sees its path.
+fn described(snapshots: &Snapshots, hazards: &[snapshot::nofollow::Hazard]) -> Vec<String> {
+    let root = snapshots.work_tree();
+    hazards
+        .iter()
+        .map(|h| h.describe(&shown(&h.path().display().to_string(), root)))
+        .collect()
+}
+
+/// Forced: removes each link or special file in the way (never a link's
+/// target) and returns the hazards it left, folders, whose files are
+/// skipped.
+fn clear_hazards(
+    hazards: Vec<snapshot::nofollow::Hazard>,
+) -> Result<Vec<snapshot::nofollow::Hazard>, snapshot::Error> {
+    let mut left = Vec::new();
+    for hazard in hazards {
+        let cleared = hazard.clear().map_err(|source| snapshot::Error::File {
+            path: hazard.path().to_owned(),
+            source,
+        })?;
+        if !cleared {
+            left.push(hazard);
+        }
+    }
+    Ok(left)
 }
 
 /// Checks for hand edits, then restores the files; returns what redo needs.
@@ -370,15 +459,24 @@ struct Redo {
 /// was kept: a failure (a full disk) leaves the files as they were.
 async fn revert_files(snapshots: &Snapshots, plan: &Plan, force: bool) -> Result<Redo, Error> {
     let snapshots = snapshots.clone();
-    let entries = plan.files.clone();
-    let kept = plan.kept.clone();
+    let mut entries = plan.files.clone();
+    let mut kept = plan.kept.clone();
     blocking(move || {
-        let now = snapshots.track()?;
+        // Before anything is read or written: a link, FIFO or folder
+        // swapped in after the turn is refused (or, forced, replaced).
+        let skipped = guard_paths(&snapshots, &mut entries, &mut kept, force)?;
+        // With no file from a snapshot (only kept files: the step's own
+        // snapshot failed) none is taken, as it may fail the same way.
+        let now = if entries.is_empty() {
+            String::new()
+        } else {
+            snapshots.track()?.hash
+        };
         let mut conflicts = Vec::new();
         let mut afters: Vec<&String> = entries.iter().filter_map(|e| e.2.as_ref()).collect();
         afters.dedup();
         for after in afters {
-            let changed = snapshots.changes(after, &now.hash)?;
+            let changed = snapshots.changes(after, &now)?;
             conflicts.extend(
                 entries
                     .iter()
@@ -435,12 +533,76 @@ async fn revert_files(snapshots: &Snapshots, plan: &Plan, force: bool) -> Result
         for file in &kept {
             preimages.restore(file.before.as_deref(), Path::new(&file.path))?;
         }
+        for file in &mut redo {
+            file.after = snapshot::preimage::fingerprint(Path::new(&file.path))?;
+        }
+        let after = if entries.is_empty() {
+            None
+        } else {
+            Some(snapshots.track()?.hash)
+        };
         Ok(Redo {
-            hash: now.hash,
+            after,
+            hash: now,
             kept: redo,
+            skipped,
         })
     })
     .await
+}
+
+/// The files the turn changed, looked at before an undo touches any: a
+/// hazard refuses the undo; forced, links and special files are removed
+/// (never their targets) and files a folder now stands on are dropped from
+/// `entries` and `kept`, returned as said to the user.
+fn guard_paths(
+    snapshots: &Snapshots,
+    entries: &mut Vec<(String, String, Option<String>)>,
+    kept: &mut Vec<KeptFile>,
+    force: bool,
+) -> Result<Vec<String>, Error> {
+    let mut paths: Vec<String> = entries.iter().map(|e| e.0.clone()).collect();
+    paths.extend(kept.iter().map(|k| k.path.clone()));
+    let found = hazards(snapshots, &paths);
+    if !found.is_empty() && !force {
+        return Err(Error::Unsafe {
+            what: "undone",
+            hazards: described(snapshots, &found),
+        });
+    }
+    let left = clear_hazards(found)?;
+    let root = snapshots.work_tree().to_owned();
+    let blocked = |path: &Path| left.iter().any(|h| path.starts_with(h.path()));
+    entries.retain(|e| !blocked(&root.join(&e.0)));
+    kept.retain(|k| !blocked(&root.join(&k.path)));
+    Ok(left
+        .iter()
+        .map(|h| h.describe(&shown(&h.path().display().to_string(), &root)) + ": skipped")
+        .collect())
+}
+
+/// The files changed since the undo whose marker `patch` is: the snapshot
+/// files against the tree the undo left, the kept files against their
+/// fingerprints then.
+fn redo_conflicts(snapshots: &Snapshots, patch: &PatchPart) -> Result<Vec<String>, Error> {
+    let mut conflicts = Vec::new();
+    if let (Some(after), false) = (&patch.after, patch.files.is_empty()) {
+        let now = snapshots.track()?;
+        let changed = snapshots.changes(after, &now.hash)?;
+        conflicts.extend(
+            patch
+                .files
+                .iter()
+                .filter(|path| changed.iter().any(|c| &c.path == *path))
+                .cloned(),
+        );
+    }
+    for file in &patch.kept {
+        if !matches_after(Path::new(&file.path), file.after.as_ref())? {
+            conflicts.push(shown(&file.path, snapshots.work_tree()));
+        }
+    }
+    Ok(conflicts)
 }
 
 /// True when the file at `path` is still as the turn left it.
@@ -508,6 +670,37 @@ async fn find_stash(store: &Store, session_id: &str) -> Result<Option<String>, E
                 })
         })
         .await?)
+}
+
+/// Title a stash gets once a new turn followed its turns: they can no
+/// longer be redone, but nothing is deleted.
+const ABANDONED_TITLE: &str = "cairn: abandoned undone turns";
+
+/// Before `turn_id` is stashed: turns in the stash older than it were
+/// undone and then left for a new turn (this one), so `/redo` must never
+/// bring them back; their stash is renamed out of `/redo`'s sight.
+async fn abandon_older_undos(store: &Store, session_id: &str, turn_id: &str) -> Result<(), Error> {
+    let Some(stash) = find_stash(store, session_id).await? else {
+        return Ok(());
+    };
+    let stashed = store.read_all(&stash).await?;
+    if !stashed.iter().any(|m| m.message.id.as_str() < turn_id) {
+        return Ok(());
+    }
+    store
+        .call(move |connection| {
+            connection
+                .execute(
+                    "UPDATE session SET title = ?2 WHERE id = ?1",
+                    params![stash, ABANDONED_TITLE],
+                )
+                .map_err(|source| store::Error::Sqlite {
+                    operation: "abandon the undo stash",
+                    source,
+                })
+        })
+        .await?;
+    Ok(())
 }
 
 /// The session's undo stash, created on its first undo.

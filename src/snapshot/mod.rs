@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 mod error;
+pub mod nofollow;
 pub mod preimage;
 #[cfg(test)]
 mod tests;

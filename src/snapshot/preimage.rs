@@ -27,6 +27,10 @@ pub const MAX_PREIMAGE_BYTES: u64 = 256 * 1024 * 1024;
 /// with their sizes, as git does for binaries.
 const MAX_DIFF_BYTES: u64 = 4 * 1024 * 1024;
 
+/// The fingerprint hash of something that is not a regular file; a real
+/// hash is 16 hex digits, so it never matches one.
+const NOT_A_FILE: &str = "not a regular file";
+
 /// What a file was before a tool wrote it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Captured {
@@ -217,6 +221,10 @@ impl PreImages {
 
     /// Both sides as text, when both are small enough and UTF-8.
     fn texts(&self, before: Option<&str>, path: &Path) -> Option<(String, String)> {
+        // A FIFO swapped in is never read: the read would hang.
+        if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+            return None;
+        }
         let small = |p: &Path| std::fs::metadata(p).map_or(true, |m| m.len() <= MAX_DIFF_BYTES);
         if !small(path) || before.is_some_and(|id| !small(&self.image(id))) {
             return None;
@@ -253,6 +261,18 @@ impl PreImages {
 
 /// The file at `path` as a [`Fingerprint`]; `None` when it does not exist.
 pub fn fingerprint(path: &Path) -> Result<Option<Fingerprint>, Error> {
+    // A FIFO is never opened (the read would wait for a writer forever):
+    // anything not a regular file gets a fingerprint no file can have.
+    match std::fs::metadata(path) {
+        Ok(meta) if !meta.is_file() => {
+            return Ok(Some(Fingerprint {
+                len: meta.len(),
+                hash: NOT_A_FILE.to_owned(),
+            }));
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        _ => {}
+    }
     let mut file = match std::fs::File::open(path) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -285,6 +305,9 @@ fn len_of(path: &Path) -> Result<u64, Error> {
 
 /// True when both files hold the same bytes (compared in chunks).
 fn same_bytes(a: &Path, b: &Path) -> bool {
+    if std::fs::metadata(b).is_ok_and(|m| !m.is_file()) {
+        return false;
+    }
     let (Ok(mut a), Ok(mut b)) = (std::fs::File::open(a), std::fs::File::open(b)) else {
         return false;
     };

@@ -433,7 +433,7 @@ fn a_new_nested_repository_is_not_a_change_undo_tries_to_restore() {
         .expect("restore");
     assert!(!f.project.join("b.txt").exists());
     let since = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
-    let notes = f.store.unseen_writes(since, &[], &[]).expect("unseen");
+    let notes = f.store.unseen_writes(since, &[], &[], &[]).expect("unseen");
     assert_eq!(notes, ["vendor/x/ is a nested repository"]);
 }
 

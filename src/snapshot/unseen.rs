@@ -8,7 +8,10 @@
 //! the nested repositories, then a walk of those entries that stops at the
 //! first time of change at or after the step's start (a directory's time
 //! changes when an entry is created, removed or renamed in it; a file's when
-//! it is written), [`WALK_BUDGET`] entries at most per step. Writes outside
+//! it is written, renamed or its mode changed), [`WALK_BUDGET`] entries at
+//! most per step. The time is the inode's change time (ctime), not the
+//! modification time: `cp -p`, `touch -d` and `tar x` set an old mtime, and
+//! `chmod` and `mv` leave it, but nothing sets a ctime back. Writes outside
 //! the project are not looked for (see the README's undo section).
 
 use std::path::Path;
@@ -39,17 +42,26 @@ impl Snapshots {
     /// ("build/ is ignored", "vendor/x/ is a nested repository", "2 files
     /// over 10 MiB"). `skipped` are the paths the step's "after" snapshot
     /// left out for their size; `kept` (relative to the project) are files
-    /// whose pre-image `/undo` restores, so not reported.
+    /// whose pre-image `/undo` restores, so not reported. `ignored_before`
+    /// are the ignored entries before the step: one gone now was removed
+    /// or moved away.
     pub fn unseen_writes(
         &self,
         since: SystemTime,
         skipped: &[String],
         kept: &[String],
+        ignored_before: &[String],
     ) -> Result<Vec<String>, Error> {
         let since = since.checked_sub(CLOCK_SLACK).unwrap_or(since);
         let mut budget = WALK_BUDGET;
-        let mut notes = Vec::new();
-        for entry in self.ignored_entries()? {
+        let ignored = self.ignored_entries()?;
+        let mut notes: Vec<String> = ignored_before
+            .iter()
+            .filter(|entry| !ignored.contains(entry))
+            .filter(|entry| !kept.iter().any(|k| *k == entry.trim_end_matches('/')))
+            .map(|entry| format!("{entry} is ignored (removed or moved)"))
+            .collect();
+        for entry in ignored {
             if kept.iter().any(|k| *k == entry.trim_end_matches('/')) {
                 continue;
             }
@@ -90,7 +102,7 @@ impl Snapshots {
 
     /// The ignored files and wholly ignored directories (`dir/`), cairn's
     /// own data dir left out.
-    fn ignored_entries(&self) -> Result<Vec<String>, Error> {
+    pub fn ignored_entries(&self) -> Result<Vec<String>, Error> {
         let data = self
             .data_dir
             .strip_prefix(&self.work_tree)
@@ -133,9 +145,16 @@ impl Snapshots {
 }
 
 fn changed_since(path: &Path, since: SystemTime) -> bool {
-    std::fs::symlink_metadata(path)
-        .and_then(|meta| meta.modified())
-        .is_ok_and(|time| time >= since)
+    std::fs::symlink_metadata(path).is_ok_and(|meta| changed_at(&meta) >= since)
+}
+
+/// When the inode last changed (content, mode, name or links): the time a
+/// command cannot set back, unlike the modification time.
+fn changed_at(meta: &std::fs::Metadata) -> SystemTime {
+    use std::os::unix::fs::MetadataExt as _;
+    let seconds = u64::try_from(meta.ctime()).unwrap_or(0);
+    let nanos = u32::try_from(meta.ctime_nsec()).unwrap_or(0);
+    SystemTime::UNIX_EPOCH + Duration::new(seconds, nanos)
 }
 
 /// Looks under `root` for an entry changed since `since`, spending at most
@@ -153,7 +172,7 @@ fn walk(root: &Path, since: SystemTime, budget: &mut usize) -> Walked {
             // Removed: its directory's time tells.
             continue;
         };
-        if meta.modified().is_ok_and(|time| time >= since) {
+        if changed_at(&meta) >= since {
             return Walked::Touched;
         }
         if meta.is_dir()
@@ -169,35 +188,42 @@ fn walk(root: &Path, since: SystemTime, budget: &mut usize) -> Walked {
 mod tests {
     use super::*;
 
-    /// Sets every entry under `root` an hour back, as if written long ago.
-    fn age(root: &Path) {
-        let hour_ago = SystemTime::now() - Duration::from_secs(3600);
-        for path in [root.join("a/b/c/old.txt"), root.join("a/b/c/gone.txt")]
-            .into_iter()
-            .chain(["a/b/c", "a/b", "a", ""].map(|p| root.join(p)))
-        {
-            let file = std::fs::File::open(&path).expect("open");
-            file.set_modified(hour_ago).expect("set time");
-        }
-    }
-
-    /// The walk finds a removal deep down through its directory's time,
-    /// sees nothing in an old tree, and stops at its budget.
+    /// The walk sees nothing changed after a time later than every entry,
+    /// finds a change since a time before them, and stops at its budget.
+    /// (A ctime cannot be set back, so the tree is not aged: `since` moves.)
     #[test]
     fn the_walk_finds_a_change_and_keeps_to_its_budget() {
         let dir = tempfile::tempdir().expect("dir");
         let deep = dir.path().join("a/b/c");
         std::fs::create_dir_all(&deep).expect("mkdir");
         std::fs::write(deep.join("old.txt"), "x").expect("write");
-        std::fs::write(deep.join("gone.txt"), "x").expect("write");
-        age(dir.path());
-        let since = SystemTime::now() - CLOCK_SLACK;
+        let later = SystemTime::now() + Duration::from_secs(3600);
         let mut budget = 100;
-        assert_eq!(walk(dir.path(), since, &mut budget), Walked::Untouched);
-        std::fs::remove_file(deep.join("gone.txt")).expect("remove");
+        assert_eq!(walk(dir.path(), later, &mut budget), Walked::Untouched);
+        let earlier = SystemTime::now() - Duration::from_secs(3600);
         let mut budget = 100;
-        assert_eq!(walk(dir.path(), since, &mut budget), Walked::Touched);
+        assert_eq!(walk(dir.path(), earlier, &mut budget), Walked::Touched);
         let mut budget = 2;
-        assert_eq!(walk(dir.path(), since, &mut budget), Walked::TooBig);
+        assert_eq!(walk(dir.path(), later, &mut budget), Walked::TooBig);
+    }
+
+    /// A mode change (or `cp -p`'s old mtime) moves the ctime only: it is
+    /// seen even with the modification time set an hour back.
+    #[test]
+    fn a_change_that_keeps_an_old_mtime_is_seen() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().expect("dir");
+        let file = dir.path().join(".env");
+        std::fs::write(&file, "x").expect("write");
+        let since = SystemTime::now() - CLOCK_SLACK;
+        let hour_ago = SystemTime::now() - Duration::from_secs(3600);
+        std::fs::File::options()
+            .write(true)
+            .open(&file)
+            .expect("open")
+            .set_modified(hour_ago)
+            .expect("set time");
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        assert!(changed_since(&file, since));
     }
 }

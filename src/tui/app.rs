@@ -65,8 +65,10 @@ pub enum Effect {
     Undo {
         force: bool,
     },
-    /// `/redo`: the session brings the undone turn back.
-    Redo,
+    /// `/redo [--force]`: the session brings the undone turn back.
+    Redo {
+        force: bool,
+    },
     /// `/diff`: the session's changes, shown in the diff overlay.
     Diff,
     /// The diffs of these steps (part id, patch), for their patch cards

@@ -395,8 +395,8 @@ fn perform(
                 let _ = internal.send(message);
             });
         }
-        Effect::Undo { force } => undo_or_redo(app, channels, internal, Some(force)),
-        Effect::Redo => undo_or_redo(app, channels, internal, None),
+        Effect::Undo { force } => undo_or_redo(app, channels, internal, false, force),
+        Effect::Redo { force } => undo_or_redo(app, channels, internal, true, force),
         Effect::Diff => {
             let (reply, answer) = oneshot::channel();
             send(app, channels, Command::Diff { reply });
@@ -531,23 +531,25 @@ fn export(
     });
 }
 
-/// `/undo` (`Some(force)`) or `/redo` (`None`): the session does the work
-/// (files and store, off this thread); its answer comes back as an
+/// `/undo` or `/redo` (`redo`), each `--force`able: the session does the
+/// work (files and store, off this thread); its answer comes back as an
 /// [`Internal::Undone`].
 fn undo_or_redo(
     app: &mut App,
     channels: &Channels,
     internal: &mpsc::UnboundedSender<Internal>,
-    force: Option<bool>,
+    redo: bool,
+    force: bool,
 ) {
     let (reply, answer) = oneshot::channel();
-    let command = match force {
-        Some(force) => Command::Undo { force, reply },
-        None => Command::Redo { reply },
+    let command = if redo {
+        Command::Redo { force, reply }
+    } else {
+        Command::Undo { force, reply }
     };
     send(app, channels, command);
     answer_later(internal, answer, move |result| Internal::Undone {
-        redo: force.is_none(),
+        redo,
         result,
     });
 }

@@ -34,13 +34,14 @@ pub const BUSY: &str = "wait for the turn to finish or Esc";
 
 /// `/undo [--force]` and `/redo` typed in the composer.
 pub fn slash(app: &mut App, name: &str, args: &str) -> Vec<Effect> {
-    let force = match (name, args) {
-        ("/undo", "") => Some(false),
-        ("/undo", "--force") => Some(true),
-        ("/redo", "") => None,
+    let effect = match (name, args) {
+        ("/undo", "") => Effect::Undo { force: false },
+        ("/undo", "--force") => Effect::Undo { force: true },
+        ("/redo", "") => Effect::Redo { force: false },
+        ("/redo", "--force") => Effect::Redo { force: true },
         _ => {
             app.flash = Some(format!(
-                "usage: /undo [--force] or /redo (not {name} {args})"
+                "usage: /undo [--force] or /redo [--force] (not {name} {args})"
             ));
             return Vec::new();
         }
@@ -50,10 +51,7 @@ pub fn slash(app: &mut App, name: &str, args: &str) -> Vec<Effect> {
         return Vec::new();
     }
     app.flash = Some(format!("{}…", &name[1..]));
-    vec![match force {
-        Some(force) => Effect::Undo { force },
-        None => Effect::Redo,
-    }]
+    vec![effect]
 }
 
 /// The session's answer to an undo (`redo == false`) or a redo.
@@ -251,7 +249,8 @@ mod tests {
         for (typed_text, expected) in [
             ("/undo", "Undo { force: false }"),
             ("/undo --force", "Undo { force: true }"),
-            ("/redo", "Redo"),
+            ("/redo", "Redo { force: false }"),
+            ("/redo --force", "Redo { force: true }"),
         ] {
             typed(&mut app, typed_text);
             let effects = update(&mut app, Action::Enter);

@@ -89,5 +89,6 @@ mod tui_slash;
 mod tui_subtask;
 mod tui_thread;
 mod tui_undo;
+mod undo_attacks;
 mod undo_kept_run;
 mod undo_run;

@@ -265,6 +265,7 @@ pub fn every_part_kind(message: &Message) -> Vec<Part> {
                 }),
             }],
             unrestorable: vec!["build/ is ignored".into()],
+            refreshed: Vec::new(),
         }),
     ];
     for (index, state) in tool_states().into_iter().enumerate() {

@@ -26,6 +26,7 @@ fn patch(path: &str, kind: &str, added: u32, by: &str) -> PartKind {
         after: None,
         kept: Vec::new(),
         unrestorable: Vec::new(),
+        refreshed: Vec::new(),
         changes: vec![PatchFile {
             path: path.into(),
             kind: kind.into(),
