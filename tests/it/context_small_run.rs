@@ -3,88 +3,12 @@
 //! llama-server does, answers summary requests "ok" and everything else
 //! from a model function. Each test names the bug it guards against.
 
-use std::sync::{Arc, Mutex};
-
 use serde_json::{Value, json};
 
+use crate::counting::{Counting, Model, is_summary_request};
 use crate::project::{Project, describe};
 use crate::scenario::{text, tool_call};
 use crate::support::{ScriptedResponse, ScriptedServer};
-
-/// What the model answers to the `n`th non-summary request it accepted.
-type Model = Box<dyn Fn(usize, &Value, u64) -> ScriptedResponse + Send + Sync>;
-
-/// The server and every chat request it saw, with its count.
-struct Counting {
-    server: ScriptedServer,
-    seen: Arc<Mutex<Vec<(Value, u64)>>>,
-    rejected: Arc<Mutex<u32>>,
-}
-
-fn is_summary_request(request: &Value) -> bool {
-    request["messages"][0]["content"]
-        .as_str()
-        .is_some_and(|s| s.contains("summar"))
-        && request["tools"].as_array().is_none_or(Vec::is_empty)
-}
-
-fn counted(request: &Value) -> u64 {
-    let text = format!("{}{}", request["messages"], request["tools"]);
-    cairn::token::count(&text) as u64
-}
-
-impl Counting {
-    async fn start(window: u64, model: Model) -> Self {
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let rejected = Arc::new(Mutex::new(0));
-        let answered = Arc::new(Mutex::new(0usize));
-        let server = ScriptedServer::answering({
-            let (seen, rejected) = (Arc::clone(&seen), Arc::clone(&rejected));
-            move |request| {
-                if !request.path.ends_with("/chat/completions") {
-                    return ScriptedResponse::json(404, "{}");
-                }
-                let body = request.json();
-                let tokens = counted(&body);
-                seen.lock().unwrap().push((body.clone(), tokens));
-                if tokens > window {
-                    *rejected.lock().unwrap() += 1;
-                    let error = format!(
-                        r#"{{"error":{{"message":"This model's maximum context length is {window} tokens. However, your messages resulted in {tokens} tokens.","type":"invalid_request_error","code":"context_length_exceeded"}}}}"#
-                    );
-                    return ScriptedResponse::json(400, &error);
-                }
-                if is_summary_request(&body) {
-                    return text("ok", tokens);
-                }
-                let mut n = answered.lock().unwrap();
-                *n += 1;
-                model(*n - 1, &body, tokens)
-            }
-        })
-        .await;
-        Self {
-            server,
-            seen,
-            rejected,
-        }
-    }
-
-    fn seen(&self) -> Vec<(Value, u64)> {
-        self.seen.lock().unwrap().clone()
-    }
-
-    fn rejected(&self) -> u32 {
-        *self.rejected.lock().unwrap()
-    }
-
-    fn summaries(&self) -> usize {
-        self.seen()
-            .iter()
-            .filter(|(r, _)| is_summary_request(r))
-            .count()
-    }
-}
 
 /// A project on `server` whose model has a `context`-token window and a
 /// quarter of it for output (what cairn assumes for a local server).

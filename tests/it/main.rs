@@ -5,6 +5,8 @@
 // Test code: a panic with the value is the failure report.
 #![allow(clippy::unwrap_used)]
 
+#[path = "../common/counting/mod.rs"]
+mod counting;
 #[path = "../common/history/mod.rs"]
 mod history;
 #[path = "../common/project/mod.rs"]

@@ -5,11 +5,10 @@
 //! user's words, the file's name and current text, the open todos and the
 //! skill, without the bulky output.
 
+use crate::counting::{Counting, is_summary_request};
 use crate::project::Project;
 use crate::scenario::{text, tool_call};
 use crate::support::ScriptedServer;
-
-use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
@@ -176,70 +175,19 @@ async fn a_useless_summary_loses_nothing_the_user_said_or_the_session_did() {
     );
 }
 
-/// A server that counts each request with cairn's tokenizer, rejects one
-/// over `window` as llama-server does, answers summary requests "ok" and
-/// everything else from `script` in order; every request is kept.
-struct Counting {
-    server: ScriptedServer,
-    seen: Arc<Mutex<Vec<(Value, u64)>>>,
-    rejected: Arc<Mutex<u32>>,
-}
-
-fn is_summary_request(request: &Value) -> bool {
-    request["messages"][0]["content"]
-        .as_str()
-        .is_some_and(|s| s.contains("summar"))
-        && request["tools"].as_array().is_none_or(Vec::is_empty)
-}
-
-fn counted(request: &Value) -> u64 {
-    let text = format!("{}{}", request["messages"], request["tools"]);
-    cairn::token::count(&text) as u64
-}
-
-impl Counting {
-    async fn start(window: u64, script: Vec<Answer>) -> Self {
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let rejected = Arc::new(Mutex::new(0));
-        let next = Arc::new(Mutex::new(script.into_iter()));
-        let server = ScriptedServer::answering({
-            let (seen, rejected) = (Arc::clone(&seen), Arc::clone(&rejected));
-            move |request| {
-                // Only chat requests: a local server's /tokenize and the like get nothing.
-                if !request.path.ends_with("/chat/completions") {
-                    return crate::support::ScriptedResponse::json(404, "{}");
-                }
-                let body = request.json();
-                let tokens = counted(&body);
-                seen.lock().unwrap().push((body.clone(), tokens));
-                if tokens > window {
-                    *rejected.lock().unwrap() += 1;
-                    let error = format!(
-                        r#"{{"error":{{"message":"This model's maximum context length is {window} tokens. However, your messages resulted in {tokens} tokens.","type":"invalid_request_error","code":"context_length_exceeded"}}}}"#
-                    );
-                    return crate::support::ScriptedResponse::json(400, &error);
-                }
-                if is_summary_request(&body) {
-                    return text("ok", tokens);
-                }
-                next.lock()
-                    .unwrap()
-                    .next()
-                    .unwrap_or(Answer::Text("Nothing more to do."))
-                    .respond(tokens)
-            }
-        })
-        .await;
-        Self {
-            server,
-            seen,
-            rejected,
-        }
-    }
-
-    fn seen(&self) -> Vec<(Value, u64)> {
-        self.seen.lock().unwrap().clone()
-    }
+/// A counting server whose model answers from `answers` in order.
+async fn counting(window: u64, answers: Vec<Answer>) -> Counting {
+    Counting::start(
+        window,
+        Box::new(move |n, _, tokens| {
+            answers
+                .get(n)
+                .cloned()
+                .unwrap_or(Answer::Text("Nothing more to do."))
+                .respond(tokens)
+        }),
+    )
+    .await
 }
 
 /// The working session with three bulky outputs: at 8k and 32k the window
@@ -261,7 +209,7 @@ fn bulky_session() -> Vec<Answer> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn automatic_compaction_at_8k_and_32k_keeps_the_thread_and_every_request_fits() {
     for (window, output) in [(8_192, 2_048), (32_768, 8_192)] {
-        let counting = Counting::start(window, bulky_session()).await;
+        let counting = counting(window, bulky_session()).await;
         let project = project_on(&counting.server, Some((window, output)));
         project.ok(&["run", CONSTRAINT]).await;
         project.ok(&["run", "--continue", DECISION]).await;
@@ -278,11 +226,7 @@ async fn automatic_compaction_at_8k_and_32k_keeps_the_thread_and_every_request_f
             .next()
             .unwrap_or_else(|| panic!("{window}: no request after the summary"));
         assert_thread_kept_within(&after, window);
-        assert_eq!(
-            *counting.rejected.lock().unwrap(),
-            0,
-            "{window}: a request was rejected"
-        );
+        assert_eq!(counting.rejected(), 0, "{window}: a request was rejected");
         let largest = seen.iter().map(|(_, t)| *t).max().unwrap_or(0);
         assert!(largest <= window, "{window}: largest request {largest}");
     }
@@ -317,12 +261,12 @@ fn assert_thread_kept_within(after: &str, window: u64) {
 async fn after_the_provider_rejects_a_request_the_compaction_keeps_the_thread() {
     // cairn assumes 32k; the server takes 12,000 at most and says so.
     let server_window = 12_000;
-    let counting = Counting::start(server_window, bulky_session()).await;
+    let counting = counting(server_window, bulky_session()).await;
     let project = project_on(&counting.server, Some((32_768, 8_192)));
     project.ok(&["run", CONSTRAINT]).await;
     project.ok(&["run", "--continue", DECISION]).await;
     let seen = counting.seen();
-    let rejected = *counting.rejected.lock().unwrap();
+    let rejected = counting.rejected();
     assert!(rejected >= 1, "the server never rejected a request");
     let summary = (0..seen.len())
         .rfind(|&i| is_summary_request(&seen[i].0))
@@ -353,7 +297,7 @@ async fn one_turn_too_long_to_summarize_whole_is_still_compacted() {
         })
         .collect();
     answers.push(Answer::Text("Read them all."));
-    let counting = Counting::start(32_768, answers).await;
+    let counting = counting(32_768, answers).await;
     let project = project_on(&counting.server, Some((32_768, 8_192)));
     let config = std::fs::read_to_string(project.path("cairn.toml")).expect("config");
     std::fs::write(
