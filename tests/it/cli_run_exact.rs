@@ -360,3 +360,33 @@ async fn json_lines_are_written_as_they_happen() {
     }
     child.start_kill().expect("stop cairn");
 }
+
+/// stdout is the answer, plus one newline only when the answer has none
+/// (as the README says); `result` is the answer as it is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stdout_ends_with_one_newline_and_result_is_the_answer_as_is() {
+    for (answer, printed) in [
+        ("héllo wörld ✓ no newline", "héllo wörld ✓ no newline\n"),
+        ("two\nlines\n", "two\nlines\n"),
+        ("x\n\n\n", "x\n\n\n"),
+    ] {
+        let server = ScriptedServer::start([
+            crate::scenario::text(answer, 300),
+            crate::scenario::text(answer, 300),
+        ])
+        .await;
+        let project = Project::new();
+        project.use_scripted(&server);
+        let out = project.cairn(&["run", "say it"]).await;
+        assert_eq!(text_of(&out.stdout), printed, "{}", describe(&out));
+        let json = project
+            .ok(&["run", "--format", "json", "say it again"])
+            .await;
+        let result: Value = json
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|e| e["type"] == "result")
+            .expect("a result");
+        assert_eq!(result["result"], answer);
+    }
+}
