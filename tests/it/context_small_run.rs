@@ -188,7 +188,7 @@ async fn no_message_is_sent_twice_after_an_automatic_compaction() {
     .expect("config");
     project.trust();
     let earlier = ["steps=1 first", "steps=1 second", "steps=1 third"];
-    let said = session_then_marker(&project, &earlier, 1, 2_400).await;
+    let said = session_then_marker(&project, &earlier, 1, 2_000).await;
     let sizes: Vec<u64> = counting.seen().iter().map(|(_, t)| *t).collect();
     assert!(
         counting.summaries() > 0,
@@ -227,7 +227,7 @@ async fn no_message_is_sent_twice_after_a_rejected_request_is_replayed() {
 async fn the_first_request_after_a_compaction_is_checked_too() {
     let counting = Counting::start(4_096, bulky_steps()).await;
     let project = project_on(&counting.server, 4_096);
-    let said = session_then_marker(&project, &["first", "second"], 0, 3_300).await;
+    let said = session_then_marker(&project, &["first", "second"], 0, 3_800).await;
     assert!(said.contains("compaction cannot help"), "{said}");
     let before = counting.seen().len();
     let out = project.cairn(&["run", "--continue", "what failed?"]).await;

@@ -224,8 +224,11 @@ fn names(text: &str, file: &str) -> bool {
     })
 }
 
+/// Exact counts (the encoder is built on first use; the state is laid out
+/// off the runtime): an estimate while it warms up would make the same
+/// session's state differ from run to run.
 fn tokens(text: &str) -> u64 {
-    token::count_or_estimate(text).0 as u64
+    token::count(text) as u64
 }
 
 impl<'a> Thread<'a> {
