@@ -8,6 +8,7 @@
 use crate::project::{Project, describe};
 use crate::scenario::{text, tool_call};
 use crate::support::ScriptedServer;
+use crate::undo_run::read_all;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -65,24 +66,6 @@ fn project_with_blind_spots(server: &ScriptedServer, upstream: &Path) -> Project
     );
     run_git(project.root.path(), &["commit", "-qm", "base"]);
     project
-}
-
-/// Every byte under `dir`.
-fn read_all(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut files = BTreeMap::new();
-    let mut pending = vec![dir.to_owned()];
-    while let Some(dir) = pending.pop() {
-        for entry in std::fs::read_dir(&dir).expect("read dir") {
-            let path = entry.expect("entry").path();
-            if path.is_dir() {
-                pending.push(path);
-            } else {
-                let bytes = std::fs::read(&path).expect("read");
-                files.insert(path.display().to_string(), bytes);
-            }
-        }
-    }
-    files
 }
 
 /// Every file the test watches, by name: its bytes, or `None` when absent.

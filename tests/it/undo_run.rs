@@ -34,8 +34,8 @@ fn committed_project(server: &ScriptedServer) -> Project {
     project
 }
 
-/// Every byte under `dir`.
-fn read_all(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+/// Every byte under `dir` (the user's `.git`, compared before and after).
+pub(crate) fn read_all(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     let mut files = BTreeMap::new();
     let mut pending = vec![dir.to_owned()];
     while let Some(dir) = pending.pop() {
