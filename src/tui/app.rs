@@ -134,8 +134,11 @@ impl Picker {
 pub struct PermissionDialog {
     /// `Some` while the user types a reason for rejecting.
     pub reason: Option<String>,
-    /// Index into [`choices`] of the highlighted answer.
-    pub selected: usize,
+    /// Index into [`choices`] of the highlighted answer; `None` until the
+    /// user moves the selection, so that an Enter pressed by habit (the
+    /// one that would have sent a message) never answers: with nothing
+    /// chosen, Enter goes to the composer.
+    pub selected: Option<usize>,
     /// Text was typed while the dialog was open: keys go to the composer
     /// (Enter sends or queues the message) until ↑/↓ focus the dialog again.
     pub composer_focused: bool,

@@ -431,7 +431,7 @@ fn unsandboxed_dialog_keeps_its_choices_in_view_with_reject_first() {
         );
         let screen = render(&mut app, width, height);
         let reject = screen
-            .find("› Reject")
+            .find("  Reject")
             .unwrap_or_else(|| panic!("{width}x{height}:\n{screen}"));
         let once = screen
             .find("Allow once")

@@ -351,6 +351,7 @@ fn a_childs_ask_names_the_child_and_the_answer_goes_back() {
         "the card:\n{screen}"
     );
     app.now = app.permission_dialog.armed_at;
+    update(&mut app, Action::Down);
     let effects = update(&mut app, Action::Enter);
     assert!(
         matches!(

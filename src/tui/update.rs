@@ -55,8 +55,10 @@ fn home_or_end(app: &App, action: Action) -> Action {
 
 /// Keys while a permission dialog is open. Nothing typed by chance answers
 /// it: text keys go to the composer (and move the focus there, so the Enter
-/// ending a message sends the message); only ↑/↓, Enter and Esc pressed with
-/// the dialog focused and after its guard time answer. Scrolling is never an
+/// ending a message sends the message); no answer is chosen until ↑/↓ choose
+/// one, so Enter alone never answers (issue #28: a habit Enter approved);
+/// only ↑/↓ then Enter, or Esc, pressed with the dialog focused and after
+/// its guard time answer. Scrolling is never an
 /// answer and works at any time.
 fn permission_key(app: &mut App, action: Action) -> Vec<Effect> {
     let Some(request) = app.permissions.front().cloned() else {
@@ -111,16 +113,20 @@ fn permission_key(app: &mut App, action: Action) -> Vec<Effect> {
         return Vec::new();
     }
     let offered = choices(&request);
+    let last = offered.len() - 1;
     match action {
         Action::Up | Action::Down if dialog.composer_focused => dialog.composer_focused = false,
-        Action::Up => dialog.selected = dialog.selected.saturating_sub(1),
-        Action::Down => dialog.selected = (dialog.selected + 1).min(offered.len() - 1),
+        Action::Up => dialog.selected = Some(dialog.selected.map_or(last, |i| i.saturating_sub(1))),
+        Action::Down => dialog.selected = Some(dialog.selected.map_or(0, |i| (i + 1).min(last))),
         Action::Escape => {
             return answer_permission(app, &request.id, PermissionAnswer::Reject { message: None });
         }
+        // Nothing chosen yet: this Enter was meant for the composer.
+        Action::Enter if dialog.selected.is_none() => return composer_key(app, action),
         Action::Enter => {
-            let answer = match offered
-                .get(dialog.selected)
+            let answer = match dialog
+                .selected
+                .and_then(|i| offered.get(i))
                 .copied()
                 .unwrap_or(Choice::Reject)
             {

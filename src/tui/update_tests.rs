@@ -352,7 +352,7 @@ fn permission_reject_with_a_typed_reason() {
     let mut app = app(Vec::new());
     ask(&mut app, "per_1");
     past_guard(&mut app);
-    for _ in 0..3 {
+    for _ in 0..4 {
         update(&mut app, Action::Down);
     }
     assert!(answers(&update(&mut app, Action::Enter)).is_empty());
@@ -393,14 +393,38 @@ fn text_typed_as_a_dialog_opens_stays_in_the_composer_and_answers_nothing() {
         app.queued,
         ["also check the readme, and yes: 1 2 3 o a y r".to_string()]
     );
-    // Back to the dialog only on purpose: ↑/↓ focus it, Enter then answers.
+    // Back to the dialog only on purpose: ↑/↓ focus it, Enter alone still
+    // answers nothing, ↓ chooses "Allow once", Enter then answers.
     update(&mut app, Action::Down);
     assert!(!app.permission_dialog.composer_focused);
+    assert!(answers(&update(&mut app, Action::Enter)).is_empty());
+    update(&mut app, Action::Down);
     let effects = update(&mut app, Action::Enter);
     assert_eq!(
         answers(&effects),
         [("per_1".to_string(), PermissionAnswer::Once)]
     );
+}
+
+/// Issue #28's habit Enter: text typed while the model streams, the dialog
+/// opens, and the Enter meant to send the text comes after the guard time.
+/// Nothing is chosen until ↑/↓ choose, so that Enter sends (or queues) the
+/// message and answers nothing; so does any number of Enters after it.
+#[test]
+fn a_habit_enter_sends_the_message_and_answers_nothing() {
+    let mut app = app(Vec::new());
+    busy(&mut app);
+    typed(&mut app, "then run the tests");
+    ask(&mut app, "per_1");
+    assert!(!app.permission_dialog.composer_focused);
+    for wait in [0, 400, 800, 2_000] {
+        app.now += wait;
+        let effects = update(&mut app, Action::Enter);
+        assert!(answers(&effects).is_empty(), "answered: {effects:?}");
+    }
+    assert_eq!(app.permissions.len(), 1, "the dialog is still open");
+    assert_eq!(app.queued, ["then run the tests".to_string()]);
+    assert_eq!(app.permission_dialog.selected, None);
 }
 
 #[test]
@@ -410,9 +434,11 @@ fn keys_are_ignored_for_the_guard_time_and_longer_after_typing() {
     app.permission_guard.typing_ms = 800;
     ask(&mut app, "per_1");
     app.now += 399;
-    assert!(answers(&update(&mut app, Action::Enter)).is_empty());
+    update(&mut app, Action::Down);
+    assert_eq!(app.permission_dialog.selected, None, "too early to choose");
     assert!(answers(&update(&mut app, Action::Escape)).is_empty());
     app.now += 1;
+    update(&mut app, Action::Down);
     assert_eq!(
         answers(&update(&mut app, Action::Enter)),
         [("per_1".to_string(), PermissionAnswer::Once)]
@@ -438,11 +464,15 @@ fn a_double_enter_answers_one_of_two_queued_dialogs() {
     ask(&mut app, "per_1");
     ask(&mut app, "per_2");
     past_guard(&mut app);
+    update(&mut app, Action::Down);
     let first = update(&mut app, Action::Enter);
     app.now += 120;
     let second = update(&mut app, Action::Enter);
+    past_guard(&mut app);
+    let third = update(&mut app, Action::Enter);
     assert_eq!(answers(&first).len(), 1);
     assert!(answers(&second).is_empty(), "the next dialog is guarded");
+    assert!(answers(&third).is_empty(), "and chooses nothing by itself");
     assert_eq!(app.permissions.len(), 1);
 }
 
@@ -452,12 +482,14 @@ fn arrows_choose_the_exact_or_the_broad_always() {
     ask(&mut app, "per_1");
     past_guard(&mut app);
     update(&mut app, Action::Down);
+    update(&mut app, Action::Down);
     assert_eq!(
         answers(&update(&mut app, Action::Enter)),
         [("per_1".to_string(), PermissionAnswer::Always)]
     );
     ask(&mut app, "per_2");
     past_guard(&mut app);
+    update(&mut app, Action::Down);
     update(&mut app, Action::Down);
     update(&mut app, Action::Down);
     assert_eq!(

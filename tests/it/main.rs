@@ -83,6 +83,7 @@ mod tools_search;
 mod tools_truncate;
 mod trust;
 mod tui_edges;
+mod tui_habit_enter;
 mod tui_mcp;
 mod tui_paging;
 mod tui_pty;

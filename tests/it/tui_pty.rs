@@ -123,6 +123,13 @@ impl Terminal {
         }
     }
 
+    /// Writes `keys` at once, with no pause after: for tests where the
+    /// timing of keys is the subject.
+    pub(crate) fn press(&mut self, keys: &str) {
+        self.writer.write_all(keys.as_bytes()).expect("type");
+        self.writer.flush().expect("flush");
+    }
+
     pub(crate) fn type_text(&mut self, text: &str) {
         self.writer.write_all(text.as_bytes()).expect("type");
         self.writer.flush().expect("flush");
@@ -337,8 +344,8 @@ async fn typing_while_an_ask_opens_fills_the_composer_and_answers_nothing() {
             "nothing answered the ask"
         );
 
-        // On purpose: ↓ focuses the dialog (it does not move the choice), ↑
-        // stays on "Allow once", Enter answers.
+        // On purpose: ↓ focuses the dialog (it does not move the choice), a
+        // second ↓ chooses "Allow once", Enter answers.
         // A person reads the dialog first; keys within its guard time (800 ms
         // after typing) are ignored, which is the point, so wait it out.
         std::thread::sleep(Duration::from_millis(1_000));
@@ -346,7 +353,8 @@ async fn typing_while_an_ask_opens_fills_the_composer_and_answers_nothing() {
         terminal.wait_for("the dialog focused", |s| {
             !s.contains("typing goes to the composer")
         });
-        terminal.type_text("\x1b[A");
+        terminal.type_text("\x1b[B");
+        terminal.wait_for("Allow once chosen", |s| s.contains("› Allow once"));
         terminal.type_text("\r");
         terminal.wait_for("the answer after the edit", |s| {
             s.contains("Edited the greeting.")
@@ -448,23 +456,27 @@ async fn a_blocked_command_asks_to_leave_the_sandbox_and_enter_does_not() {
         let screen =
             terminal.wait_for("the sandbox ask", |s| s.contains("permission: unsandboxed"));
         assert!(
-            screen.contains("› Reject"),
-            "reject is chosen first:\n{screen}"
+            screen.find("Reject") < screen.find("Allow once"),
+            "reject is offered first:\n{screen}"
         );
         assert!(
             screen.contains("is outside the project"),
             "it says why:\n{screen}"
         );
-        // Past the dialog's guard time, a habit Enter (and another).
+        // Past the dialog's guard time, a habit Enter (and another) choose
+        // nothing; Esc rejects.
         std::thread::sleep(Duration::from_millis(1_000));
         terminal.type_text("\r");
         terminal.type_text("\r");
+        terminal.type_text("\x1b");
         terminal.wait_for("the second ask", |s| {
             s.contains("permission: unsandboxed") && s.contains("second")
         });
         assert!(!first_path.exists(), "Enter left the sandbox");
         std::thread::sleep(Duration::from_millis(1_000));
         terminal.type_text("\x1b[B");
+        terminal.type_text("\x1b[B");
+        terminal.wait_for("Allow once chosen", |s| s.contains("› Allow once"));
         terminal.type_text("\r");
         terminal.wait_for("the answer", |s| s.contains("Both tried."));
         assert!(

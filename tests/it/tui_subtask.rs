@@ -17,17 +17,14 @@ use serde_json::json;
 
 const GATE_COMMAND: &str = "while [ ! -f gate ]; do sleep 0.05; done; echo gate-open";
 
-/// ↓ until the dialog takes keys (its guard time ignores the first ones:
-/// the selection moving is the sign), then ↑ back to "Allow once", Enter.
+/// ↓ until "Allow once" is chosen (nothing is chosen when the dialog
+/// opens, and its guard time ignores the first keys), then Enter.
 fn allow_once(terminal: &mut Terminal) {
     let deadline = Instant::now() + Duration::from_secs(20);
-    while terminal.contents().contains("› Allow once") {
-        assert!(Instant::now() < deadline, "the dialog never took keys");
-        terminal.type_text("\x1b[B");
-    }
     while !terminal.contents().contains("› Allow once") {
         assert!(Instant::now() < deadline, "cannot select Allow once");
-        terminal.type_text("\x1b[A");
+        terminal.type_text("\x1b[B");
+        std::thread::sleep(Duration::from_millis(50));
     }
     terminal.type_text("\r");
 }

@@ -221,7 +221,11 @@ fn frame_block(
         (
             BorderType::Thick,
             Style::default().fg(Color::Yellow),
-            " ↑/↓ choose · Enter answers · Esc rejects · PgUp/PgDn scroll the chat ",
+            if dialog.selected.is_some() {
+                " ↑/↓ choose · Enter answers · Esc rejects · PgUp/PgDn scroll the chat "
+            } else {
+                " ↑/↓ choose an answer, then Enter · Esc rejects · PgUp/PgDn scroll the chat "
+            },
         )
     };
     Block::default()
@@ -320,8 +324,9 @@ fn footer_lines(request: &PermissionRequest, dialog: &PermissionDialog) -> Vec<L
             ),
             Choice::Reject => ("Reject".to_string(), "say why, or Esc to reject now"),
         };
-        let mark = if index == dialog.selected { "›" } else { " " };
-        let style = if index == dialog.selected && !dialog.composer_focused {
+        let chosen = dialog.selected == Some(index);
+        let mark = if chosen { "›" } else { " " };
+        let style = if chosen && !dialog.composer_focused {
             selected
         } else {
             Style::default()

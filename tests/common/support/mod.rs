@@ -199,6 +199,12 @@ impl ScriptedResponse {
         self
     }
 
+    /// Waits `wait` before the first chunk (a reply that comes late).
+    pub fn after(mut self, wait: Duration) -> Self {
+        self.steps.insert(0, Step::Delay(wait));
+        self
+    }
+
     /// `bytes` as `times` chunks, generated as they are written.
     pub fn chunk_repeated(mut self, bytes: impl AsRef<[u8]>, times: usize) -> Self {
         self.steps
