@@ -54,6 +54,9 @@ pub enum Preview {
     },
     /// `external_directory`: the path as it resolves (`~`, `..`, symlinks).
     Path { resolved: String },
+    /// `mcp`: the arguments the model gives the server's tool, as JSON, so
+    /// the user reads the call as the bash ask shows the command.
+    Call { arguments: String },
 }
 
 /// The user's answer to a [`PermissionRequest`].

@@ -427,12 +427,14 @@ impl Hub {
                     .join(", "),
             })?;
         let pattern = format!("{}/{tool}", server.name);
+        let arguments = serde_json::to_string_pretty(&input).unwrap_or_else(|_| input.to_string());
         scope
-            .ask(
+            .ask_showing(
+                Some(crate::permission::Preview::Call { arguments }),
                 "mcp",
                 vec![pattern.clone()],
                 crate::permission::exact_always(&pattern),
-                format!("{} (MCP server {})", tool, server.name),
+                format!("Call {tool} (MCP server {})", server.name),
                 json!({"server": server.name, "tool": tool, "input": input}),
             )
             .await?;

@@ -66,10 +66,8 @@ impl Tool for Bash {
             .map_or_else(|| ctx.cwd.clone(), |dir| ctx.resolve(dir));
         ctx.check_external(&cwd, true).await?;
         let plan = crate::permission::bash_rules::plan(&args.command, &cwd, &ctx.root);
-        for ask in plan.asks {
-            ctx.ask_planned(ask, &args.command, args.description.as_deref())
-                .await?;
-        }
+        ctx.ask_plan(plan, &args.command, args.description.as_deref())
+            .await?;
         let title = args
             .description
             .clone()

@@ -249,70 +249,104 @@ impl ToolScope {
             .await?)
     }
 
-    /// Asks one planned bash permission: denied when a rule denies any
-    /// spelling of it; asked (with the reasons for the parts that did not
-    /// pass on their own) unless every pattern is allowed and none is forced.
-    pub async fn ask_planned(
+    /// Asks what a bash line needs, in one question: denied when a rule
+    /// denies any spelling of any part (before anything is asked); otherwise
+    /// one dialog for the parts that did not pass (the command, its writes,
+    /// paths outside the project), listing every reason, so a line with a
+    /// `>` redirect is one question, not two in a row. The dialog's
+    /// "always" stores the first asking part's offer (the command, when it
+    /// asks); the others are granted for this run only and ask again next
+    /// time.
+    pub async fn ask_plan(
         &self,
-        ask: crate::permission::bash_rules::Ask,
+        plan: crate::permission::bash_rules::BashPlan,
         command: &str,
         description: Option<&str>,
     ) -> Result<(), ToolError> {
         use crate::permission::Action;
-        match self.permissions.check_planned(&ask) {
-            (Action::Allow, _) => return Ok(()),
-            (Action::Deny, rule) => {
-                let message = crate::permission::denied_message(
-                    &ask.permission,
-                    &format!("`{command}`"),
-                    rule.as_ref(),
-                );
-                return Err(ToolError::PermissionDenied { message });
+        let mut pending = Vec::new();
+        for ask in plan.asks {
+            match self.permissions.check_planned(&ask) {
+                (Action::Allow, _) => {}
+                (Action::Deny, rule) => {
+                    let message = crate::permission::denied_message(
+                        &ask.permission,
+                        &format!("`{command}`"),
+                        rule.as_ref(),
+                    );
+                    return Err(ToolError::PermissionDenied { message });
+                }
+                (Action::Ask, _) => pending.push(ask),
             }
-            (Action::Ask, _) => {}
         }
-        let reasons = ask
-            .reasons
-            .iter()
-            .filter(|(pattern, _)| {
-                ask.forced.contains(pattern) || !self.permissions.allows(&ask.permission, pattern)
-            })
-            .map(|(_, reason)| reason.clone())
-            .collect();
-        let title = match ask.permission.as_str() {
-            "edit" => format!("Write (from bash): {}", ask.patterns.join(", ")),
+        let mut pending = pending.into_iter();
+        let Some(first) = pending.next() else {
+            return Ok(());
+        };
+        let mut forced = !first.forced.is_empty();
+        let mut reasons = self.asking_reasons(&first);
+        let mut patterns = first.patterns.clone();
+        for ask in pending {
+            forced |= !ask.forced.is_empty();
+            for reason in self.asking_reasons(&ask) {
+                if !reasons.contains(&reason) {
+                    reasons.push(reason);
+                }
+            }
+            patterns.extend(
+                ask.patterns
+                    .iter()
+                    .filter(|p| !patterns.contains(p))
+                    .cloned()
+                    .collect::<Vec<_>>(),
+            );
+        }
+        let title = match first.permission.as_str() {
+            "edit" => format!("Write (from bash): {}", first.patterns.join(", ")),
             "external_directory" => {
-                format!("Access outside the project: {}", ask.patterns.join(", "))
+                format!("Access outside the project: {}", first.patterns.join(", "))
             }
             _ => format!("Run: {command}"),
         };
         // What did not pass first: the headless message suggests the first.
-        let mut always = ask.always;
-        always.sort_by_key(|pattern| self.permissions.allows(&ask.permission, pattern));
+        let mut always = first.always;
+        always.sort_by_key(|pattern| self.permissions.allows(&first.permission, pattern));
         let request = PermissionRequest {
             id: format!("per_{}", crate::id::part_id().trim_start_matches("prt_")),
             session_id: self.session_id.clone(),
             call_id: Some(self.call_id.clone()),
-            permission: ask.permission,
-            patterns: ask.patterns,
+            permission: first.permission,
+            patterns: first.patterns,
             always,
-            always_broad: ask.always_broad,
+            always_broad: first.always_broad,
             reasons,
             title,
-            metadata: json!({ "command": command }),
+            metadata: json!({ "command": command, "asks_for": patterns }),
             preview: Some(Preview::Command {
                 command: command.to_string(),
                 description: description.map(str::to_string),
             }),
         };
-        let answer = if ask.forced.is_empty() {
+        let answer = if forced {
+            self.permissions.ask_forced(request, &self.cancel).await
+        } else {
             self.permissions
                 .ask_cancellable(request, &self.cancel)
                 .await
-        } else {
-            self.permissions.ask_forced(request, &self.cancel).await
         };
         Ok(answer?)
+    }
+
+    /// The reasons `ask` needs an answer: those of its patterns that did not
+    /// pass on their own, or are forced.
+    fn asking_reasons(&self, ask: &crate::permission::bash_rules::Ask) -> Vec<String> {
+        ask.reasons
+            .iter()
+            .filter(|(pattern, _)| {
+                ask.forced.contains(pattern) || !self.permissions.allows(&ask.permission, pattern)
+            })
+            .map(|(_, reason)| reason.clone())
+            .collect()
     }
 
     /// Asks `external_directory` when `path` (resolved) lies outside the

@@ -82,6 +82,7 @@ mod tools_kill;
 mod tools_search;
 mod tools_truncate;
 mod trust;
+mod tui_asks;
 mod tui_edges;
 mod tui_habit_enter;
 mod tui_mcp;

@@ -286,6 +286,18 @@ fn preview_lines(preview: Option<&Preview>) -> Vec<Line<'static>> {
                 highlighted
             })
             .collect(),
+        Preview::Call { arguments } => {
+            let mut lines = vec![Line::styled(
+                "with the arguments:",
+                Style::default().fg(Color::DarkGray),
+            )];
+            lines.extend(arguments.lines().map(|line| {
+                let mut highlighted = highlight_line("json", line);
+                highlighted.spans.insert(0, Span::raw("  "));
+                highlighted
+            }));
+            lines
+        }
         Preview::Path { resolved } => vec![Line::styled(
             format!("  resolves to {resolved}"),
             Style::default().fg(Color::Gray),
