@@ -587,7 +587,9 @@ impl Printer {
         }
         match event {
             Event::PartUpdated { part } => {
-                if let PartKind::Tool(tool) = &part.kind {
+                if let PartKind::Tool(tool) = &part.kind
+                    && !is_pruning(&tool.state)
+                {
                     // A running part is updated again for its live title; say so once.
                     let first_sight = self
                         .announced
@@ -688,6 +690,12 @@ impl Printer {
             ToolState::Pending { .. } => Ok(()),
         }
     }
+}
+
+/// A finished call whose output a prune just cleared: the same call
+/// rewritten (perhaps from an earlier run), not news to print again.
+fn is_pruning(state: &ToolState) -> bool {
+    matches!(state, ToolState::Completed { time, .. } if time.compacted.is_some())
 }
 
 /// The argument that says most about a call: the command, the path, the pattern.

@@ -355,6 +355,17 @@ async fn twenty_turns_through_cairn_run(window: u64) -> usize {
             "turn {turn} unanswered: {}",
             describe(&out)
         );
+        // A prune rewrites old tool parts; that is not news to print again.
+        let stderr = crate::project::text_of(&out.stderr);
+        let reprinted: Vec<&str> = stderr
+            .lines()
+            .filter(|line| line.contains(" done in "))
+            .filter(|line| (1..turn).any(|old| line.contains(&format!("f{old}.txt"))))
+            .collect();
+        assert!(
+            reprinted.is_empty(),
+            "turn {turn} reprints earlier calls: {reprinted:?}"
+        );
     }
     let seen = counting.seen();
     let compactions = counting.summaries();
