@@ -38,6 +38,9 @@ pub struct Accounting {
     /// How many gauges were published, held while one is: the opening gauge
     /// is measured in the background and must not land after a step's newer one.
     pub(super) gauges_published: Mutex<u64>,
+    /// The fixed part of each model's requests as its server counted it,
+    /// keyed by a hash of that part (`gauge::fixed_exact`).
+    fixed_counts: Mutex<HashMap<ModelRef, (u64, u64)>>,
 }
 
 impl Accounting {
@@ -64,6 +67,18 @@ impl Accounting {
             .entry(model.clone())
             .or_insert_with(|| Calibration::for_model(model))
             .observe(counted, exact);
+    }
+
+    /// The server's count of the fixed part hashed `key`, if known.
+    pub fn fixed_count(&self, model: &ModelRef, key: u64) -> Option<u64> {
+        lock(&self.fixed_counts)
+            .get(model)
+            .filter(|(known, _)| *known == key)
+            .map(|(_, count)| *count)
+    }
+
+    pub fn remember_fixed_count(&self, model: &ModelRef, key: u64, count: u64) {
+        lock(&self.fixed_counts).insert(model.clone(), (key, count));
     }
 
     /// Remembers that the provider took a prompt of `prompt` tokens; true

@@ -287,7 +287,7 @@ async fn apply_summary(
         move_to_end(ctx, prompt).await?;
     }
     let carried = carry_working_state(ctx, model, plan, &summary).await?;
-    let after = gauge::refresh(ctx, model).await?;
+    let after = gauge::refresh_counted(ctx, model).await?;
     let tokens = CompactedTokens {
         before: summary.before_count,
         after: after.used,
@@ -308,9 +308,13 @@ async fn apply_summary(
         compaction_notice(summary.auto, overflow, tokens, &carried),
     );
     let turn_calls = summary.auto.then_some(summary.turn_calls);
-    if let Some(advice) =
-        gauge::after_compaction(ctx, model, summary.before_count, after.used, turn_calls)
-    {
+    if let Some(advice) = gauge::after_compaction(
+        ctx,
+        model,
+        summary.before_count,
+        gauge::decisive_used(ctx, model, &after),
+        turn_calls,
+    ) {
         ctx.writer.error(&ctx.session_id, advice);
         return Ok(StepOutcome::Stop);
     }

@@ -228,10 +228,13 @@ pub struct Measured {
     pub anchored: bool,
 }
 
-/// [`measure_request`], but when nothing anchors the figure yet (a new
-/// session, after a compaction, a new `cairn run`) and the model runs on a
-/// local llama-server, counted by the server's own tokenizer: exact before
-/// the first answer. The count also teaches calibration.
+/// [`measure_request`], but when the model runs on a local server that
+/// counts prompts (llama-server, vLLM), counted by the server's own
+/// tokenizer before every request, anchored or not: an anchor plus a
+/// calibrated estimate of what was added misjudges content unlike what the
+/// ratio was learned from (numbers count up to three times more on SmolLM2
+/// than in `o200k_base`, issue #30), and a local count costs milliseconds.
+/// The count also teaches calibration.
 pub async fn measure_request_exact(
     ctx: &SessionCtx,
     model: &ResolvedModel,
@@ -239,23 +242,73 @@ pub async fn measure_request_exact(
     request: &ChatRequest,
 ) -> Measured {
     let mut measured = measure_request(ctx, model, history, request);
-    if measured.anchored || lock(&ctx.accounting.no_server_count).contains(&model.model) {
-        return measured;
-    }
-    match tokenize::count_prompt(&model.provider, request).await {
-        Ok(exact) => {
+    if let Some(exact) = server_count(ctx, model, request).await {
+        if !measured.anchored {
             ctx.accounting
                 .observe_count(&model.model, measured.counted, exact);
-            measured.gauge = gauge_for(ctx, model, exact, false);
         }
+        measured.gauge = gauge_for(ctx, model, exact, false);
+    }
+    measured
+}
+
+/// `request` counted by the model's own server, when it is one that counts;
+/// a server found unable to is not asked again this session.
+async fn server_count(
+    ctx: &SessionCtx,
+    model: &ResolvedModel,
+    request: &ChatRequest,
+) -> Option<u64> {
+    if lock(&ctx.accounting.no_server_count).contains(&model.model) {
+        return None;
+    }
+    match tokenize::count_prompt(&model.provider, request).await {
+        Ok(exact) => Some(exact),
         Err(NoCount::NotLocal | NoCount::Unsupported) => {
             lock(&ctx.accounting.no_server_count).insert(model.model.clone());
+            None
         }
         Err(NoCount::Failed(why)) => {
             tracing::debug!(%why, "the server could not count the prompt; estimating");
+            None
         }
     }
-    measured
+}
+
+/// The fixed part of `request` (system prompt, instruction files, tools)
+/// as the model's server counts it, with an empty user turn to render it:
+/// `None` when the server cannot count. Counted once per fixed part.
+pub async fn fixed_exact(
+    ctx: &SessionCtx,
+    model: &ResolvedModel,
+    request: &ChatRequest,
+) -> Option<u64> {
+    let key = fixed_key(request);
+    if let Some(known) = ctx.accounting.fixed_count(&model.model, key) {
+        return Some(known);
+    }
+    let mut bare = request.clone();
+    bare.messages = vec![crate::provider::ChatMessage {
+        role: crate::provider::ChatRole::User,
+        content: vec![crate::provider::Content::Text {
+            text: String::new(),
+        }],
+    }];
+    let exact = server_count(ctx, model, &bare).await?;
+    ctx.accounting
+        .remember_fixed_count(&model.model, key, exact);
+    Some(exact)
+}
+
+/// A hash of what the fixed part is made of, to know when it changed.
+fn fixed_key(request: &ChatRequest) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    request.system.hash(&mut hasher);
+    serde_json::to_string(&request.tools)
+        .unwrap_or_default()
+        .hash(&mut hasher);
+    hasher.finish()
 }
 
 /// [`measure`], plus our own count of the request. Anchored, that count is
@@ -374,20 +427,28 @@ pub const MAX_FIXED_SHARE: f64 = 0.25;
 /// `Some(diagnosis)` when the request's fixed part is more than
 /// [`MAX_FIXED_SHARE`] of the usable window: one line naming the window,
 /// the prompt's size and the smallest window that would do.
+///
+/// A refusal rests on a count: the server's own (`exact`, see
+/// [`fixed_exact`]) where it counts, else the smaller of our count and our
+/// count calibrated, since a ratio learned from other content (numbers, say)
+/// must not refuse every later message (issue #30). A fixed part the
+/// estimate puts below the line still meets the overflow path if the server
+/// disagrees.
 pub fn window_too_small(
     ctx: &SessionCtx,
     model: &ResolvedModel,
     request: &ChatRequest,
+    exact: Option<u64>,
 ) -> Option<String> {
     let limits = limits(ctx, model);
     let usable = context::usable(&limits, &ctx.settings.compaction);
     if limits.context == 0 {
         return None;
     }
-    let fixed = ctx
-        .accounting
-        .calibration(&model.model)
-        .scale(fixed_tokens(request).0);
+    let fixed = exact.unwrap_or_else(|| {
+        let ours = fixed_tokens(request).0;
+        ours.min(ctx.accounting.calibration(&model.model).scale(ours))
+    });
     if (fixed as f64) <= usable as f64 * MAX_FIXED_SHARE {
         return None;
     }
@@ -452,7 +513,18 @@ fn send(ctx: &SessionCtx, gauge: ContextGauge) {
 /// counted and the next request is not built (on a long view that build is
 /// most of the cost); otherwise the whole request is built and counted.
 pub async fn refresh(ctx: &SessionCtx, model: &ResolvedModel) -> Result<ContextGauge, Error> {
-    let gauge = measure_view(ctx, model).await?;
+    let gauge = measure_view(ctx, model, false).await?;
+    publish(ctx, gauge);
+    Ok(gauge)
+}
+
+/// [`refresh`], counted by the model's server where it counts: the figure
+/// after a compaction, which the guard judges by.
+pub async fn refresh_counted(
+    ctx: &SessionCtx,
+    model: &ResolvedModel,
+) -> Result<ContextGauge, Error> {
+    let gauge = measure_view(ctx, model, true).await?;
     publish(ctx, gauge);
     Ok(gauge)
 }
@@ -464,11 +536,24 @@ pub async fn measure_quietly(
     ctx: &SessionCtx,
     model: &ResolvedModel,
 ) -> Result<ContextGauge, Error> {
-    measure_view(ctx, model).await
+    measure_view(ctx, model, true).await
 }
 
-/// The gauge of the session as stored now, anchored when it can be.
-async fn measure_view(ctx: &SessionCtx, model: &ResolvedModel) -> Result<ContextGauge, Error> {
+/// The gauge of the session as stored now: with `counted`, counted by the
+/// model's server where it counts (after a compaction, the figure the guard
+/// judges by must not rest on a ratio learned from other content), else
+/// anchored when it can be.
+async fn measure_view(
+    ctx: &SessionCtx,
+    model: &ResolvedModel,
+    counted: bool,
+) -> Result<ContextGauge, Error> {
+    if counted && !lock(&ctx.accounting.no_server_count).contains(&model.model) {
+        let request = with_next_request(ctx, model, |_, _, request| request.clone()).await?;
+        if let Some(exact) = server_count(ctx, model, &request).await {
+            return Ok(gauge_for(ctx, model, exact, false));
+        }
+    }
     let context = ctx.read_view().await?;
     let anchored = anchored_gauge(ctx, model, context.messages());
     ctx.keep_view(context);
@@ -536,7 +621,7 @@ pub async fn refresh_opening(ctx: &SessionCtx) {
     };
     // The first step asks whether the server counts prompts: ask now.
     tokenize::identify_soon(&model.provider);
-    match measure_view(ctx, &model).await {
+    match measure_view(ctx, &model, false).await {
         Ok(gauge) => {
             let mut published = lock(&ctx.accounting.gauges_published);
             if *published == 0 {
@@ -576,6 +661,8 @@ async fn with_next_request<R>(
 /// `/context`: the next request by category, adding up to the gauge.
 pub async fn breakdown(ctx: &SessionCtx, model: &ResolvedModel) -> Result<ContextBreakdown, Error> {
     let last_compaction = *lock(&ctx.accounting.last_compaction);
+    let next = with_next_request(ctx, model, |_, _, request| request.clone()).await?;
+    let fixed_exact = fixed_exact(ctx, model, &next).await;
     with_next_request(ctx, model, |read, history, request| {
         // Prune walks back from the newest message to the latest summary,
         // all inside the model view read (in time order, not the model's).
@@ -592,6 +679,7 @@ pub async fn breakdown(ctx: &SessionCtx, model: &ResolvedModel) -> Result<Contex
             prunable,
             gauge,
             last_compaction,
+            fixed_exact,
         })
     })
     .await
@@ -626,6 +714,21 @@ pub fn after_compaction(
     match verdict {
         GuardVerdict::Continue => None,
         GuardVerdict::Stop { message } => Some(message),
+    }
+}
+
+/// The size a decision to stop may rest on: `gauge.used`, unless it is an
+/// estimate scaled up by a ratio learned from other content (numbers count
+/// far more on some local models' tokenizers than in ours, issue #30); then
+/// the smaller of that and our own count. Stopping a turn on an inflated
+/// estimate strands the user; sending a request the server then rejects
+/// meets the overflow path, which says what happened.
+pub fn decisive_used(ctx: &SessionCtx, model: &ResolvedModel, gauge: &ContextGauge) -> u64 {
+    let ratio = ctx.accounting.calibration(&model.model).ratio();
+    if gauge.estimated && ratio > 1.0 {
+        (gauge.used as f64 / ratio).round() as u64
+    } else {
+        gauge.used
     }
 }
 

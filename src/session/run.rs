@@ -238,7 +238,8 @@ async fn decide_and_act(
     let gauge = measured.gauge;
     gauge::publish(ctx, gauge);
     // A window the prompt alone (nearly) fills: compacting cannot help.
-    if let Some(diagnosis) = gauge::window_too_small(ctx, &model, &request) {
+    let exact_fixed = gauge::fixed_exact(ctx, &model, &request).await;
+    if let Some(diagnosis) = gauge::window_too_small(ctx, &model, &request, exact_fixed) {
         ctx.writer.error(&ctx.session_id, diagnosis);
         return Ok(Next::Exit);
     }
@@ -297,7 +298,8 @@ async fn window_diagnosis(
     let agent = ctx.agents.get(&user.agent).clone();
     let view = view::model_view(history);
     let (request, _problems) = build_request(ctx, &agent, &model, &view, false);
-    gauge::window_too_small(ctx, &model, &request)
+    let exact_fixed = gauge::fixed_exact(ctx, &model, &request).await;
+    gauge::window_too_small(ctx, &model, &request, exact_fixed)
 }
 
 /// The next request does not fit: prune, and compact only when prune

@@ -467,3 +467,125 @@ async fn the_compaction_notice_says_the_size_that_triggered_it() {
     // The reported prompt and the call's 30 output tokens: the step's size.
     assert!(notice.contains("(auto): 7,807 -> "), "{notice}");
 }
+
+/// A log full of numbers, `lines` lines long (SmolLM2 counts each digit).
+fn numbers_log(lines: usize) -> String {
+    (0..lines)
+        .map(|i| {
+            format!(
+                "2026-11-{:02} 22:{:02}:{:02}.{:03} worker={} id={} took {}ms rows={} status=200\n",
+                1 + i % 28,
+                i % 60,
+                (i * 7) % 60,
+                (i * 37) % 1000,
+                i % 16,
+                48_213 + i * 131,
+                1_000 + i * 17,
+                90_000 + i * 311
+            )
+        })
+        .collect()
+}
+
+/// Issue #30: one calibration ratio per model, learned from digit-heavy
+/// text, made the fixed prompt look too large for the window, and every
+/// later message (even "hello") was refused with "the window is smaller
+/// than the smallest prompt". A refusal must rest on a count, not on a
+/// ratio learned from other content: on llama-server (which counts
+/// exactly) and on a server that cannot count, the turns are answered.
+async fn numbers_then_prose(kind: crate::counting::Kind) {
+    use crate::counting::Tokenizer;
+    let window = 4_096;
+    let model: Model = Box::new(|n, _, tokens| text(&format!("Noted ({n})."), tokens));
+    let counting = Counting::start_as(window, model, Tokenizer::DigitsApart, kind).await;
+    let project = project_on(&counting.server, window);
+    let prompts = [
+        format!("look at this log:\n{}", numbers_log(25)),
+        format!("and this one:\n{}", numbers_log(25)),
+        format!("and this:\n{}", numbers_log(20)),
+        "hello".to_string(),
+        "what did the logs have in common?".to_string(),
+    ];
+    for (turn, prompt) in prompts.iter().enumerate() {
+        let args: Vec<&str> = if turn == 0 {
+            vec!["run", prompt]
+        } else {
+            vec!["run", "--continue", prompt]
+        };
+        let out = project.cairn(&args).await;
+        let stderr = crate::project::text_of(&out.stderr);
+        assert!(
+            !stderr.contains("is smaller than"),
+            "{kind:?} turn {turn} refused from an estimate: {stderr}"
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{kind:?} turn {turn}: {}",
+            describe(&out)
+        );
+        assert!(
+            crate::project::text_of(&out.stdout).contains("Noted"),
+            "{kind:?} turn {turn} unanswered: {}",
+            describe(&out)
+        );
+    }
+    if kind == crate::counting::Kind::LlamaServer {
+        assert_eq!(counting.rejected(), 0, "an exact count never oversends");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ratio_learned_from_numbers_refuses_nothing_on_llama_server() {
+    numbers_then_prose(crate::counting::Kind::LlamaServer).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ratio_learned_from_numbers_refuses_nothing_on_a_server_that_cannot_count() {
+    numbers_then_prose(crate::counting::Kind::Generic).await;
+}
+
+/// Issue #30: `/context`'s fixed part was our count (507) where the server
+/// counted 812. On a server that counts, the system prompt, instruction
+/// file and tool rows add up to the server's own count of that part.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn context_shows_the_fixed_part_as_the_server_counts_it() {
+    use crate::counting::{Kind, Tokenizer};
+    let model: Model = Box::new(|n, _, tokens| text(&format!("Noted ({n})."), tokens));
+    let counting =
+        Counting::start_as(8_192, model, Tokenizer::DigitsApart, Kind::LlamaServer).await;
+    let project = project_on(&counting.server, 8_192);
+    std::fs::write(
+        project.path("AGENTS.md"),
+        format!("Ports in use: {}\n", numbers_log(3)),
+    )
+    .expect("AGENTS.md");
+    let out = project.cairn(&["run", "hello"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    let before = counting.tokenized().len();
+    let out = project
+        .cairn(&["run", "--continue", "--format", "json", "/context"])
+        .await;
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    let counted = counting.tokenized();
+    let fixed = *counted[before..]
+        .last()
+        .unwrap_or_else(|| panic!("the fixed part was not counted: {counted:?}"));
+    let stdout = crate::project::text_of(&out.stdout);
+    let event: Value = stdout
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .find(|event| event["type"] == "context")
+        .unwrap_or_else(|| panic!("no context event: {stdout}"));
+    let rows: u64 = event["breakdown"]["categories"]
+        .as_array()
+        .expect("categories")
+        .iter()
+        .filter(|row| {
+            ["system prompt", "instruction files", "tool definitions"]
+                .contains(&row[0].as_str().unwrap_or(""))
+        })
+        .map(|row| row[1].as_u64().unwrap_or(0))
+        .sum();
+    assert_eq!(rows, fixed, "{event}");
+}

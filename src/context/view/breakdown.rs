@@ -67,6 +67,10 @@ pub struct BreakdownInput<'a> {
     pub prunable: u64,
     pub gauge: ContextGauge,
     pub last_compaction: Option<(u64, u64)>,
+    /// The fixed part (system prompt, instruction files, tools) as the
+    /// model's server counted it, where it counts: the three rows are shown
+    /// in its tokens, shared in proportion to our counts.
+    pub fixed_exact: Option<u64>,
 }
 
 pub const SYSTEM_PROMPT: &str = "system prompt";
@@ -105,13 +109,18 @@ pub fn build_breakdown(input: &BreakdownInput<'_>) -> ContextBreakdown {
             }
         }
     }
-    let raw = [
-        (SYSTEM_PROMPT, text_tokens(input.base_prompt)),
-        (INSTRUCTION_FILES, text_tokens(input.instruction_files)),
-        (
-            TOOL_DEFINITIONS,
+    let fixed = in_server_tokens(
+        [
+            text_tokens(input.base_prompt),
+            text_tokens(input.instruction_files),
             token::count_or_estimate(&tool_json).0 as u64,
-        ),
+        ],
+        input.fixed_exact,
+    );
+    let raw = [
+        (SYSTEM_PROMPT, fixed[0]),
+        (INSTRUCTION_FILES, fixed[1]),
+        (TOOL_DEFINITIONS, fixed[2]),
         (SUMMARY, summary),
         (WORKING_STATE, working_state),
         (MESSAGES, messages),
@@ -129,6 +138,20 @@ pub fn build_breakdown(input: &BreakdownInput<'_>) -> ContextBreakdown {
         last_compaction: input.last_compaction,
         last_cache: last_cache(input.history),
     }
+}
+
+/// `ours` (our counts of the fixed rows) shared out so they add up to the
+/// server's count of the fixed part, when there is one; the last row takes
+/// the rounding.
+fn in_server_tokens(ours: [u64; 3], exact: Option<u64>) -> [u64; 3] {
+    let total: u64 = ours.iter().sum();
+    let Some(exact) = exact.filter(|_| total > 0) else {
+        return ours;
+    };
+    let share = |n: u64| (n as f64 * exact as f64 / total as f64).round() as u64;
+    let first = share(ours[0]);
+    let second = share(ours[1]);
+    [first, second, exact.saturating_sub(first + second)]
 }
 
 /// The cache use of the newest answered request in the view.
@@ -177,6 +200,7 @@ mod tests {
             prunable: 100,
             gauge: g,
             last_compaction: None,
+            fixed_exact: None,
         });
         let names: Vec<&str> = breakdown
             .categories
@@ -210,5 +234,21 @@ mod tests {
         );
         assert!(breakdown.categories[3].1 > 0);
         assert!(breakdown.prunable > 0 && breakdown.prunable <= tool_outputs);
+    }
+
+    #[test]
+    fn the_fixed_rows_add_up_to_the_servers_count_when_it_counts() {
+        assert_eq!(
+            in_server_tokens([300, 100, 107], Some(812)),
+            [480, 160, 172]
+        );
+        assert_eq!(
+            in_server_tokens([300, 0, 207], Some(812))
+                .iter()
+                .sum::<u64>(),
+            812
+        );
+        assert_eq!(in_server_tokens([300, 100, 107], None), [300, 100, 107]);
+        assert_eq!(in_server_tokens([0, 0, 0], Some(5)), [0, 0, 0]);
     }
 }

@@ -19,6 +19,7 @@ pub struct Counting {
     pub server: ScriptedServer,
     seen: Arc<Mutex<Vec<(Value, u64)>>>,
     rejected: Arc<Mutex<u32>>,
+    tokenized: Arc<Mutex<Vec<u64>>>,
 }
 
 pub fn is_summary_request(request: &Value) -> bool {
@@ -29,23 +30,70 @@ pub fn is_summary_request(request: &Value) -> bool {
 }
 
 pub fn counted(request: &Value) -> u64 {
-    let text = format!("{}{}", request["messages"], request["tools"]);
-    cairn::token::count(&text) as u64
+    Tokenizer::Ours.count(&rendered(request))
+}
+
+/// The text a request is counted as (the server's "template").
+fn rendered(request: &Value) -> String {
+    format!("{}{}", request["messages"], request["tools"])
+}
+
+/// How the server counts: as cairn does, or as SmolLM2's tokenizer does
+/// with numbers (one token per digit where `o200k_base` takes up to three),
+/// which teaches cairn's calibration a ratio that misfires on prose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tokenizer {
+    Ours,
+    DigitsApart,
+}
+
+impl Tokenizer {
+    pub fn count(self, text: &str) -> u64 {
+        match self {
+            Self::Ours => cairn::token::count(text) as u64,
+            Self::DigitsApart => {
+                let digits = text.chars().filter(char::is_ascii_digit).count() as u64;
+                let rest: String = text.chars().filter(|c| !c.is_ascii_digit()).collect();
+                cairn::token::count(&rest) as u64 + digits
+            }
+        }
+    }
+}
+
+/// What else the server answers besides chat: nothing (a generic
+/// OpenAI-compatible server), or llama-server's `/props`, `/apply-template`
+/// and `/tokenize`, so cairn can have its prompts counted exactly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Generic,
+    LlamaServer,
 }
 
 impl Counting {
     pub async fn start(window: u64, model: Model) -> Self {
+        Self::start_as(window, model, Tokenizer::Ours, Kind::Generic).await
+    }
+
+    pub async fn start_as(window: u64, model: Model, tokenizer: Tokenizer, kind: Kind) -> Self {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let rejected = Arc::new(Mutex::new(0));
+        let tokenized = Arc::new(Mutex::new(Vec::new()));
         let answered = Arc::new(Mutex::new(0usize));
         let server = ScriptedServer::answering({
             let (seen, rejected) = (Arc::clone(&seen), Arc::clone(&rejected));
+            let tokenized = Arc::clone(&tokenized);
             move |request| {
+                if kind == Kind::LlamaServer
+                    && let Some(answer) =
+                        llama_server_path(request, window, tokenizer, &tokenized)
+                {
+                    return answer;
+                }
                 if !request.path.ends_with("/chat/completions") {
                     return ScriptedResponse::json(404, "{}");
                 }
                 let body = request.json();
-                let tokens = counted(&body);
+                let tokens = tokenizer.count(&rendered(&body));
                 seen.lock().unwrap().push((body.clone(), tokens));
                 if tokens > window {
                     *rejected.lock().unwrap() += 1;
@@ -67,7 +115,13 @@ impl Counting {
             server,
             seen,
             rejected,
+            tokenized,
         }
+    }
+
+    /// Each `/tokenize` answer, in order (llama-server only).
+    pub fn tokenized(&self) -> Vec<u64> {
+        self.tokenized.lock().unwrap().clone()
     }
 
     pub fn seen(&self) -> Vec<(Value, u64)> {
@@ -84,4 +138,33 @@ impl Counting {
             .filter(|(r, _)| is_summary_request(r))
             .count()
     }
+}
+
+/// llama-server's extra paths, answered as a recorded llama.cpp does: the
+/// template renders a chat request into the text the chat path counts.
+fn llama_server_path(
+    request: &crate::support::RecordedRequest,
+    window: u64,
+    tokenizer: Tokenizer,
+    tokenized: &Mutex<Vec<u64>>,
+) -> Option<ScriptedResponse> {
+    let body = match request.path.as_str() {
+        "/props" => serde_json::json!({
+            "default_generation_settings": {"n_ctx": window, "params": {}},
+            "total_slots": 1,
+            "model_path": "SmolLM2-135M-Instruct-Q4_1.gguf",
+            "chat_template": "{{ messages }}",
+            "build_info": "b6000-abcdef0",
+        }),
+        "/apply-template" => serde_json::json!({ "prompt": rendered(&request.json()) }),
+        "/tokenize" => {
+            let content = request.json()["content"].as_str().unwrap_or("").to_string();
+            let count = tokenizer.count(&content);
+            tokenized.lock().unwrap().push(count);
+            let tokens = vec![1; count as usize];
+            serde_json::json!({ "tokens": tokens })
+        }
+        _ => return None,
+    };
+    Some(ScriptedResponse::json(200, &body.to_string()))
 }
