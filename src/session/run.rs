@@ -16,6 +16,7 @@ use crate::bus::SessionStatus;
 use crate::clock::now_millis;
 use crate::context::view;
 use crate::message::{CompactionPart, MessageWithParts, Part, SubtaskPart, UserMessage};
+use crate::provider::ChatRequest;
 use crate::session::agent::TASK_TOOL;
 use crate::session::ctx::{ResolvedModel, SessionCtx};
 use crate::session::doom::CallSignature;
@@ -238,8 +239,7 @@ async fn decide_and_act(
     let gauge = measured.gauge;
     gauge::publish(ctx, gauge);
     // A window the prompt alone (nearly) fills: compacting cannot help.
-    let exact_fixed = gauge::fixed_exact(ctx, &model, &request).await;
-    if let Some(diagnosis) = gauge::window_too_small(ctx, &model, &request, exact_fixed) {
+    if let Some(diagnosis) = too_small(ctx, &model, &request).await {
         ctx.writer.error(&ctx.session_id, diagnosis);
         return Ok(Next::Exit);
     }
@@ -298,8 +298,18 @@ async fn window_diagnosis(
     let agent = ctx.agents.get(&user.agent).clone();
     let view = view::model_view(history);
     let (request, _problems) = build_request(ctx, &agent, &model, &view, false);
-    let exact_fixed = gauge::fixed_exact(ctx, &model, &request).await;
-    gauge::window_too_small(ctx, &model, &request, exact_fixed)
+    too_small(ctx, &model, &request).await
+}
+
+/// `gauge::window_too_small`, with the fixed part counted by the model's
+/// server where it counts.
+async fn too_small(
+    ctx: &SessionCtx,
+    model: &ResolvedModel,
+    request: &ChatRequest,
+) -> Option<String> {
+    let exact_fixed = gauge::fixed_exact(ctx, model, request).await;
+    gauge::window_too_small(ctx, model, request, exact_fixed)
 }
 
 /// The next request does not fit: prune, and compact only when prune

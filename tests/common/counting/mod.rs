@@ -29,10 +29,6 @@ pub fn is_summary_request(request: &Value) -> bool {
         && request["tools"].as_array().is_none_or(Vec::is_empty)
 }
 
-pub fn counted(request: &Value) -> u64 {
-    Tokenizer::Ours.count(&rendered(request))
-}
-
 /// The text a request is counted as (the server's "template").
 fn rendered(request: &Value) -> String {
     format!("{}{}", request["messages"], request["tools"])
