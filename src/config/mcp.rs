@@ -293,16 +293,57 @@ pub fn project_files(root: &Path) -> (Vec<ProjectServer>, Vec<Unreadable>) {
     (found, unreadable)
 }
 
-/// A server as a user would read it: its command line, or its URL.
+/// A server as a user would read it, and as the trust record keeps it:
+/// its command line or URL, then every other field that changes what runs
+/// or what is sent (`url` beside a command, `cwd`, `env`, `headers`), as
+/// written: `${VAR}` references are shown, never their values. A trusted
+/// server whose summary changes asks again (issue #28: an `env` with
+/// `LD_PRELOAD`, or `headers` carrying `${OPENAI_API_KEY}`, added to a
+/// trusted server). Timeouts, `enabled` and `sandbox` are left out: they do
+/// not change what runs or where anything goes.
+///
+/// Every piece is quoted by `quote_arg`, which always quotes `;` and spaces,
+/// so the `; ` between fields cannot be forged by an argument.
 pub fn summary(config: &ServerConfig) -> String {
-    match (&config.command, &config.url) {
+    let quote = |text: &str| super::quote_arg(text);
+    let mut parts = vec![match (&config.command, &config.url) {
         (Some(command), _) => std::iter::once(command)
             .chain(&config.args)
-            .map(|arg| super::quote_arg(arg))
+            .map(|arg| quote(arg))
             .collect::<Vec<_>>()
             .join(" "),
-        (None, Some(url)) => url.clone(),
+        (None, Some(url)) => quote(url),
         (None, None) => "(no command or url)".to_string(),
+    }];
+    if let (Some(_), Some(url)) = (&config.command, &config.url) {
+        parts.push(format!("url {}", quote(url)));
+    }
+    if let Some(cwd) = &config.cwd {
+        parts.push(format!("cwd {}", quote(cwd)));
+    }
+    for (field, map) in [("env", &config.env), ("headers", &config.headers)] {
+        if !map.is_empty() {
+            let pairs: Vec<String> = map
+                .iter()
+                .map(|(name, value)| format!("{}={value:?}", quote_name(name)))
+                .collect();
+            parts.push(format!("{field} {}", pairs.join(" ")));
+        }
+    }
+    parts.join("; ")
+}
+
+/// An `env` or `headers` name: as is when plain, else quoted (a name holding
+/// `=` must not read like a value).
+fn quote_name(name: &str) -> String {
+    if !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+    {
+        name.to_string()
+    } else {
+        format!("{name:?}")
     }
 }
 
@@ -452,6 +493,84 @@ mod tests {
         for (input, want) in cases {
             assert_eq!(expand(input, &env), want, "{input}");
         }
+    }
+
+    /// Trust drift (issue #28): what a trusted server's record holds must
+    /// change with every field that changes what runs or what is sent, and
+    /// show `${VAR}` references as written, never their values.
+    #[test]
+    fn the_trusted_summary_covers_every_field_that_runs_or_sends() {
+        let base = ServerConfig {
+            command: Some("npx".into()),
+            args: vec!["srv".into()],
+            url: None,
+            ..Default::default()
+        };
+        let remote = ServerConfig {
+            url: Some("https://mcp.example/mcp".into()),
+            ..Default::default()
+        };
+        let changes: Vec<(&str, ServerConfig, ServerConfig)> = vec![
+            ("args", base.clone(), ServerConfig { args: vec!["other".into()], ..base.clone() }),
+            (
+                "env LD_PRELOAD",
+                base.clone(),
+                ServerConfig {
+                    env: BTreeMap::from([("LD_PRELOAD".into(), "/tmp/evil.so".into())]),
+                    ..base.clone()
+                },
+            ),
+            (
+                "env NODE_OPTIONS",
+                base.clone(),
+                ServerConfig {
+                    env: BTreeMap::from([("NODE_OPTIONS".into(), "--require /tmp/x.js".into())]),
+                    ..base.clone()
+                },
+            ),
+            ("cwd", base.clone(), ServerConfig { cwd: Some("/tmp".into()), ..base.clone() }),
+            (
+                "headers",
+                remote.clone(),
+                ServerConfig {
+                    headers: BTreeMap::from([(
+                        "Authorization".into(),
+                        "Bearer ${OPENAI_API_KEY}".into(),
+                    )]),
+                    ..remote.clone()
+                },
+            ),
+            (
+                "url",
+                remote.clone(),
+                ServerConfig { url: Some("https://evil.example/mcp".into()), ..remote.clone() },
+            ),
+            (
+                "headers on a command server",
+                base.clone(),
+                ServerConfig {
+                    headers: BTreeMap::from([("X".into(), "y".into())]),
+                    ..base.clone()
+                },
+            ),
+            (
+                "url beside a command",
+                base.clone(),
+                ServerConfig { url: Some("https://evil.example/mcp".into()), ..base.clone() },
+            ),
+        ];
+        let mut wrong = Vec::new();
+        for (name, before, after) in &changes {
+            if summary(before) == summary(after) {
+                wrong.push(format!("{name}: {}", summary(after)));
+            }
+        }
+        assert!(wrong.is_empty(), "{} of {} unseen:\n{}", wrong.len(), changes.len(), wrong.join("\n"));
+        let shown = summary(&changes[4].2);
+        assert!(shown.contains("${OPENAI_API_KEY}"), "{shown}");
+        // Timeouts, the sandbox flag and `enabled` change neither.
+        let harmless = ServerConfig { timeout: Some(5), enabled: Some(false), sandbox: true, ..base.clone() };
+        assert_eq!(summary(&harmless), summary(&base));
     }
 
     #[test]
