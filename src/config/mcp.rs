@@ -503,74 +503,148 @@ mod tests {
         let base = ServerConfig {
             command: Some("npx".into()),
             args: vec!["srv".into()],
-            url: None,
             ..Default::default()
         };
         let remote = ServerConfig {
             url: Some("https://mcp.example/mcp".into()),
             ..Default::default()
         };
-        let changes: Vec<(&str, ServerConfig, ServerConfig)> = vec![
-            ("args", base.clone(), ServerConfig { args: vec!["other".into()], ..base.clone() }),
+        let with = |from: &ServerConfig, change: fn(&mut ServerConfig)| {
+            let mut changed = from.clone();
+            change(&mut changed);
+            (from.clone(), changed)
+        };
+        let pairs = |items: &[(&str, &str)]| -> BTreeMap<String, String> {
+            items
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let env_preload = pairs(&[("LD_PRELOAD", "/tmp/evil.so")]);
+        let env_node = pairs(&[("NODE_OPTIONS", "--require /tmp/x.js")]);
+        let key_header = pairs(&[("Authorization", "Bearer ${OPENAI_API_KEY}")]);
+        let changes = [
+            ("args", with(&base, |c| c.args = vec!["other".into()])),
             (
                 "env LD_PRELOAD",
-                base.clone(),
-                ServerConfig {
-                    env: BTreeMap::from([("LD_PRELOAD".into(), "/tmp/evil.so".into())]),
-                    ..base.clone()
-                },
+                (
+                    base.clone(),
+                    ServerConfig {
+                        env: env_preload,
+                        ..base.clone()
+                    },
+                ),
             ),
             (
                 "env NODE_OPTIONS",
-                base.clone(),
-                ServerConfig {
-                    env: BTreeMap::from([("NODE_OPTIONS".into(), "--require /tmp/x.js".into())]),
-                    ..base.clone()
-                },
+                (
+                    base.clone(),
+                    ServerConfig {
+                        env: env_node,
+                        ..base.clone()
+                    },
+                ),
             ),
-            ("cwd", base.clone(), ServerConfig { cwd: Some("/tmp".into()), ..base.clone() }),
+            ("cwd", with(&base, |c| c.cwd = Some("/tmp".into()))),
             (
                 "headers",
-                remote.clone(),
-                ServerConfig {
-                    headers: BTreeMap::from([(
-                        "Authorization".into(),
-                        "Bearer ${OPENAI_API_KEY}".into(),
-                    )]),
-                    ..remote.clone()
-                },
+                (
+                    remote.clone(),
+                    ServerConfig {
+                        headers: key_header,
+                        ..remote.clone()
+                    },
+                ),
             ),
             (
                 "url",
-                remote.clone(),
-                ServerConfig { url: Some("https://evil.example/mcp".into()), ..remote.clone() },
+                with(&remote, |c| c.url = Some("https://evil.example/mcp".into())),
             ),
             (
                 "headers on a command server",
-                base.clone(),
-                ServerConfig {
-                    headers: BTreeMap::from([("X".into(), "y".into())]),
-                    ..base.clone()
-                },
+                with(&base, |c| {
+                    c.headers = BTreeMap::from([("X".into(), "y".into())]);
+                }),
             ),
             (
                 "url beside a command",
-                base.clone(),
-                ServerConfig { url: Some("https://evil.example/mcp".into()), ..base.clone() },
+                with(&base, |c| c.url = Some("https://evil.example/mcp".into())),
+            ),
+            // An argument must not read like a field.
+            (
+                "args spelling a field",
+                with(&base, |c| {
+                    c.args = vec!["srv; env LD_PRELOAD=\"/x\"".into()];
+                }),
             ),
         ];
         let mut wrong = Vec::new();
-        for (name, before, after) in &changes {
+        for (name, (before, after)) in &changes {
             if summary(before) == summary(after) {
                 wrong.push(format!("{name}: {}", summary(after)));
             }
         }
-        assert!(wrong.is_empty(), "{} of {} unseen:\n{}", wrong.len(), changes.len(), wrong.join("\n"));
-        let shown = summary(&changes[4].2);
+        assert!(
+            wrong.is_empty(),
+            "{} of {} unseen:\n{}",
+            wrong.len(),
+            changes.len(),
+            wrong.join("\n")
+        );
+        let shown = summary(&changes[4].1.1);
         assert!(shown.contains("${OPENAI_API_KEY}"), "{shown}");
-        // Timeouts, the sandbox flag and `enabled` change neither.
-        let harmless = ServerConfig { timeout: Some(5), enabled: Some(false), sandbox: true, ..base.clone() };
+        // A trusted server whose arguments spell a field is not the server
+        // with that field.
+        let env_for_real = ServerConfig {
+            env: pairs(&[("LD_PRELOAD", "/x")]),
+            ..base.clone()
+        };
+        assert_ne!(summary(&changes[8].1.1), summary(&env_for_real));
+    }
+
+    /// Timeouts, the sandbox flag and `enabled` change neither what runs
+    /// nor where anything goes: changing them keeps the trust.
+    #[test]
+    fn harmless_fields_leave_the_summary_alone() {
+        let base = ServerConfig {
+            command: Some("npx".into()),
+            ..Default::default()
+        };
+        let harmless = ServerConfig {
+            timeout: Some(5),
+            enabled: Some(false),
+            sandbox: true,
+            ..base.clone()
+        };
         assert_eq!(summary(&harmless), summary(&base));
+    }
+
+    /// A record stored before the summary held `env` (only the command
+    /// line) still trusts that server as it was, and asks again once it
+    /// has an `env`: an old record never trusts a field it did not show.
+    #[test]
+    fn a_record_in_the_old_shape_does_not_trust_new_fields() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let data = tempfile::tempdir().expect("tempdir");
+        let root = crate::trust::canonical(dir.path());
+        let old = json!({"projects": {root.to_string_lossy(): {
+            "trusted_at": 1,
+            "settings": [".mcp.json: mcpServers.x = sh -c \"touch marker\""]
+        }}});
+        std::fs::write(data.path().join(crate::trust::FILE), old.to_string()).expect("write");
+        let trust = crate::config::Trust {
+            all: false,
+            store: Some(crate::trust::Store::in_dir(data.path())),
+        };
+        let server = json!({"command": "sh", "args": ["-c", "touch marker"]});
+        let mut drifted = server.clone();
+        drifted["env"] = json!({"LD_PRELOAD": "/tmp/evil.so"});
+        for (config, starts) in [(server, true), (drifted, false)] {
+            let file = json!({"mcpServers": {"x": config}});
+            std::fs::write(dir.path().join(".mcp.json"), file.to_string()).expect("write");
+            let found = discover(&BTreeMap::new(), dir.path(), None, &trust);
+            assert_eq!(found.servers.contains_key("x"), starts, "{:?}", found.risks);
+        }
     }
 
     #[test]

@@ -154,45 +154,16 @@ fn gate_instructions(
         };
         let shown = if outside(text) {
             format!("{text:?}")
-        } else if let Some(real) = resolves_outside(text, cx.cwd, cx.root) {
+        } else if let Some(real) = super::instruction_paths::resolves_outside(text, cx.cwd, cx.root)
+        {
             // The target is part of what is trusted: a link moved later asks again.
             format!("{text:?} -> {}", real.display())
         } else {
             return true;
         };
-        split
-            .risks
-            .push(risk(vec!["instructions".into()], shown));
+        split.risks.push(risk(vec!["instructions".into()], shown));
         cx.trusted
     });
-}
-
-/// Where the relative `instructions` entry really is, when that is outside
-/// `root`. Entries are read relative to the working directory (see
-/// `session::prompt`), so they are resolved from `cwd`. For a glob, the
-/// folder its walk starts at (the part before the first wildcard): the walk
-/// follows that folder when it is a link, but no link below it.
-fn resolves_outside(entry: &str, cwd: &Path, root: &Path) -> Option<PathBuf> {
-    let is_glob = |part: &std::ffi::OsStr| part.to_string_lossy().contains(['*', '?', '[', '{']);
-    let literal: PathBuf = Path::new(entry)
-        .components()
-        .take_while(|part| !is_glob(part.as_os_str()))
-        .collect();
-    let real = real_location(&cwd.join(literal));
-    let root = crate::trust::canonical(root);
-    (!real.starts_with(&root)).then_some(real)
-}
-
-/// `path` with every symlink resolved as far as it exists; the missing rest
-/// appended as written.
-fn real_location(path: &Path) -> PathBuf {
-    for existing in path.ancestors() {
-        if let Ok(real) = existing.canonicalize() {
-            let rest = path.strip_prefix(existing).unwrap_or(Path::new(""));
-            return real.join(rest);
-        }
-    }
-    path.to_path_buf()
 }
 
 /// `[snapshot]` settings that take undo history away:
@@ -706,7 +677,13 @@ mod tests {
                 wrong.push(format!("{url}: waits for trust {held}, want {waits}"));
             }
         }
-        assert!(wrong.is_empty(), "{} of {}:\n{}", wrong.len(), cases.len(), wrong.join("\n"));
+        assert!(
+            wrong.is_empty(),
+            "{} of {}:\n{}",
+            wrong.len(),
+            cases.len(),
+            wrong.join("\n")
+        );
     }
 
     #[test]
@@ -743,50 +720,6 @@ mod tests {
             assert_eq!(keys, ["mcp.other"]);
             assert_eq!(split.risks[0].line, Some(3));
         }
-    }
-
-    /// `instructions` entries that read as inside but resolve outside the
-    /// project through links (issue #28). (entry, cwd below the root, outside)
-    #[cfg(unix)]
-    #[test]
-    fn instructions_resolved_through_links_table() {
-        let root = tempfile::tempdir().expect("tempdir");
-        let home = tempfile::tempdir().expect("tempdir");
-        let root_path = root.path();
-        std::fs::create_dir_all(root_path.join("sub/inner")).expect("dirs");
-        std::fs::write(root_path.join("rules.md"), "rules").expect("write");
-        std::fs::write(home.path().join("secret.txt"), "secret").expect("write");
-        let link = |target: &Path, at: &str| {
-            std::os::unix::fs::symlink(target, root_path.join(at)).expect("link");
-        };
-        link(home.path(), "docs");
-        link(&home.path().join("secret.txt"), "key.md");
-        link(&root_path.join("rules.md"), "alias.md");
-        link(&root_path.join("sub/inner"), "inside");
-        link(home.path(), "sub/docs");
-        let cases: &[(&str, &str, bool)] = &[
-            ("rules.md", "", false),
-            ("missing.md", "", false),
-            ("alias.md", "", false),
-            ("inside/x.md", "", false),
-            ("*.md", "", false),
-            ("docs/secret.txt", "", true),
-            ("docs/missing.md", "", true),
-            ("docs/*.txt", "", true),
-            ("docs/**/*.md", "", true),
-            ("./docs/secret.txt", "", true),
-            ("key.md", "", true),
-            ("docs/secret.txt", "sub", true),
-            ("rules.md", "sub", false),
-        ];
-        let mut wrong = Vec::new();
-        for (entry, cwd, want) in cases {
-            let got = resolves_outside(entry, &root_path.join(cwd), root_path).is_some();
-            if got != *want {
-                wrong.push(format!("{entry} from {cwd:?}: outside {got}, want {want}"));
-            }
-        }
-        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
     }
 
     #[test]

@@ -107,7 +107,8 @@ impl ConfiguredModels {
             .map_err(|error| format!("cannot use model {model}: {error}"))?;
         let local_preset = presets::preset(&model.provider).is_some_and(|p| p.is_local);
         let is_local = local_preset
-            || crate::shared::reach(&provider.config().base_url) == crate::shared::Reach::ThisMachine;
+            || crate::shared::reach(&provider.config().base_url)
+                == crate::shared::Reach::ThisMachine;
         // Prices follow who serves the model, not where the URL points: a
         // localhost proxy to a paid API still bills. Only the local
         // presets (the user's own server) are free.

@@ -420,7 +420,10 @@ mod tests {
                 &env_in(tmp.path(), tmp.path()),
             );
             assert!(
-                prompt.instructions.iter().all(|i| i.content != "PRIVATE KEY"),
+                prompt
+                    .instructions
+                    .iter()
+                    .all(|i| i.content != "PRIVATE KEY"),
                 "{name}"
             );
             assert!(

@@ -156,8 +156,8 @@ async fn check_drift(drift: &'static Drift) {
         drift.shown
     );
     assert!(!listed_text.contains(KEY), "{name}: {listed_text}");
-    let record = std::fs::read_to_string(project.data_dir().join(cairn::trust::FILE))
-        .expect("record");
+    let record =
+        std::fs::read_to_string(project.data_dir().join(cairn::trust::FILE)).expect("record");
     assert!(!record.contains(KEY), "{name}: {record}");
 
     // Trusted again: it applies.
