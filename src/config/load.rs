@@ -268,6 +268,7 @@ fn split_project(
     let context = |trusted| super::project::Context {
         file: path,
         root: &root,
+        cwd: &options.cwd,
         text,
         base: merged,
         set_vars: &options.set_vars,

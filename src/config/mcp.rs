@@ -293,16 +293,57 @@ pub fn project_files(root: &Path) -> (Vec<ProjectServer>, Vec<Unreadable>) {
     (found, unreadable)
 }
 
-/// A server as a user would read it: its command line, or its URL.
+/// A server as a user would read it, and as the trust record keeps it:
+/// its command line or URL, then every other field that changes what runs
+/// or what is sent (`url` beside a command, `cwd`, `env`, `headers`), as
+/// written: `${VAR}` references are shown, never their values. A trusted
+/// server whose summary changes asks again (issue #28: an `env` with
+/// `LD_PRELOAD`, or `headers` carrying `${OPENAI_API_KEY}`, added to a
+/// trusted server). Timeouts, `enabled` and `sandbox` are left out: they do
+/// not change what runs or where anything goes.
+///
+/// Every piece is quoted by `quote_arg`, which always quotes `;` and spaces,
+/// so the `; ` between fields cannot be forged by an argument.
 pub fn summary(config: &ServerConfig) -> String {
-    match (&config.command, &config.url) {
+    let quote = |text: &str| super::quote_arg(text);
+    let mut parts = vec![match (&config.command, &config.url) {
         (Some(command), _) => std::iter::once(command)
             .chain(&config.args)
-            .map(|arg| super::quote_arg(arg))
+            .map(|arg| quote(arg))
             .collect::<Vec<_>>()
             .join(" "),
-        (None, Some(url)) => url.clone(),
+        (None, Some(url)) => quote(url),
         (None, None) => "(no command or url)".to_string(),
+    }];
+    if let (Some(_), Some(url)) = (&config.command, &config.url) {
+        parts.push(format!("url {}", quote(url)));
+    }
+    if let Some(cwd) = &config.cwd {
+        parts.push(format!("cwd {}", quote(cwd)));
+    }
+    for (field, map) in [("env", &config.env), ("headers", &config.headers)] {
+        if !map.is_empty() {
+            let pairs: Vec<String> = map
+                .iter()
+                .map(|(name, value)| format!("{}={value:?}", quote_name(name)))
+                .collect();
+            parts.push(format!("{field} {}", pairs.join(" ")));
+        }
+    }
+    parts.join("; ")
+}
+
+/// An `env` or `headers` name: as is when plain, else quoted (a name holding
+/// `=` must not read like a value).
+fn quote_name(name: &str) -> String {
+    if !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+    {
+        name.to_string()
+    } else {
+        format!("{name:?}")
     }
 }
 
@@ -451,6 +492,158 @@ mod tests {
         ];
         for (input, want) in cases {
             assert_eq!(expand(input, &env), want, "{input}");
+        }
+    }
+
+    /// Trust drift (issue #28): what a trusted server's record holds must
+    /// change with every field that changes what runs or what is sent, and
+    /// show `${VAR}` references as written, never their values.
+    #[test]
+    fn the_trusted_summary_covers_every_field_that_runs_or_sends() {
+        let base = ServerConfig {
+            command: Some("npx".into()),
+            args: vec!["srv".into()],
+            ..Default::default()
+        };
+        let remote = ServerConfig {
+            url: Some("https://mcp.example/mcp".into()),
+            ..Default::default()
+        };
+        let with = |from: &ServerConfig, change: fn(&mut ServerConfig)| {
+            let mut changed = from.clone();
+            change(&mut changed);
+            (from.clone(), changed)
+        };
+        let pairs = |items: &[(&str, &str)]| -> BTreeMap<String, String> {
+            items
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let env_preload = pairs(&[("LD_PRELOAD", "/tmp/evil.so")]);
+        let env_node = pairs(&[("NODE_OPTIONS", "--require /tmp/x.js")]);
+        let key_header = pairs(&[("Authorization", "Bearer ${OPENAI_API_KEY}")]);
+        let changes = [
+            ("args", with(&base, |c| c.args = vec!["other".into()])),
+            (
+                "env LD_PRELOAD",
+                (
+                    base.clone(),
+                    ServerConfig {
+                        env: env_preload,
+                        ..base.clone()
+                    },
+                ),
+            ),
+            (
+                "env NODE_OPTIONS",
+                (
+                    base.clone(),
+                    ServerConfig {
+                        env: env_node,
+                        ..base.clone()
+                    },
+                ),
+            ),
+            ("cwd", with(&base, |c| c.cwd = Some("/tmp".into()))),
+            (
+                "headers",
+                (
+                    remote.clone(),
+                    ServerConfig {
+                        headers: key_header,
+                        ..remote.clone()
+                    },
+                ),
+            ),
+            (
+                "url",
+                with(&remote, |c| c.url = Some("https://evil.example/mcp".into())),
+            ),
+            (
+                "headers on a command server",
+                with(&base, |c| {
+                    c.headers = BTreeMap::from([("X".into(), "y".into())]);
+                }),
+            ),
+            (
+                "url beside a command",
+                with(&base, |c| c.url = Some("https://evil.example/mcp".into())),
+            ),
+            // An argument must not read like a field.
+            (
+                "args spelling a field",
+                with(&base, |c| {
+                    c.args = vec!["srv; env LD_PRELOAD=\"/x\"".into()];
+                }),
+            ),
+        ];
+        let mut wrong = Vec::new();
+        for (name, (before, after)) in &changes {
+            if summary(before) == summary(after) {
+                wrong.push(format!("{name}: {}", summary(after)));
+            }
+        }
+        assert!(
+            wrong.is_empty(),
+            "{} of {} unseen:\n{}",
+            wrong.len(),
+            changes.len(),
+            wrong.join("\n")
+        );
+        let shown = summary(&changes[4].1.1);
+        assert!(shown.contains("${OPENAI_API_KEY}"), "{shown}");
+        // A trusted server whose arguments spell a field is not the server
+        // with that field.
+        let env_for_real = ServerConfig {
+            env: pairs(&[("LD_PRELOAD", "/x")]),
+            ..base.clone()
+        };
+        assert_ne!(summary(&changes[8].1.1), summary(&env_for_real));
+    }
+
+    /// Timeouts, the sandbox flag and `enabled` change neither what runs
+    /// nor where anything goes: changing them keeps the trust.
+    #[test]
+    fn harmless_fields_leave_the_summary_alone() {
+        let base = ServerConfig {
+            command: Some("npx".into()),
+            ..Default::default()
+        };
+        let harmless = ServerConfig {
+            timeout: Some(5),
+            enabled: Some(false),
+            sandbox: true,
+            ..base.clone()
+        };
+        assert_eq!(summary(&harmless), summary(&base));
+    }
+
+    /// A record stored before the summary held `env` (only the command
+    /// line) still trusts that server as it was, and asks again once it
+    /// has an `env`: an old record never trusts a field it did not show.
+    #[test]
+    fn a_record_in_the_old_shape_does_not_trust_new_fields() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let data = tempfile::tempdir().expect("tempdir");
+        let root = crate::trust::canonical(dir.path());
+        let old = json!({"projects": {root.to_string_lossy(): {
+            "trusted_at": 1,
+            "settings": [".mcp.json: mcpServers.x = sh -c \"touch marker\""]
+        }}});
+        std::fs::write(data.path().join(crate::trust::FILE), old.to_string()).expect("write");
+        let trust = crate::config::Trust {
+            all: false,
+            store: Some(crate::trust::Store::in_dir(data.path())),
+        };
+        let server = json!({"command": "sh", "args": ["-c", "touch marker"]});
+        let mut drifted = server.clone();
+        drifted["env"] = json!({"LD_PRELOAD": "/tmp/evil.so"});
+        for (config, starts) in [(server, true), (drifted, false)] {
+            let file = json!({"mcpServers": {"x": config}});
+            std::fs::write(dir.path().join(".mcp.json"), file.to_string()).expect("write");
+            let found = discover(&BTreeMap::new(), dir.path(), None, &trust);
+            assert_eq!(found.servers.contains_key("x"), starts, "{:?}", found.risks);
         }
     }
 

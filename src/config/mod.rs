@@ -6,6 +6,7 @@
 //! and never decides behaviour: the session, tools and TUI read the values.
 
 mod error;
+mod instruction_paths;
 mod load;
 mod locate;
 pub mod mcp;

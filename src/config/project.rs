@@ -9,6 +9,8 @@
 //!   project's `bash = "ask"` would replace the user's `"rm *" = "deny"`).
 //! - `mcp.*`: starts a process or connects somewhere.
 //! - `sandbox.*`: loosens what every command may reach.
+//! - `snapshot.enabled = false` and a shorter `snapshot.max_age_days`: they
+//!   take undo history away.
 //! - `base_url`, `headers`, `api_key_env`, `api_key` of a provider that
 //!   would carry a key the user set: they send that key, or the user's
 //!   prompts under another key, where the project chooses. A keyless
@@ -16,7 +18,7 @@
 //!
 //! A project `[mcp.NAME]` named like one of the user's servers is dropped
 //! even when trusted: the user's server keeps its name and its rules.
-//! Pure: no I/O.
+//! No I/O but resolving the symlinks of `instructions` paths.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -49,6 +51,8 @@ pub struct Split {
 pub struct Context<'a> {
     pub file: &'a Path,
     pub root: &'a Path,
+    /// Where cairn runs: `instructions` entries are read relative to it.
+    pub cwd: &'a Path,
     pub text: &'a str,
     /// Everything merged before the project file (defaults and the user's file).
     pub base: &'a Table,
@@ -111,9 +115,9 @@ pub fn split(mut table: Table, cx: &Context<'_>) -> Split {
             table.remove("mcp");
         }
     }
-    gate_instructions(&mut table, cx.trusted, &mut split, &risk);
+    gate_instructions(&mut table, cx, &mut split, &risk);
     gate_providers(&mut table, cx, &mut split, &risk);
-    gate_snapshot_age(&mut table, cx, &mut split, &risk);
+    gate_snapshot(&mut table, cx, &mut split, &risk);
     gate_sandbox(&mut table, cx.trusted, &mut split, &risk);
     if cx.trusted {
         split.restrictions.clear();
@@ -122,13 +126,15 @@ pub fn split(mut table: Table, cx: &Context<'_>) -> Split {
     split
 }
 
-/// `instructions` entries outside the project (absolute, `~`, `..`) or at
-/// a URL: their contents go to the model with every request, so a project
-/// naming `~/.ssh/id_rsa` would send it without the `read` ask; a URL
-/// connects where the project chooses. Entries inside the project stay.
+/// `instructions` entries outside the project (absolute, `~`, `..`), at a
+/// URL, or that resolve outside it through a symlinked folder or file
+/// (`docs/x.md` with `docs -> ~/.ssh`): their contents go to the model with
+/// every request, so a project naming `~/.ssh/id_rsa` would send it without
+/// the `read` ask; a URL connects where the project chooses. Entries that
+/// stay inside the project apply at once.
 fn gate_instructions(
     table: &mut Table,
-    trusted: bool,
+    cx: &Context<'_>,
     split: &mut Split,
     risk: &dyn Fn(Vec<String>, String) -> Risk,
 ) {
@@ -146,21 +152,29 @@ fn gate_instructions(
         let Some(text) = entry.as_str() else {
             return true;
         };
-        if !outside(text) {
+        let shown = if outside(text) {
+            format!("{text:?}")
+        } else if let Some(real) = super::instruction_paths::resolves_outside(text, cx.cwd, cx.root)
+        {
+            // The target is part of what is trusted: a link moved later asks again.
+            format!("{text:?} -> {}", real.display())
+        } else {
             return true;
-        }
-        split
-            .risks
-            .push(risk(vec!["instructions".into()], format!("{text:?}")));
-        trusted
+        };
+        split.risks.push(risk(vec!["instructions".into()], shown));
+        cx.trusted
     });
 }
 
-/// `snapshot.max_age_days` shorter than the user's (or the default 7):
-/// collection at start-up prunes every project's snapshot store, so a
-/// project's `0` would take the undo history of all the user's projects.
-/// Keeping snapshots longer is harmless.
-fn gate_snapshot_age(
+/// `[snapshot]` settings that take undo history away:
+///
+/// - `enabled = false` turns off `/undo` for this repository without the
+///   user knowing it did.
+/// - `max_age_days` shorter than the user's (or the default 7): collection
+///   at start-up prunes every project's snapshot store, so a project's `0`
+///   would take the undo history of all the user's projects. Keeping
+///   snapshots longer is harmless, and so is `enabled = true`.
+fn gate_snapshot(
     table: &mut Table,
     cx: &Context<'_>,
     split: &mut Split,
@@ -169,6 +183,15 @@ fn gate_snapshot_age(
     let Some(Value::Table(snapshot)) = table.get_mut("snapshot") else {
         return;
     };
+    if snapshot.get("enabled") == Some(&Value::Boolean(false)) {
+        split.risks.push(risk(
+            vec!["snapshot".into(), "enabled".into()],
+            "false".into(),
+        ));
+        if !cx.trusted {
+            snapshot.remove("enabled");
+        }
+    }
     let Some(Value::Integer(days)) = snapshot.get("max_age_days").cloned() else {
         return;
     };
@@ -242,9 +265,10 @@ fn gate_providers(
         } else if provider
             .get("base_url")
             .and_then(Value::as_str)
-            .is_some_and(|url| !is_loopback_url(url))
+            .is_some_and(|url| crate::shared::reach(url) != crate::shared::Reach::ThisMachine)
         {
-            // Keyless, but the conversation (code, files read) would go there.
+            // Keyless, but the conversation (code, files read) would go
+            // there; on this machine it is the user's own server.
             &["base_url"]
         } else {
             &[]
@@ -278,25 +302,6 @@ fn gate_providers(
             }
         }
     }
-}
-
-/// Whether `url` points at this machine (`localhost`, 127.0.0.0/8, `::1`):
-/// a keyless provider there is the user's own server.
-fn is_loopback_url(url: &str) -> bool {
-    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
-    let host = authority
-        .rsplit_once('@')
-        .map_or(authority, |(_, host)| host);
-    let host = if let Some(bracketed) = host.strip_prefix('[') {
-        bracketed.split(']').next().unwrap_or_default()
-    } else {
-        host.split(':').next().unwrap_or_default()
-    };
-    host.eq_ignore_ascii_case("localhost")
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// Whether requests to provider `name` would carry a key the user set: a
@@ -347,28 +352,13 @@ fn drop_shadowed_servers(table: &mut Table, base: &Table) -> Vec<String> {
     shadowed
 }
 
-/// A server as a user would read it: its command line, or its URL.
+/// A server as a user would read it and the trust record keeps it (see
+/// `mcp::summary`); a table that is not a server config is shown whole, so
+/// nothing in it can change unseen.
 fn server_summary(server: &Value) -> String {
-    let text = |key: &str| server.get(key).and_then(Value::as_str).map(str::to_string);
-    if let Some(command) = text("command") {
-        let args = server
-            .get("args")
-            .and_then(Value::as_array)
-            .map(|args| {
-                args.iter()
-                    .filter_map(Value::as_str)
-                    .map(quote_arg)
-                    .collect::<Vec<_>>()
-            })
-            .unwrap_or_default();
-        std::iter::once(quote_arg(&command))
-            .chain(args)
-            .collect::<Vec<_>>()
-            .join(" ")
-    } else if let Some(url) = text("url") {
-        url
-    } else {
-        "(no command or url)".to_string()
+    match server.clone().try_into::<super::mcp::ServerConfig>() {
+        Ok(config) => super::mcp::summary(&config),
+        Err(_) => server.to_string(),
     }
 }
 
@@ -427,6 +417,7 @@ mod tests {
             &Context {
                 file: Path::new("/p/cairn.toml"),
                 root: Path::new("/p"),
+                cwd: Path::new("/p"),
                 text,
                 base: &base,
                 set_vars: &set_vars,
@@ -584,7 +575,21 @@ mod tests {
             ),
             (
                 "keeping snapshots longer is harmless",
+                "[snapshot]\nmax_age_days = 30",
+                "",
+                &[],
+                &[],
+            ),
+            (
+                "snapshots turned off: /undo gone for this repository",
                 "[snapshot]\nmax_age_days = 30\nenabled = false",
+                "",
+                &[],
+                &["snapshot.enabled"],
+            ),
+            (
+                "snapshots left on is harmless",
+                "[snapshot]\nenabled = true",
                 "",
                 &[],
                 &[],
@@ -624,6 +629,61 @@ mod tests {
             assert_eq!(trusted.kept, applied, "{name}: trusted applies all");
             assert!(trusted.restrictions.is_empty(), "{name}");
         }
+    }
+
+    /// A keyless provider's `base_url` spelled every way a URL parser
+    /// may read differently: "on this machine" (harmless) must be decided
+    /// on the host the HTTP client connects to. (base_url, waits for trust)
+    #[test]
+    fn keyless_base_url_host_spellings_table() {
+        let cases: &[(&str, bool)] = &[
+            ("http://127.0.0.1:9/v1", false),
+            ("http://localhost:9/v1", false),
+            ("http://LOCALHOST:9/v1", false),
+            ("http://[::1]:9/v1", false),
+            ("http://a@b.example/v1", true),
+            ("http://localhost@b.example/v1", true),
+            ("http://b.example@localhost:9/v1", false),
+            // Issue #28: the backslash ends the authority for the client.
+            ("http://192.0.2.2:1\\@localhost/v1", true),
+            ("http:\\\\192.0.2.2:1\\@localhost/v1", true),
+            ("http://127.0.0.1:9\\@evil.example/v1", false),
+            ("http://[::ffff:127.0.0.1]:9/v1", false),
+            ("http://[::ffff:192.0.2.2]:9/v1", true),
+            ("http://[::ffff:c000:202]:9/v1", true),
+            ("http://[fd00::2]:9/v1", true),
+            ("http://2130706433:9/v1", false),
+            ("http://0177.0.0.1:9/v1", false),
+            ("http://0x7f.1:9/v1", false),
+            ("http://127.1:9/v1", false),
+            ("http://3221225986:9/v1", true),
+            ("http://0:9/v1", true),
+            ("http://localhost.example.com/v1", true),
+            ("http://localhost./v1", true),
+            ("http://evil.localhost/v1", true),
+            ("http://127.0.0.1./v1", false),
+            ("http://127.0.0.1.nip.io/v1", true),
+            ("http://%6c%6fcalhost:9/v1", false),
+            ("http://%31%39%32.0.2.2:9/v1", true),
+            ("not a url", true),
+            ("localhost:9/v1", true),
+        ];
+        let mut wrong = Vec::new();
+        for (url, waits) in cases {
+            let text = format!("[provider.e]\nwire = \"openai\"\nbase_url = {url:?}");
+            let split = split_text(&text, "", &[], false);
+            let held = split.risks.iter().any(|r| r.key == "provider.e.base_url");
+            if held != *waits {
+                wrong.push(format!("{url}: waits for trust {held}, want {waits}"));
+            }
+        }
+        assert!(
+            wrong.is_empty(),
+            "{} of {}:\n{}",
+            wrong.len(),
+            cases.len(),
+            wrong.join("\n")
+        );
     }
 
     #[test]

@@ -410,23 +410,10 @@ fn connect_error(url: &str, error: &reqwest::Error) -> Error {
     }
 }
 
-/// Whether `url`'s host is this machine or a private network: loopback,
-/// `localhost`, RFC 1918 and unique-local addresses.
+/// Whether `url`'s host is this machine or a private network (see
+/// [`crate::shared::reach`]): a server the user runs, not a hosted API.
 pub fn is_local_address(url: &str) -> bool {
-    let Ok(parsed) = reqwest::Url::parse(url) else {
-        return false;
-    };
-    let Some(host) = parsed.host_str() else {
-        return false;
-    };
-    if host == "localhost" || host.ends_with(".localhost") {
-        return true;
-    }
-    match host.trim_start_matches('[').trim_end_matches(']').parse() {
-        Ok(std::net::IpAddr::V4(ip)) => ip.is_loopback() || ip.is_private() || ip.is_link_local(),
-        Ok(std::net::IpAddr::V6(ip)) => ip.is_loopback() || (ip.segments()[0] & 0xfe00) == 0xfc00,
-        Err(_) => false,
-    }
+    crate::shared::reach(url) != crate::shared::Reach::Elsewhere
 }
 
 /// reqwest's top-level message hides the cause ("error sending request").

@@ -106,7 +106,9 @@ impl ConfiguredModels {
         let provider = presets::resolve_provider(&model.provider, &overrides)
             .map_err(|error| format!("cannot use model {model}: {error}"))?;
         let local_preset = presets::preset(&model.provider).is_some_and(|p| p.is_local);
-        let is_local = local_preset || is_loopback(&provider.config().base_url);
+        let is_local = local_preset
+            || crate::shared::reach(&provider.config().base_url)
+                == crate::shared::Reach::ThisMachine;
         // Prices follow who serves the model, not where the URL points: a
         // localhost proxy to a paid API still bills. Only the local
         // presets (the user's own server) are free.
@@ -172,13 +174,6 @@ fn context_advice(model: &ModelRef) -> String {
         "set the window in cairn.toml: [provider.{}.models.\"{}\"] context = TOKENS",
         model.provider, model.model
     )
-}
-
-fn is_loopback(base_url: &str) -> bool {
-    let host = base_url.split("://").nth(1).unwrap_or(base_url);
-    ["localhost", "127.", "[::1]"]
-        .iter()
-        .any(|prefix| host.starts_with(prefix))
 }
 
 impl ResolvedModel {

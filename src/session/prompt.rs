@@ -403,6 +403,37 @@ mod tests {
         );
     }
 
+    /// Each project instruction file name, linked outside the project, is
+    /// not sent (issue #28: `CLAUDE.md`, `CONTEXT.md` as well as `AGENTS.md`).
+    #[cfg(unix)]
+    #[test]
+    fn every_instruction_file_name_linked_outside_is_not_sent() {
+        for name in PROJECT_INSTRUCTION_NAMES {
+            let tmp = tempfile::tempdir().expect("tempdir");
+            let outside = tempfile::tempdir().expect("outside");
+            std::fs::write(outside.path().join("id_rsa"), "PRIVATE KEY").expect("write");
+            std::os::unix::fs::symlink(outside.path().join("id_rsa"), tmp.path().join(name))
+                .expect("link");
+            let prompt = build(
+                Agents::builtin().get("build"),
+                &ModelRef::new("openai", "gpt-5"),
+                &env_in(tmp.path(), tmp.path()),
+            );
+            assert!(
+                prompt
+                    .instructions
+                    .iter()
+                    .all(|i| i.content != "PRIVATE KEY"),
+                "{name}"
+            );
+            assert!(
+                prompt.problems.iter().any(|p| p.contains(name)),
+                "{name}: {:?}",
+                prompt.problems
+            );
+        }
+    }
+
     #[test]
     fn instruction_files_are_reread_every_time() {
         let tmp = tempfile::tempdir().expect("tempdir");

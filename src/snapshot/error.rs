@@ -9,7 +9,8 @@ use std::path::PathBuf;
 pub enum Error {
     #[error(
         "snapshots need the `git` executable, which was not found on PATH ({0}); \
-         install git or set `snapshot.enabled = false` in cairn.toml"
+         install git or set `snapshot.enabled = false` in your config.toml (a project's \
+         cairn.toml needs `cairn trust` for it)"
     )]
     GitMissing(std::io::Error),
     #[error("snapshot store {path}: {source}")]

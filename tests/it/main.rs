@@ -82,6 +82,8 @@ mod tools_kill;
 mod tools_search;
 mod tools_truncate;
 mod trust;
+mod trust_drift;
+mod trust_hosts;
 mod tui_asks;
 mod tui_edges;
 mod tui_habit_enter;

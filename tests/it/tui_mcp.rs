@@ -87,7 +87,7 @@ async fn the_trust_dialog_enter_keeps_out_t_trusts() {
     std::fs::write(
         &config,
         format!(
-            "yolo = true\n{toml}\n[mcp.fx]\ncommand = \"{}\"\nargs = [\"--starts-file\", \"{}\"]\n",
+            "yolo = true\n{toml}\n[mcp.fx]\ncommand = \"{}\"\nargs = [\"--starts-file\", \"{}\"]\nenv = {{ FX_TOKEN = \"${{FX_TOKEN}}\" }}\n",
             fixture(),
             starts.display()
         ),
@@ -107,6 +107,9 @@ async fn the_trust_dialog_enter_keeps_out_t_trusts() {
         assert!(dialog.contains("cairn.toml:1: yolo = true"), "{dialog}");
         assert!(dialog.contains("mcp.fx = "), "{dialog}");
         assert!(dialog.contains("--starts-file"), "{dialog}");
+        // Every field that changes what runs or what is sent, as written
+        // (issue #28): the reference, never a value.
+        assert!(dialog.contains("FX_TOKEN=\"${FX_TOKEN}\""), "{dialog}");
         terminal.type_text("\r");
         terminal.wait_for("the dialog closed", |s| {
             !s.contains("untrusted project") && s.contains("not applied")

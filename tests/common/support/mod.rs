@@ -1,5 +1,6 @@
-//! The one scripted HTTP server of the tests and benches: binds 127.0.0.1:0,
-//! answers each request with the next response from a queue (or from a
+//! The one scripted HTTP server of the tests and benches: binds 127.0.0.1:0
+//! (or another of this machine's addresses, for a host that must not count as
+//! this machine), answers each request with the next response from a queue (or from a
 //! function of the request), and records every request (method, path,
 //! headers, body, arrival time) for assertions.
 //!
@@ -281,6 +282,23 @@ impl ScriptedServer {
         .await
     }
 
+    /// [`ScriptedServer::start`] on `ip` (port chosen by the system): a
+    /// server cairn must treat as another host although the test reaches it.
+    pub async fn start_on(
+        ip: std::net::IpAddr,
+        responses: impl IntoIterator<Item = ScriptedResponse>,
+    ) -> Self {
+        Self::serve_on(
+            std::net::SocketAddr::new(ip, 0),
+            Shared {
+                queue: Mutex::new(responses.into_iter().collect()),
+                record: true,
+                ..Shared::default()
+            },
+        )
+        .await
+    }
+
     /// [`ScriptedServer::start`], whose script answers `/props` and
     /// `/v1/models` too (a test of what cairn asks them).
     pub async fn start_asked_what_it_is(
@@ -308,9 +326,13 @@ impl ScriptedServer {
     }
 
     async fn serve(shared: Shared) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0")
+        Self::serve_on(std::net::SocketAddr::from(([127, 0, 0, 1], 0)), shared).await
+    }
+
+    async fn serve_on(bind: std::net::SocketAddr, shared: Shared) -> Self {
+        let listener = TcpListener::bind(bind)
             .await
-            .expect("bind 127.0.0.1:0");
+            .unwrap_or_else(|error| panic!("bind {bind}: {error}"));
         let address = listener
             .local_addr()
             .expect("a bound listener has an address");
@@ -331,9 +353,14 @@ impl ScriptedServer {
         }
     }
 
-    /// `http://127.0.0.1:PORT`
+    /// `http://127.0.0.1:PORT` (the address it was bound to)
     pub fn url(&self) -> String {
         format!("http://{}", self.address)
+    }
+
+    /// The address it listens on.
+    pub fn address(&self) -> std::net::SocketAddr {
+        self.address
     }
 
     /// Queues more responses after the ones given at start.
