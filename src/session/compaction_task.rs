@@ -141,7 +141,7 @@ async fn summarize(
             continue; // far over the window: shrink without counting it exactly
         }
         let counted = gauge::count_request(&chat);
-        if gauge::request_exceeds(ctx, model, counted) {
+        if gauge::exceeds_before_sending(ctx, model, &chat, counted).await {
             continue; // certain to overflow: shrink before paying for a round trip
         }
         let assistant = request::new_assistant(ctx, &request.message.id, user, COMPACTION, true);

@@ -493,6 +493,24 @@ pub fn request_exceeds(ctx: &SessionCtx, model: &ResolvedModel, counted: u64) ->
     usable != 0 && ctx.accounting.calibration(&model.model).scale(counted) > usable
 }
 
+/// [`request_exceeds`] for a request about to be sent, decided on the
+/// server's own count where it counts (a summary request on a 4k llama-server
+/// overflowed on an estimate, issue #30).
+pub async fn exceeds_before_sending(
+    ctx: &SessionCtx,
+    model: &ResolvedModel,
+    request: &ChatRequest,
+    counted: u64,
+) -> bool {
+    match server_count(ctx, model, request).await {
+        Some(exact) => {
+            let usable = usable(ctx, model);
+            usable != 0 && exact > usable
+        }
+        None => request_exceeds(ctx, model, counted),
+    }
+}
+
 pub fn publish(ctx: &SessionCtx, gauge: ContextGauge) {
     let mut published = lock(&ctx.accounting.gauges_published);
     *published += 1;

@@ -589,3 +589,46 @@ async fn context_shows_the_fixed_part_as_the_server_counts_it() {
         .sum();
     assert_eq!(rows, fixed, "{event}");
 }
+
+/// Issue #30: `/compact` at 4k on the real llama-server sent summary
+/// requests it rejected, and retried. On a server that counts, each summary
+/// request is checked on its count before it is sent: none is rejected.
+/// (This scripted server's tokenizer did not reproduce the rejection on the
+/// old code; it guards the path, the real-server run is the evidence.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compact_at_4k_on_llama_server_sends_no_summary_request_it_rejects() {
+    use crate::counting::{Kind, Tokenizer};
+    let window = 4_096;
+    let model: Model = Box::new(|n, _, tokens| text(&format!("Noted ({n})."), tokens));
+    let counting =
+        Counting::start_as(window, model, Tokenizer::DigitsApart, Kind::LlamaServer).await;
+    let project = project_on(&counting.server, window);
+    for (turn, lines) in [12, 12, 10, 10].into_iter().enumerate() {
+        let prompt = format!("log {turn}:\n{}", numbers_log(lines));
+        let args: Vec<&str> = if turn == 0 {
+            vec!["run", &prompt]
+        } else {
+            vec!["run", "--continue", &prompt]
+        };
+        let out = project.cairn(&args).await;
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "turn {turn}: {}",
+            describe(&out)
+        );
+    }
+    let before = counting.rejected();
+    let out = project.cairn(&["run", "--continue", "/compact"]).await;
+    let stderr = crate::project::text_of(&out.stderr);
+    assert_eq!(
+        counting.rejected() - before,
+        0,
+        "a summary request was rejected: {stderr}"
+    );
+    assert!(
+        counting.summaries() >= 1,
+        "no summary was asked for: {stderr}"
+    );
+    assert!(!stderr.contains("retrying with less history"), "{stderr}");
+}
