@@ -632,3 +632,77 @@ async fn compact_at_4k_on_llama_server_sends_no_summary_request_it_rejects() {
     );
     assert!(!stderr.contains("retrying with less history"), "{stderr}");
 }
+
+/// Some Rust, `n` functions long, different for each `seed`.
+fn code_paste(seed: usize, n: usize) -> String {
+    (0..n)
+        .map(|i| {
+            format!(
+                "fn step_{seed}_{i}(input: &[u8]) -> Result<usize, Error> {{\n    let count = input.iter().filter(|b| **b == b'\\n').count();\n    if count > {limit} {{\n        return Err(Error::TooLong(count));\n    }}\n    Ok(count + {i})\n}}\n",
+                limit = 1_000 + seed * 10 + i
+            )
+        })
+        .collect()
+}
+
+/// Issue #30: a 20-turn plain conversation at 4k, the user pasting logs and
+/// code: every turn is answered, no request is rejected, no message is sent
+/// twice; the compactions are counted and bounded. Run on a server counting
+/// as cairn does, and on a llama-server counting numbers digit by digit.
+async fn twenty_pasting_turns_at_4k(
+    tokenizer: crate::counting::Tokenizer,
+    kind: crate::counting::Kind,
+) -> usize {
+    let window = 4_096;
+    let model: Model = Box::new(|n, _, tokens| text(&format!("Noted ({n}): looks fine."), tokens));
+    let counting = Counting::start_as(window, model, tokenizer, kind).await;
+    let project = project_on(&counting.server, window);
+    for turn in 1..=20 {
+        let paste = if turn % 2 == 0 {
+            numbers_log(6 + turn % 5)
+        } else {
+            code_paste(turn, 3 + turn % 3)
+        };
+        let prompt = format!("paste {turn}: is this fine?\n{paste}");
+        let args: Vec<&str> = if turn == 1 {
+            vec!["run", &prompt]
+        } else {
+            vec!["run", "--continue", &prompt]
+        };
+        let out = project.cairn(&args).await;
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{kind:?} turn {turn}: {}",
+            describe(&out)
+        );
+        assert!(
+            crate::project::text_of(&out.stdout).contains("Noted"),
+            "{kind:?} turn {turn} unanswered: {}",
+            describe(&out)
+        );
+    }
+    let seen = counting.seen();
+    let compactions = counting.summaries();
+    eprintln!(
+        "{tokenizer:?}/{kind:?} at 4k: {} requests, {compactions} compactions, {} rejected",
+        seen.len(),
+        counting.rejected()
+    );
+    assert_eq!(counting.rejected(), 0, "{kind:?}: a request was rejected");
+    assert_no_repeats(&seen, "paste 1: is this fine?");
+    assert!(compactions <= 12, "{compactions} compactions in 20 turns");
+    compactions
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twenty_pasting_turns_at_4k_fit_and_repeat_nothing() {
+    use crate::counting::{Kind, Tokenizer};
+    twenty_pasting_turns_at_4k(Tokenizer::Ours, Kind::Generic).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twenty_pasting_turns_at_4k_on_llama_server_counting_digits_apart() {
+    use crate::counting::{Kind, Tokenizer};
+    twenty_pasting_turns_at_4k(Tokenizer::DigitsApart, Kind::LlamaServer).await;
+}
