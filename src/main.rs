@@ -591,6 +591,9 @@ fn first_run_text(servers: &[LocalServer]) -> String {
 
 /// `flag_model`: `--model` given when the TUI was started; a reopened
 /// session is switched to it (it would otherwise keep its last model).
+/// How many of the project's earlier prompts Up/Down and Ctrl+R reach.
+const PROMPT_HISTORY: i64 = 1_000;
+
 async fn tui_input(
     app: &App,
     choice: SessionChoice,
@@ -646,6 +649,13 @@ async fn tui_input(
         .map(|m| m.to_string())
         .unwrap_or_default();
     let sessions = app.store.list_sessions(50).await?;
+    let root =
+        cairn::session::prompt::Environment::discover(std::path::Path::new(&session.directory))
+            .root;
+    let prompt_history = app
+        .store
+        .prompt_history(&root.display().to_string(), PROMPT_HISTORY)
+        .await?;
     let message_counts = app
         .store
         .message_counts(sessions.iter().map(|s| s.id.clone()).collect())
@@ -670,6 +680,7 @@ async fn tui_input(
         notice: None,
         message_counts,
         untrusted: Vec::new(),
+        prompt_history,
     })
 }
 
@@ -706,6 +717,7 @@ async fn first_run_input(app: &App, found: &Found) -> anyhow::Result<TuiInput> {
         notice: None,
         message_counts: Default::default(),
         untrusted: Vec::new(),
+        prompt_history: Vec::new(),
     })
 }
 

@@ -162,6 +162,7 @@ async fn handle(
     match command {
         Command::Prompt { text, agent, model } => {
             write_prompt(ctx, &text, agent, model).await?;
+            record_prompt(ctx, &text).await;
             ensure_loop(ctx, running);
         }
         Command::Shell { command } => match running {
@@ -283,6 +284,20 @@ async fn undo_or_redo(
     let ctx = ctx.clone();
     tokio::spawn(async move { gauge::refresh_session(&ctx).await });
     Ok(done)
+}
+
+/// Keeps the prompt in the project's history (the composer's Up/Down and
+/// Ctrl+R in a later session); a failure costs only that.
+async fn record_prompt(ctx: &SessionCtx, text: &str) {
+    let project = ctx.env.root.display().to_string();
+    if let Err(error) = ctx
+        .writer
+        .store
+        .record_prompt(&project, text, now_millis())
+        .await
+    {
+        tracing::warn!(%error, "cannot keep the prompt in the project's history");
+    }
 }
 
 async fn write_prompt(

@@ -19,6 +19,7 @@ mod cache;
 mod error;
 mod live;
 mod part_json;
+mod prompts;
 mod reads;
 mod records;
 mod refresh;

@@ -108,6 +108,16 @@ const MIGRATIONS: &[&str] = &[
         time_created INTEGER NOT NULL,
         UNIQUE (project, permission, pattern)
     );",
+    // 4: the prompts typed in each project (its root directory), newest
+    // last, for the composer's Up/Down and Ctrl+R across sessions and
+    // restarts (issue #34).
+    "CREATE TABLE prompt_history (
+        id INTEGER PRIMARY KEY,
+        project TEXT NOT NULL,
+        text TEXT NOT NULL,
+        time_created INTEGER NOT NULL
+    );
+    CREATE INDEX prompt_history_by_project ON prompt_history (project, id);",
 ];
 
 /// The schema version this build writes and understands.

@@ -48,4 +48,6 @@ pub enum Action {
     Suspend,
     /// Ctrl+G: open a subtask's child session, or go back from one.
     OpenSubtask,
+    /// Ctrl+R: search the prompts typed earlier in this project.
+    SearchHistory,
 }

@@ -252,6 +252,8 @@ pub struct App {
     pub queue_held: bool,
     pub completion: Vec<Candidate>,
     pub completion_selected: usize,
+    /// Ctrl+R's search of earlier prompts, while it is open.
+    pub history_search: Option<super::history_search::HistorySearch>,
     pub files: Arc<Vec<String>>,
     /// One line under the composer: hints, export paths, errors.
     pub flash: Option<String>,
@@ -331,6 +333,7 @@ impl App {
             queue_held: false,
             completion: Vec::new(),
             completion_selected: 0,
+            history_search: None,
             files: Arc::new(Vec::new()),
             flash: None,
             expand_details: false,

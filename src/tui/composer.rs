@@ -73,6 +73,26 @@ impl Composer {
         self.pastes.push((placeholder, pasted));
     }
 
+    /// Starts the history from `earlier` (oldest first): the prompts of
+    /// this project's earlier sessions.
+    pub fn set_history(&mut self, earlier: Vec<String>) {
+        self.history = earlier;
+        self.history_pos = None;
+    }
+
+    /// The newest history entry holding `query` (case-insensitive) older
+    /// than position `before` (all of them when `None`): Ctrl+R's search.
+    pub fn search_history(&self, query: &str, before: Option<usize>) -> Option<(usize, &str)> {
+        let query = query.to_lowercase();
+        let end = before.unwrap_or(self.history.len()).min(self.history.len());
+        self.history[..end]
+            .iter()
+            .enumerate()
+            .rev()
+            .find(|(_, entry)| entry.to_lowercase().contains(&query))
+            .map(|(i, entry)| (i, entry.as_str()))
+    }
+
     /// Takes the text to send (pastes expanded) and records it in history.
     pub fn take(&mut self) -> String {
         let shown = std::mem::take(&mut self.text);

@@ -41,6 +41,7 @@ pub fn action_for_key(key: &KeyEvent) -> Option<Action> {
         KeyCode::Enter if shift || alt || ctrl => Action::Newline,
         KeyCode::Enter => Action::Enter,
         KeyCode::Char('j') if ctrl => Action::Newline,
+        KeyCode::Char('r') if ctrl => Action::SearchHistory,
         KeyCode::Char('a') if ctrl => Action::LineStart,
         KeyCode::Char('e') if ctrl => Action::LineEnd,
         KeyCode::Char('k') if ctrl => Action::KillToEnd,

@@ -22,6 +22,7 @@ pub mod composer;
 pub mod event;
 pub mod export;
 pub mod highlight;
+pub mod history_search;
 pub mod input_end;
 pub mod keymap;
 pub mod keys;
@@ -109,6 +110,9 @@ pub struct TuiInput {
     pub message_counts: std::collections::HashMap<String, u64>,
     /// The untrusted project's risky settings: the trust dialog opens on them.
     pub untrusted: Vec<String>,
+    /// The prompts typed earlier in this project, oldest first: the
+    /// composer's Up/Down and Ctrl+R start from them.
+    pub prompt_history: Vec<String>,
 }
 
 /// How the TUI ended, for `main` to act on.
@@ -160,6 +164,7 @@ pub async fn run(input: TuiInput) -> anyhow::Result<TuiExit> {
         app.overlay = Some(app::Overlay::Trust(input.untrusted));
     }
     app.message_counts = input.message_counts;
+    app.composer.set_history(input.prompt_history);
     let mut guard = terminal::TerminalGuard::enter()?;
     let channels = runner::Channels {
         events: input.events,

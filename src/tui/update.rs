@@ -30,6 +30,10 @@ pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
     if app.overlay.is_some() {
         return overlay_key(app, action);
     }
+    if app.history_search.is_some() {
+        super::history_search::key(app, action);
+        return Vec::new();
+    }
     if !app.completion.is_empty()
         && let Some(effects) = completion_key(app, &action)
     {
@@ -383,6 +387,7 @@ fn composer_key(app: &mut App, action: Action) -> Vec<Effect> {
             app.timeline.bump_all();
         }
         Action::OpenSubtask => return app.open_subtask_key(),
+        Action::SearchHistory => super::history_search::open(app),
         Action::Resize | Action::Suspend | Action::Home | Action::End => {}
     }
     Vec::new()

@@ -87,6 +87,7 @@ mod trust_hosts;
 mod tui_asks;
 mod tui_edges;
 mod tui_habit_enter;
+mod tui_history;
 mod tui_mcp;
 mod tui_paging;
 mod tui_pty;

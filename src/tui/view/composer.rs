@@ -74,7 +74,10 @@ pub fn draw(app: &App, frame: &mut Frame<'_>, area: Rect) {
     }
     let busy = app.is_busy();
     let rule_style = Style::default().fg(if busy { Color::Yellow } else { Color::DarkGray });
-    let rule = Line::styled("─".repeat(area.width as usize), rule_style);
+    let rule = match &app.history_search {
+        Some(search) => search_rule(search, area.width),
+        None => Line::styled("─".repeat(area.width as usize), rule_style),
+    };
     frame.render_widget(Paragraph::new(rule), Rect { height: 1, ..area });
     let text = app.composer.text();
     let (rows, (cursor_row, cursor_col)) =
@@ -137,6 +140,25 @@ pub fn draw(app: &App, frame: &mut Frame<'_>, area: Rect) {
 /// The completion popup above the composer. A description that does not
 /// fit wraps at words under itself (not under the command), and the whole
 /// entry is highlighted when selected.
+/// The rule over the composer while Ctrl+R searches: what is searched for,
+/// and whether anything matched.
+fn search_rule(search: &crate::tui::history_search::HistorySearch, width: u16) -> Line<'static> {
+    let found = if search.at.is_some() || search.query.is_empty() {
+        ""
+    } else {
+        " (no match)"
+    };
+    let label = format!(
+        "─ search earlier prompts: {}▏{found} · Ctrl+R older · Enter keeps · Esc back ",
+        search.query
+    );
+    let pad = (width as usize).saturating_sub(str_width(&label));
+    Line::styled(
+        format!("{label}{}", "─".repeat(pad)),
+        Style::default().fg(Color::Yellow),
+    )
+}
+
 pub fn draw_completion(app: &App, frame: &mut Frame<'_>, composer: Rect) {
     let width = composer.width.min(72);
     let mut lines: Vec<Line<'static>> = Vec::new();
