@@ -5,7 +5,7 @@
 //! Esc puts back what was there.
 
 use super::action::Action;
-use super::app::App;
+use super::composer::Composer;
 
 /// The search while it is open.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -18,48 +18,45 @@ pub struct HistorySearch {
 }
 
 /// Ctrl+R with the search closed: opens it on the composer's text.
-pub fn open(app: &mut App) {
-    let draft = app.composer.text().to_string();
-    app.history_search = Some(HistorySearch {
+pub fn open(open: &mut Option<HistorySearch>, composer: &mut Composer) {
+    let search = open.insert(HistorySearch {
         query: String::new(),
         at: None,
-        draft,
+        draft: composer.text().to_string(),
     });
-    find(app, None);
+    find(search, composer, None);
 }
 
-/// A key while the search is open.
-pub fn key(app: &mut App, action: Action) {
-    let Some(search) = app.history_search.as_mut() else {
+/// A key while the search is open; it closes the search on Enter or Esc.
+pub fn key(open: &mut Option<HistorySearch>, composer: &mut Composer, action: Action) {
+    let Some(search) = open.as_mut() else {
         return;
     };
     match action {
         Action::Insert(c) => {
             search.query.push(c);
-            find(app, None);
+            find(search, composer, None);
         }
         Action::Paste(text) => {
             search.query.push_str(&text);
-            find(app, None);
+            find(search, composer, None);
         }
         Action::Backspace => {
             search.query.pop();
-            find(app, None);
+            find(search, composer, None);
         }
         Action::SearchHistory | Action::Up => {
             let before = search.at;
             if before.is_some() {
-                find(app, before);
+                find(search, composer, before);
             }
         }
-        Action::Enter | Action::Tab | Action::Right | Action::LineEnd => {
-            app.history_search = None;
-        }
+        Action::Enter | Action::Tab | Action::Right | Action::LineEnd => *open = None,
         Action::Escape | Action::CtrlC => {
             let draft = search.draft.clone();
-            app.history_search = None;
-            app.composer.clear();
-            app.composer.set_text(&draft);
+            *open = None;
+            composer.clear();
+            composer.set_text(&draft);
         }
         _ => {}
     }
@@ -67,16 +64,13 @@ pub fn key(app: &mut App, action: Action) {
 
 /// Shows the newest match older than `before` (or the newest of all); when
 /// none is older, the current one stays.
-fn find(app: &mut App, before: Option<usize>) {
-    let Some(search) = app.history_search.as_mut() else {
-        return;
-    };
-    match app.composer.search_history(&search.query, before) {
+fn find(search: &mut HistorySearch, composer: &mut Composer, before: Option<usize>) {
+    match composer.search_history(&search.query, before) {
         Some((at, text)) => {
             let text = text.to_string();
             search.at = Some(at);
-            app.composer.clear();
-            app.composer.set_text(&text);
+            composer.clear();
+            composer.set_text(&text);
         }
         None if before.is_none() => search.at = None,
         None => {}
@@ -86,61 +80,54 @@ fn find(app: &mut App, before: Option<usize>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tui::fixtures::app;
-    use crate::tui::update::update;
 
-    fn typed(app: &mut App, text: &str) {
+    fn composer(history: &[&str], draft: &str) -> Composer {
+        let mut composer = Composer::default();
+        composer.set_history(history.iter().map(|s| s.to_string()).collect());
+        composer.set_text(draft);
+        composer
+    }
+
+    fn typed(open: &mut Option<HistorySearch>, composer: &mut Composer, text: &str) {
         for c in text.chars() {
-            update(app, Action::Insert(c));
+            key(open, composer, Action::Insert(c));
         }
     }
 
     #[test]
     fn ctrl_r_finds_older_prompts_and_esc_puts_the_draft_back() {
-        let mut app = app(Vec::new());
-        app.composer.set_history(vec![
-            "run the tests".into(),
-            "fix the parser".into(),
-            "run clippy".into(),
-        ]);
-        typed(&mut app, "draft");
-        update(&mut app, Action::SearchHistory);
-        typed(&mut app, "run");
-        assert_eq!(app.composer.text(), "run clippy");
-        update(&mut app, Action::SearchHistory);
-        assert_eq!(app.composer.text(), "run the tests");
-        update(&mut app, Action::SearchHistory);
-        assert_eq!(
-            app.composer.text(),
-            "run the tests",
-            "no older match: it stays"
-        );
-        update(&mut app, Action::Escape);
-        assert_eq!(app.composer.text(), "draft");
-        assert!(app.history_search.is_none());
+        let mut composer = composer(&["run the tests", "fix the parser", "run clippy"], "draft");
+        let mut search = None;
+        open(&mut search, &mut composer);
+        typed(&mut search, &mut composer, "run");
+        assert_eq!(composer.text(), "run clippy");
+        key(&mut search, &mut composer, Action::SearchHistory);
+        assert_eq!(composer.text(), "run the tests");
+        key(&mut search, &mut composer, Action::SearchHistory);
+        assert_eq!(composer.text(), "run the tests", "no older match: it stays");
+        key(&mut search, &mut composer, Action::Escape);
+        assert_eq!(composer.text(), "draft");
+        assert!(search.is_none());
     }
 
     #[test]
-    fn enter_keeps_the_match_to_edit_and_sends_nothing() {
-        let mut app = app(Vec::new());
-        app.composer.set_history(vec!["fix the PARSER bug".into()]);
-        update(&mut app, Action::SearchHistory);
-        typed(&mut app, "parser");
-        let effects = update(&mut app, Action::Enter);
-        assert!(effects.is_empty(), "{effects:?}");
-        assert_eq!(app.composer.text(), "fix the PARSER bug");
-        assert!(app.history_search.is_none());
-        typed(&mut app, "!");
-        assert_eq!(app.composer.text(), "fix the PARSER bug!");
+    fn enter_keeps_the_match_and_closes_the_search() {
+        let mut composer = composer(&["fix the PARSER bug"], "");
+        let mut search = None;
+        open(&mut search, &mut composer);
+        typed(&mut search, &mut composer, "parser");
+        key(&mut search, &mut composer, Action::Enter);
+        assert_eq!(composer.text(), "fix the PARSER bug");
+        assert!(search.is_none());
     }
 
     #[test]
     fn no_match_says_so_and_keeps_the_query() {
-        let mut app = app(Vec::new());
-        app.composer.set_history(vec!["alpha".into()]);
-        update(&mut app, Action::SearchHistory);
-        typed(&mut app, "zzz");
-        let search = app.history_search.clone().expect("open");
+        let mut composer = composer(&["alpha"], "");
+        let mut search = None;
+        open(&mut search, &mut composer);
+        typed(&mut search, &mut composer, "zzz");
+        let search = search.expect("open");
         assert_eq!((search.query.as_str(), search.at), ("zzz", None));
     }
 }

@@ -31,7 +31,7 @@ pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
         return overlay_key(app, action);
     }
     if app.history_search.is_some() {
-        super::history_search::key(app, action);
+        super::history_search::key(&mut app.history_search, &mut app.composer, action);
         return Vec::new();
     }
     if !app.completion.is_empty()
@@ -387,7 +387,9 @@ fn composer_key(app: &mut App, action: Action) -> Vec<Effect> {
             app.timeline.bump_all();
         }
         Action::OpenSubtask => return app.open_subtask_key(),
-        Action::SearchHistory => super::history_search::open(app),
+        Action::SearchHistory => {
+            super::history_search::open(&mut app.history_search, &mut app.composer);
+        }
         Action::Resize | Action::Suspend | Action::Home | Action::End => {}
     }
     Vec::new()
