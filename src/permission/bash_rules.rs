@@ -15,6 +15,35 @@ use super::{is_external, resolve_path};
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BashPlan {
     pub asks: Vec<Ask>,
+    /// The `git` commands of the line that are not already forced: the tool
+    /// reads each one's repository configuration (see `tool::bash_git`) and
+    /// forces the ask when it names a program.
+    pub git_calls: Vec<GitCall>,
+}
+
+/// One `git` command, with what git needs to find the same configuration.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GitCall {
+    /// The `bash` pattern to force when the repository names a program.
+    pub pattern: String,
+    /// The global options that choose the repository (`-C`, `--git-dir`,
+    /// `--work-tree`, `--bare`), as written.
+    pub options: Vec<String>,
+    /// The subcommand (`status`), empty when there is none.
+    pub subcommand: String,
+    /// Where the line's last `cd` before it goes (relative to the cwd), if
+    /// one does: git then runs there.
+    pub cd: Option<String>,
+}
+
+impl BashPlan {
+    /// Makes `pattern` of the `bash` ask ask whatever the rules say.
+    pub fn force_bash(&mut self, pattern: &str, reason: String) {
+        if let Some(ask) = self.asks.iter_mut().find(|a| a.permission == "bash") {
+            ask.force(pattern, reason);
+            ask.always_broad.clear();
+        }
+    }
 }
 
 /// One permission request to make.
@@ -34,6 +63,47 @@ pub struct Ask {
     /// Patterns to ask about even when a rule allows them (only `deny` and
     /// `--yolo` decide): their effect cannot be known from the text.
     pub forced: Vec<String>,
+    /// Spellings holding [`HOLE`]s, for words known only at run time: a
+    /// `deny` rule that some value of the holes would match denies (see
+    /// [`could_match`]), `--yolo` or not.
+    pub templates: Vec<String>,
+}
+
+/// Stands in a template for a word known only at run time: it may become
+/// any text, spaces included (a hole in the command position could be `rm`,
+/// one among the flags could be `-rf`).
+pub const HOLE: char = '\u{1}';
+
+/// Environment variables a `NAME=value` prefix, a standalone assignment or
+/// an `export` may set without an ask: they choose a language, a colour or
+/// a log level, and no program runs code or finds files by them. Anything
+/// else can (`PATH`, `LD_PRELOAD`, `BASH_ENV`, `GIT_*`, `PAGER`,
+/// `LESSOPEN`, `RUSTFLAGS`), so it forces an ask (issue #28).
+const SAFE_VARIABLES: &[&str] = &[
+    "LANG",
+    "LANGUAGE",
+    "TZ",
+    "NO_COLOR",
+    "CLICOLOR",
+    "CLICOLOR_FORCE",
+    "FORCE_COLOR",
+    "COLUMNS",
+    "LINES",
+    "TERM",
+    "CI",
+    "RUST_BACKTRACE",
+    "RUST_LIB_BACKTRACE",
+    "RUST_LOG",
+    "CARGO_TERM_COLOR",
+    "CARGO_TERM_VERBOSE",
+    "CARGO_INCREMENTAL",
+    "PYTHONUNBUFFERED",
+    "PYTHONDONTWRITEBYTECODE",
+];
+
+fn is_safe_variable(name: &str) -> bool {
+    SAFE_VARIABLES.contains(&name)
+        || name.starts_with("LC_") && name[3..].chars().all(|c| c.is_ascii_uppercase())
 }
 
 /// The commands an "always" answer may extend to `verb *`: read-only verbs
@@ -63,6 +133,75 @@ const WRAPPERS: &[&str] = &[
     "env", "command", "nice", "timeout", "nohup", "time", "builtin", "exec", "stdbuf",
 ];
 
+/// Commands that run another command given in their arguments, with option
+/// grammars too varied to unwrap: they always ask, and for deny rules every
+/// later word is tried as the start of the command (`taskset 0x1 rm -rf x`)
+/// and every argument holding a space is read as code (`script -c '...'`).
+const RUNNERS: &[&str] = &[
+    "setsid",
+    "ionice",
+    "taskset",
+    "flock",
+    "chrt",
+    "unshare",
+    "script",
+    "strace",
+    "ltrace",
+    "coproc",
+    "watch",
+    "chroot",
+    "nsenter",
+    "firejail",
+    "systemd-run",
+    "parallel",
+    "su",
+    "runuser",
+    "caffeinate",
+    "prlimit",
+    "numactl",
+    "cgexec",
+    "faketime",
+    "fakeroot",
+    "proot",
+    "eatmydata",
+    "catchsegv",
+    "valgrind",
+    "gdb",
+    "perf",
+    "trap",
+];
+
+/// Builtins that assign to, test or load by a name given in their
+/// arguments: `let 'a[$(touch p)]'` and `read 'a[$(touch p)]'` run the
+/// substitution in the subscript; `enable -f` loads a library, `hash -p`
+/// and `complete -C` name programs, `shopt`/`set` change how later words
+/// expand.
+const EVALUATING_BUILTINS: &[&str] = &[
+    "let",
+    "read",
+    "mapfile",
+    "readarray",
+    "getopts",
+    "enable",
+    "hash",
+    "complete",
+    "compgen",
+    "bind",
+    "shopt",
+    "set",
+    "unset",
+    "wait",
+    "declare",
+    "typeset",
+    "local",
+    "export",
+    "readonly",
+];
+
+/// Most words of a runner tried as the start of its command, for deny
+/// rules: bounds the spellings of a long or nested runner line.
+const MAX_RUNNER_STARTS: usize = 8;
+
 /// Run text or stdin as code.
 const INTERPRETERS: &[&str] = &[
     "bash", "sh", "zsh", "dash", "ksh", "fish", "csh", "tcsh", "python", "python3", "python2",
@@ -84,14 +223,35 @@ pub fn plan(command: &str, cwd: &Path, root: &Path) -> BashPlan {
     let mut bash = Ask::new("bash");
     let mut edit = Ask::new("edit");
     let mut external = Ask::new("external_directory");
+    let mut git_calls = Vec::new();
+    let mut cd = None;
+    let line = command.trim();
     for part in &parts {
         match part {
             Part::Run(cmd) => {
                 add_command(cmd, cwd, root, &mut bash, &mut external);
                 add_argument_writes(cmd, cwd, root, &mut edit, &mut external);
+                let words = unwrap(&cmd.words);
+                if words.first().and_then(base_name) == Some("cd") {
+                    cd = words.get(1).map(|w| w.text().to_string());
+                }
+                if let Some(call) = git_call(cmd, &bash, cd.clone()) {
+                    git_calls.push(call);
+                }
             }
             Part::Write { operator, target } => {
                 add_write(operator, target, cwd, root, &mut edit, &mut external);
+            }
+            Part::Assign(name) if !is_safe_variable(name) => bash.force(
+                line,
+                format!("it sets `{name}`, which can change what the commands after it run"),
+            ),
+            Part::Assign(_) => {}
+            Part::Opaque { reason } => {
+                bash.force(line, reason.clone());
+                // What the construct runs is unknown, so any deny rule may
+                // apply to it.
+                push_unique(&mut bash.templates, HOLE.to_string());
             }
         }
     }
@@ -100,19 +260,110 @@ pub fn plan(command: &str, cwd: &Path, root: &Path) -> BashPlan {
         // assumed; the exact text is what is asked about.
         bash.push(command.trim(), None);
     }
-    bash.always_broad = broad_offer(&parts);
+    if bash.forced.is_empty() {
+        bash.always_broad = broad_offer(&parts);
+    }
     BashPlan {
         asks: [bash, edit, external]
             .into_iter()
             .filter(|ask| !ask.patterns.is_empty())
             .collect(),
+        git_calls,
     }
 }
 
 fn opaque_plan(command: &str, reason: &str) -> BashPlan {
     let mut bash = Ask::new("bash");
     bash.force(command, reason.to_string());
-    BashPlan { asks: vec![bash] }
+    bash.templates.push(HOLE.to_string());
+    BashPlan {
+        asks: vec![bash],
+        git_calls: Vec::new(),
+    }
+}
+
+fn push_unique(list: &mut Vec<String>, item: String) {
+    if !list.contains(&item) {
+        list.push(item);
+    }
+}
+
+/// git global options that choose the repository, and whether they take
+/// the next word as their value.
+const GIT_REPOSITORY_OPTIONS: &[(&str, bool)] = &[
+    ("-C", true),
+    ("--git-dir", true),
+    ("--work-tree", true),
+    ("--bare", false),
+];
+
+/// The [`GitCall`] for `cmd` when it runs git and is not forced already.
+fn git_call(cmd: &Command, bash: &Ask, cd: Option<String>) -> Option<GitCall> {
+    let words = unwrap(&cmd.words);
+    if words.first().and_then(base_name) != Some("git") {
+        return None;
+    }
+    let pattern = command_text(cmd);
+    if bash.forced.contains(&pattern) {
+        return None;
+    }
+    let mut options = Vec::new();
+    let mut rest = words[1..].iter().map(Word::text);
+    let mut subcommand = String::new();
+    while let Some(word) = rest.next() {
+        if !word.starts_with('-') {
+            subcommand = word.to_string();
+            break;
+        }
+        let name = word.split('=').next().unwrap_or(word);
+        if let Some((_, takes_value)) = GIT_REPOSITORY_OPTIONS.iter().find(|(o, _)| *o == name) {
+            options.push(word.to_string());
+            if *takes_value && !word.contains('=') {
+                options.extend(rest.next().map(str::to_string));
+            }
+        }
+    }
+    Some(GitCall {
+        pattern,
+        options,
+        subcommand,
+        cd,
+    })
+}
+
+/// The command as rules see it: its words, after its assignments except
+/// the safe ones (`LANG=C ls` is `ls` to an `ls *` rule; `PATH=x ls` is
+/// not, and asks anyway).
+fn command_text(cmd: &Command) -> String {
+    let text = joined(&cmd.words);
+    let unsafe_assignments: Vec<&str> = cmd
+        .assignments
+        .iter()
+        .filter(|a| !is_safe_variable(assigned_name(a)) || a.contains(['$', '`']))
+        .map(String::as_str)
+        .collect();
+    if unsafe_assignments.is_empty() {
+        text
+    } else {
+        format!("{} {text}", unsafe_assignments.join(" "))
+    }
+}
+
+/// `NAME` of `NAME=value`, `NAME+=value` or `NAME[i]=value`.
+fn assigned_name(assignment: &str) -> &str {
+    assignment
+        .split(['=', '+', '['])
+        .next()
+        .unwrap_or(assignment)
+}
+
+/// `text` as a Markdown code span, padded when it holds backticks itself.
+fn code(text: &str) -> String {
+    if text.contains('`') {
+        format!("`` {text} ``")
+    } else {
+        format!("`{text}`")
+    }
 }
 
 impl Ask {
@@ -150,22 +401,40 @@ impl Ask {
 }
 
 fn add_command(cmd: &Command, cwd: &Path, root: &Path, bash: &mut Ask, external: &mut Ask) {
-    let mut text = joined(&cmd.words);
-    if !cmd.assignments.is_empty() {
-        text = format!("{} {text}", cmd.assignments.join(" "));
-    }
+    let text = command_text(cmd);
     let reason = cmd
         .context
         .clone()
         .unwrap_or_else(|| format!("`{}`", short(&text)));
     bash.push(&text, Some(reason));
     for spelling in spellings(&cmd.words) {
-        if spelling != text && !bash.spellings.contains(&spelling) {
+        if spelling.contains(HOLE) {
+            push_unique(&mut bash.templates, spelling);
+        } else if spelling != text && !bash.spellings.contains(&spelling) {
             bash.spellings.push(spelling);
         }
     }
     if let Some(why) = opaque_reason(cmd) {
         bash.force(&text, why);
+    }
+    if let Some(name) = cmd
+        .assignments
+        .iter()
+        .map(|a| assigned_name(a))
+        .find(|name| !is_safe_variable(name))
+    {
+        bash.force(
+            &text,
+            format!("it sets `{name}`, which can change what the program runs"),
+        );
+    }
+    if let Some(word) = cmd.words.iter().find(|w| w.literal.is_none()) {
+        // A word known only at run time may be any option (`git diff $x`
+        // may be `--output=p`), so no rule can allow the command.
+        bash.force(
+            &text,
+            format!("{} is known only when it runs", code(&short(&word.raw))),
+        );
     }
     for path in touched_paths(unwrap(&cmd.words)) {
         add_external(&path, cwd, root, external);
@@ -334,7 +603,36 @@ fn opaque_reason(cmd: &Command) -> Option<String> {
         {
             reason("with -exec/-delete runs or deletes what it finds")
         }
-        "git" if has("-c") => reason("with -c can run configured commands"),
+        "git"
+            if has("-c")
+                || args
+                    .iter()
+                    .any(|a| a.starts_with("--config-env") || a.starts_with("--exec-path")) =>
+        {
+            reason("with -c, --config-env or --exec-path can run configured commands")
+        }
+        "git" if args.iter().any(|a| matches!(*a, "difftool" | "mergetool")) => {
+            reason("difftool and mergetool run the configured tool")
+        }
+        "trap" => reason("runs its text as code later"),
+        _ if EVALUATING_BUILTINS.contains(&name) => {
+            reason("evaluates a variable name or subscript as code")
+        }
+        "printf" if has("-v") => reason("with -v evaluates a variable name or subscript as code"),
+        "test" | "[" if has("-v") || has("-R") => {
+            reason("with -v evaluates a variable name or subscript as code")
+        }
+        "awk" | "gawk" | "mawk" | "nawk" | "busybox" => {
+            reason("runs a program that can start commands (`system()`)")
+        }
+        "make" | "gmake"
+            if args
+                .iter()
+                .any(|a| matches!(*a, "-" | "-f-" | "--file=-" | "--makefile=-")) =>
+        {
+            reason("reads its recipes, which run commands, from standard input")
+        }
+        _ if RUNNERS.contains(&name) => reason("runs a command cairn checks only loosely"),
         _ if INTERPRETERS.contains(&name) => {
             let code_flag = args.iter().any(|a| {
                 a.starts_with('-') && !a.starts_with("--") && (a.contains('c') || a.contains('e'))
@@ -376,7 +674,12 @@ fn unwrap(words: &[Word]) -> &[Word] {
             // Options taking a separate value.
             let takes_value = matches!(
                 (name, text),
-                ("env", "-u") | ("nice", "-n") | ("timeout", "-s" | "-k")
+                (
+                    "env",
+                    "-u" | "-C" | "-S" | "--chdir" | "--unset" | "--split-string"
+                ) | ("nice", "-n")
+                    | ("timeout", "-s" | "-k")
+                    | ("exec", "-a")
             ) || (name == "stdbuf" && text.len() == 2);
             i += if takes_value { 2 } else { 1 };
         }
@@ -414,6 +717,50 @@ fn code_spellings(words: &[Word], depth: usize) -> Vec<String> {
     let Some(name) = words.first().and_then(base_name) else {
         return Vec::new();
     };
+    if depth >= MAX_CODE_DEPTH {
+        return Vec::new();
+    }
+    let is_shell = matches!(name, "bash" | "sh" | "zsh" | "dash" | "ksh");
+    if (name == "eval" || is_shell) && words[1..].iter().any(|w| w.literal.is_none()) {
+        // `eval "$(...)"`, `sh -c "$x"`: the code is known only when it
+        // runs, so any deny rule may apply.
+        return vec![HOLE.to_string()];
+    }
+    let mut out = Vec::new();
+    let runs_any = match name {
+        "awk" | "gawk" | "mawk" | "nawk" => words[1..]
+            .iter()
+            .any(|w| w.text().contains("system") || w.text().contains('|')),
+        "make" | "gmake" => words[1..]
+            .iter()
+            .any(|w| matches!(w.text(), "-" | "-f-" | "--file=-" | "--makefile=-")),
+        _ => false,
+    };
+    if runs_any {
+        // A program that starts commands cairn cannot see.
+        out.push(HOLE.to_string());
+    }
+    if RUNNERS.contains(&name) || name == "env" {
+        // `env -S 'rm -rf x'`, `script -c '...'`, `trap '...' EXIT`.
+        for word in words[1..]
+            .iter()
+            .filter(|w| w.text().contains(char::is_whitespace))
+        {
+            let text = word.text();
+            let code = match text.strip_prefix("--split-string=") {
+                Some(code) => code,
+                None if text.starts_with('-') && !text.starts_with("--") => &text[2..],
+                None => text,
+            };
+            out.extend(parsed_spellings(code, depth));
+        }
+        for start in 1..words.len().min(MAX_RUNNER_STARTS + 1) {
+            out.extend(spellings_at(&words[start..], depth + 2));
+        }
+        if name == "env" {
+            return out;
+        }
+    }
     let code = match name {
         "eval" => Some(
             words[1..]
@@ -429,18 +776,24 @@ fn code_spellings(words: &[Word], depth: usize) -> Vec<String> {
             .map(|w| w.text().to_string()),
         _ => None,
     };
-    let Some(code) = code else {
-        return Vec::new();
-    };
-    if depth >= MAX_CODE_DEPTH {
-        return Vec::new();
+    if let Some(code) = code {
+        out.extend(parsed_spellings(&code, depth));
     }
+    out
+}
+
+/// The spellings of every command in `code`; a hole when cairn cannot read
+/// it, so that it stays denied under any deny rule.
+fn parsed_spellings(code: &str, depth: usize) -> Vec<String> {
+    let Ok(parts) = shell::parse(code) else {
+        return vec![HOLE.to_string()];
+    };
     let mut out = Vec::new();
-    if let Ok(parts) = shell::parse(&code) {
-        for part in parts {
-            if let Part::Run(cmd) = part {
-                out.extend(spellings_at(&cmd.words, depth + 1));
-            }
+    for part in parts {
+        match part {
+            Part::Run(cmd) => out.extend(spellings_at(&cmd.words, depth + 1)),
+            Part::Opaque { .. } => out.push(HOLE.to_string()),
+            Part::Write { .. } | Part::Assign(_) => {}
         }
     }
     out
@@ -491,7 +844,15 @@ fn spellings_at(words: &[Word], depth: usize) -> Vec<String> {
         variants.push(inner.to_vec());
     }
     out.extend(code_spellings(inner, depth));
+    if inner.len() < words.len() {
+        // `env -S 'rm -rf x'`: the code is an option of the wrapper.
+        out.extend(code_spellings(words, depth));
+    }
     for variant in variants {
+        if variant.iter().any(|w| w.literal.is_none()) {
+            out.push(template(&variant));
+            continue;
+        }
         let mut variant = variant;
         if let Some(name) = variant.first().and_then(base_name).map(str::to_string) {
             variant[0] = Word {
@@ -504,6 +865,70 @@ fn spellings_at(words: &[Word], depth: usize) -> Vec<String> {
     }
     out.dedup();
     out
+}
+
+/// The command with everything from its first option or dynamic word on
+/// replaced by one [`HOLE`]: `rm -f $'-r' x` is `rm ◆`, since the dynamic
+/// word may be any flags and they may come in any order.
+fn template(words: &[Word]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    for (i, word) in words.iter().enumerate() {
+        match &word.literal {
+            Some(text) if !text.starts_with('-') => {
+                let text = if i == 0 {
+                    text.rsplit('/').next().unwrap_or(text)
+                } else {
+                    text
+                };
+                out.push(text.to_string());
+            }
+            _ => break,
+        }
+    }
+    out.push(HOLE.to_string());
+    out.join(" ")
+}
+
+/// Whether some value of the [`HOLE`]s of `template` makes a text that
+/// `pattern` (a rule: `*` any text, `?` one character) matches: both are
+/// patterns over the same text, and this asks whether they share one.
+pub fn could_match(template: &str, pattern: &str) -> bool {
+    let t: Vec<char> = template.chars().collect();
+    let p: Vec<char> = pattern.chars().collect();
+    // seen[i][j]: the suffixes t[i..] and p[j..] were already tried.
+    let mut seen = vec![vec![false; p.len() + 1]; t.len() + 1];
+    let mut stack = vec![(0, 0)];
+    while let Some((i, j)) = stack.pop() {
+        if seen[i][j] {
+            continue;
+        }
+        seen[i][j] = true;
+        if i == t.len() && j == p.len() {
+            return true;
+        }
+        if i < t.len() && t[i] == HOLE {
+            // The hole ends here, or takes the pattern's next character.
+            stack.push((i + 1, j));
+            if j < p.len() {
+                stack.push((i, j + 1));
+            }
+        }
+        if j < p.len() && p[j] == '*' {
+            stack.push((i, j + 1));
+            if i < t.len() {
+                stack.push((i + 1, j));
+            }
+        }
+        if i < t.len()
+            && j < p.len()
+            && t[i] != HOLE
+            && p[j] != '*'
+            && (p[j] == '?' || p[j] == t[i])
+        {
+            stack.push((i + 1, j + 1));
+        }
+    }
+    false
 }
 
 /// Most letters of a flag cluster whose orderings are all generated; more
@@ -587,12 +1012,49 @@ const FLAG_SYNONYMS: &[(&str, &str, char)] = &[
     ("chown", "--recursive", 'R'),
 ];
 
-/// The short letter `flag` stands for in `command`, when it is a synonym.
+/// Every long option of GNU `rm`, so that an abbreviation (`--rec`,
+/// `--forc`) is read as getopt reads it: a prefix of exactly one of them.
+const RM_LONG_OPTIONS: &[&str] = &[
+    "--force",
+    "--interactive",
+    "--one-file-system",
+    "--no-preserve-root",
+    "--preserve-root",
+    "--recursive",
+    "--dir",
+    "--verbose",
+    "--help",
+    "--version",
+];
+
+/// The short letter `flag` stands for in `command`, when it is a synonym
+/// or an unambiguous abbreviation of one.
 fn short_flag(command: &str, flag: &str) -> Option<char> {
-    FLAG_SYNONYMS
+    let exact = |flag: &str| {
+        FLAG_SYNONYMS
+            .iter()
+            .find(|(name, spelling, _)| *name == command && *spelling == flag)
+            .map(|(_, _, letter)| *letter)
+    };
+    if let Some(letter) = exact(flag) {
+        return Some(letter);
+    }
+    if !flag.starts_with("--") || flag.len() < 3 || flag.contains('=') {
+        return None;
+    }
+    let mut longs: Vec<&str> = FLAG_SYNONYMS
         .iter()
-        .find(|(name, spelling, _)| *name == command && *spelling == flag)
-        .map(|(_, _, letter)| *letter)
+        .filter(|(name, spelling, _)| *name == command && spelling.starts_with("--"))
+        .map(|(_, spelling, _)| *spelling)
+        .collect();
+    if command == "rm" {
+        longs = RM_LONG_OPTIONS.to_vec();
+    }
+    let mut matching = longs.iter().filter(|long| long.starts_with(flag));
+    match (matching.next(), matching.next()) {
+        (Some(long), None) => exact(long),
+        _ => None,
+    }
 }
 
 fn permutations(items: &[char]) -> Vec<Vec<char>> {
@@ -619,6 +1081,9 @@ fn broad_offer(parts: &[Part]) -> Vec<String> {
         let Part::Run(cmd) = part else {
             return Vec::new();
         };
+        if cmd.words.iter().any(|w| w.literal.is_none()) || !cmd.assignments.is_empty() {
+            return Vec::new();
+        }
         let text = joined(&cmd.words);
         let Some(verb) = BROAD_VERBS
             .iter()

@@ -65,7 +65,12 @@ impl Tool for Bash {
             .as_deref()
             .map_or_else(|| ctx.cwd.clone(), |dir| ctx.resolve(dir));
         ctx.check_external(&cwd, true).await?;
-        let plan = crate::permission::bash_rules::plan(&args.command, &cwd, &ctx.root);
+        let mut plan = crate::permission::bash_rules::plan(&args.command, &cwd, &ctx.root);
+        for call in std::mem::take(&mut plan.git_calls) {
+            if let Some(reason) = super::bash_git::named_program(&cwd, &call).await {
+                plan.force_bash(&call.pattern, reason);
+            }
+        }
         for ask in plan.asks {
             ctx.ask_planned(ask, &args.command, args.description.as_deref())
                 .await?;
