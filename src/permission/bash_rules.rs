@@ -1103,3 +1103,29 @@ fn broad_offer(parts: &[Part]) -> Vec<String> {
     }
     broad
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hole_may_become_whatever_the_rule_names() {
+        let hole = HOLE.to_string();
+        assert!(could_match(&format!("rm {hole}"), "rm -rf *"));
+        assert!(could_match(&format!("{hole} -rf x"), "rm -rf *"));
+        assert!(could_match(&hole, "git push *"));
+        assert!(!could_match(&format!("git diff {hole}"), "git push *"));
+        assert!(!could_match(&format!("echo {hole}"), "rm -rf *"));
+        assert!(could_match("rm -rf x", "rm -rf *"));
+        assert!(!could_match("rm -r x", "rm -rf *"));
+    }
+
+    #[test]
+    fn getopt_abbreviations_are_read_when_unambiguous() {
+        assert_eq!(short_flag("rm", "--rec"), Some('r'));
+        assert_eq!(short_flag("rm", "--f"), Some('f'));
+        // `--v` is `--verbose` or `--version`: getopt refuses it.
+        assert_eq!(short_flag("rm", "--v"), None);
+        assert_eq!(short_flag("rm", "--"), None);
+    }
+}

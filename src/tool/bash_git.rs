@@ -115,3 +115,53 @@ async fn has_hooks(dir: &Path, options: &[String]) -> bool {
         .flatten()
         .any(|entry| !entry.file_name().to_string_lossy().ends_with(".sample"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn git_in(dir: &Path, args: &[&str]) {
+        let status = std::process::Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("run git")
+            .status;
+        assert!(status.success(), "git {args:?}");
+    }
+
+    fn call(subcommand: &str) -> GitCall {
+        GitCall {
+            pattern: format!("git {subcommand}"),
+            subcommand: subcommand.to_string(),
+            ..GitCall::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn programs_the_repository_names_are_found_and_booleans_are_not() {
+        let repo = tempfile::tempdir().expect("temp dir");
+        git_in(repo.path(), &["init", "-q"]);
+        assert_eq!(named_program(repo.path(), &call("status")).await, None);
+        git_in(repo.path(), &["config", "core.fsmonitor", "true"]);
+        assert_eq!(named_program(repo.path(), &call("status")).await, None);
+        git_in(repo.path(), &["config", "core.fsmonitor", "touch p"]);
+        let found = named_program(repo.path(), &call("status")).await;
+        assert!(
+            found
+                .as_deref()
+                .is_some_and(|r| r.contains("core.fsmonitor")),
+            "{found:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn hooks_count_only_for_commands_that_run_them() {
+        let repo = tempfile::tempdir().expect("temp dir");
+        git_in(repo.path(), &["init", "-q"]);
+        std::fs::write(repo.path().join(".git/hooks/pre-commit"), "#!/bin/sh\n")
+            .expect("write hook");
+        assert_eq!(named_program(repo.path(), &call("diff")).await, None);
+        assert!(named_program(repo.path(), &call("commit")).await.is_some());
+    }
+}
