@@ -270,7 +270,8 @@ async fn a_primary_agents_own_deny_holds() {
 
 const GIT_READ_RULES: &str = "[permission.bash]\n\"*\" = \"ask\"\n\"git status*\" = \"allow\"\n\
                               \"git diff*\" = \"allow\"\n\"git log*\" = \"allow\"\n\
-                              \"git show*\" = \"allow\"\n\"git difftool*\" = \"allow\"\n";
+                              \"git show*\" = \"allow\"\n\"git difftool*\" = \"allow\"\n\
+                              \"git --git-dir=*\" = \"allow\"\n";
 
 /// A project repository whose `a.txt` was committed twice and changed
 /// again, so `git diff`, `git log -p` and `git show` all diff it.
