@@ -491,6 +491,55 @@ mod tests {
         assert_eq!(writes.len(), 1);
     }
 
+    fn opaque(line: &str) -> bool {
+        parse(line)
+            .expect("parses")
+            .iter()
+            .any(|p| matches!(p, Part::Opaque { .. }))
+    }
+
+    #[test]
+    fn syntax_outside_the_whitelist_is_opaque() {
+        for line in [
+            "echo $((x))",
+            "[[ -v x ]]",
+            "echo ${x@P}",
+            "echo ${PWD#$(touch p)}",
+            "export A=1",
+            "f() { ls; }",
+            "git diff $'--output=p'",
+            "cat <<-EOF\n\t$(touch p)\n\tEOF",
+            "cat < /dev/tcp/example.com/80",
+        ] {
+            assert!(opaque(line), "{line:?}");
+        }
+        for line in [
+            "ls -la src",
+            "grep -rn 'a b' src | head",
+            "cat <<'EOF'\n$(x)\nEOF",
+        ] {
+            assert!(!opaque(line), "{line:?}");
+        }
+    }
+
+    #[test]
+    fn brace_lists_and_globbed_command_names_are_not_literals() {
+        let words = |line: &str| match parse(line).expect("parses").remove(0) {
+            Part::Run(c) => c.words,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(words("git diff {--output=p,}")[2].literal, None);
+        assert_eq!(words("rm{,} x")[0].literal, None);
+        assert_eq!(words("/bin/r? x")[0].literal, None);
+        assert_eq!(words("ls *.rs")[1].literal.as_deref(), Some("*.rs"));
+    }
+
+    #[test]
+    fn standalone_assignments_are_parts() {
+        let parts = parse("PATH=./bin; ls").expect("parses");
+        assert_eq!(parts[0], Part::Assign("PATH".to_string()));
+    }
+
     #[test]
     fn syntax_errors_are_errors() {
         assert!(matches!(parse("echo $(("), Err(ParseError::Syntax(_))));
