@@ -47,6 +47,9 @@ pub struct GitCall {
 impl BashPlan {
     /// Makes `pattern` of the `bash` ask ask whatever the rules say.
     pub fn force_bash(&mut self, pattern: &str, reason: String) {
+        if !self.asks.iter().any(|a| a.permission == "bash") {
+            self.asks.insert(0, Ask::new("bash"));
+        }
         if let Some(ask) = self.asks.iter_mut().find(|a| a.permission == "bash") {
             ask.force(pattern, reason);
             ask.always_broad.clear();
