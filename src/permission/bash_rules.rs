@@ -2,11 +2,19 @@
 //! permission (`bash` for the commands it runs, `edit` for the files its
 //! redirections write, `external_directory` for paths outside the project).
 //!
+//! A line whose effect is not in its text (syntax outside `shell`'s
+//! whitelist, a word known only at run time, an unsafe variable) is
+//! *forced*: it asks whatever the rules say (issue #28).
+//!
 //! Pure apart from path resolution; the tool turns a [`BashPlan`] into
-//! permission requests. Parsing lives in `shell`. Key fn: [`plan`].
+//! permission requests (and reads git's configuration for its
+//! [`GitCall`]s). Parsing lives in `shell`, deny spellings in
+//! `deny_spellings`. Key fn: [`plan`].
 
 use std::path::Path;
 
+pub use super::deny_spellings::{HOLE, could_match, spellings};
+use super::deny_spellings::{RUNNERS, WRAPPERS, base_name, joined, unwrap};
 use super::shell::{self, Command, Part, Word};
 use super::{is_external, resolve_path};
 
@@ -15,6 +23,38 @@ use super::{is_external, resolve_path};
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BashPlan {
     pub asks: Vec<Ask>,
+    /// The `git` commands of the line that are not already forced: the tool
+    /// reads each one's repository configuration (see `tool::bash_git`) and
+    /// forces the ask when it names a program.
+    pub git_calls: Vec<GitCall>,
+}
+
+/// One `git` command, with what git needs to find the same configuration.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GitCall {
+    /// The `bash` pattern to force when the repository names a program.
+    pub pattern: String,
+    /// The global options that choose the repository (`-C`, `--git-dir`,
+    /// `--work-tree`, `--bare`), as written.
+    pub options: Vec<String>,
+    /// The subcommand (`status`), empty when there is none.
+    pub subcommand: String,
+    /// Where the line's last `cd` before it goes (relative to the cwd), if
+    /// one does: git then runs there.
+    pub cd: Option<String>,
+}
+
+impl BashPlan {
+    /// Makes `pattern` of the `bash` ask ask whatever the rules say.
+    pub fn force_bash(&mut self, pattern: &str, reason: String) {
+        if !self.asks.iter().any(|a| a.permission == "bash") {
+            self.asks.insert(0, Ask::new("bash"));
+        }
+        if let Some(ask) = self.asks.iter_mut().find(|a| a.permission == "bash") {
+            ask.force(pattern, reason);
+            ask.always_broad.clear();
+        }
+    }
 }
 
 /// One permission request to make.
@@ -34,6 +74,42 @@ pub struct Ask {
     /// Patterns to ask about even when a rule allows them (only `deny` and
     /// `--yolo` decide): their effect cannot be known from the text.
     pub forced: Vec<String>,
+    /// Spellings holding [`HOLE`]s, for words known only at run time: a
+    /// `deny` rule that some value of the holes would match denies (see
+    /// [`could_match`]), `--yolo` or not.
+    pub templates: Vec<String>,
+}
+
+/// Environment variables a `NAME=value` prefix, a standalone assignment or
+/// an `export` may set without an ask: they choose a language, a colour or
+/// a log level, and no program runs code or finds files by them. Anything
+/// else can (`PATH`, `LD_PRELOAD`, `BASH_ENV`, `GIT_*`, `PAGER`,
+/// `LESSOPEN`, `RUSTFLAGS`), so it forces an ask (issue #28).
+const SAFE_VARIABLES: &[&str] = &[
+    "LANG",
+    "LANGUAGE",
+    "TZ",
+    "NO_COLOR",
+    "CLICOLOR",
+    "CLICOLOR_FORCE",
+    "FORCE_COLOR",
+    "COLUMNS",
+    "LINES",
+    "TERM",
+    "CI",
+    "RUST_BACKTRACE",
+    "RUST_LIB_BACKTRACE",
+    "RUST_LOG",
+    "CARGO_TERM_COLOR",
+    "CARGO_TERM_VERBOSE",
+    "CARGO_INCREMENTAL",
+    "PYTHONUNBUFFERED",
+    "PYTHONDONTWRITEBYTECODE",
+];
+
+fn is_safe_variable(name: &str) -> bool {
+    SAFE_VARIABLES.contains(&name)
+        || name.starts_with("LC_") && name[3..].chars().all(|c| c.is_ascii_uppercase())
 }
 
 /// The commands an "always" answer may extend to `verb *`: read-only verbs
@@ -57,10 +133,31 @@ const BROAD_VERBS: &[&str] = &[
     "which",
 ];
 
-/// Prefixes that only change how (not what) the next command runs; the
-/// inner command is checked too.
-const WRAPPERS: &[&str] = &[
-    "env", "command", "nice", "timeout", "nohup", "time", "builtin", "exec", "stdbuf",
+/// Builtins that assign to, test or load by a name given in their
+/// arguments: `let 'a[$(touch p)]'` and `read 'a[$(touch p)]'` run the
+/// substitution in the subscript; `enable -f` loads a library, `hash -p`
+/// and `complete -C` name programs, `shopt`/`set` change how later words
+/// expand.
+const EVALUATING_BUILTINS: &[&str] = &[
+    "let",
+    "read",
+    "mapfile",
+    "readarray",
+    "getopts",
+    "enable",
+    "hash",
+    "complete",
+    "compgen",
+    "bind",
+    "shopt",
+    "set",
+    "unset",
+    "wait",
+    "declare",
+    "typeset",
+    "local",
+    "export",
+    "readonly",
 ];
 
 /// Run text or stdin as code.
@@ -84,14 +181,35 @@ pub fn plan(command: &str, cwd: &Path, root: &Path) -> BashPlan {
     let mut bash = Ask::new("bash");
     let mut edit = Ask::new("edit");
     let mut external = Ask::new("external_directory");
+    let mut git_calls = Vec::new();
+    let mut cd = None;
+    let line = command.trim();
     for part in &parts {
         match part {
             Part::Run(cmd) => {
                 add_command(cmd, cwd, root, &mut bash, &mut external);
                 add_argument_writes(cmd, cwd, root, &mut edit, &mut external);
+                let words = unwrap(&cmd.words);
+                if words.first().and_then(base_name) == Some("cd") {
+                    cd = words.get(1).map(|w| w.text().to_string());
+                }
+                if let Some(call) = git_call(cmd, &bash, cd.clone()) {
+                    git_calls.push(call);
+                }
             }
             Part::Write { operator, target } => {
                 add_write(operator, target, cwd, root, &mut edit, &mut external);
+            }
+            Part::Assign(name) if !is_safe_variable(name) => bash.force(
+                line,
+                format!("it sets `{name}`, which can change what the commands after it run"),
+            ),
+            Part::Assign(_) => {}
+            Part::Opaque { reason } => {
+                bash.force(line, reason.clone());
+                // What the construct runs is unknown, so any deny rule may
+                // apply to it.
+                push_unique(&mut bash.templates, HOLE.to_string());
             }
         }
     }
@@ -100,19 +218,110 @@ pub fn plan(command: &str, cwd: &Path, root: &Path) -> BashPlan {
         // assumed; the exact text is what is asked about.
         bash.push(command.trim(), None);
     }
-    bash.always_broad = broad_offer(&parts);
+    if bash.forced.is_empty() {
+        bash.always_broad = broad_offer(&parts);
+    }
     BashPlan {
         asks: [bash, edit, external]
             .into_iter()
             .filter(|ask| !ask.patterns.is_empty())
             .collect(),
+        git_calls,
     }
 }
 
 fn opaque_plan(command: &str, reason: &str) -> BashPlan {
     let mut bash = Ask::new("bash");
     bash.force(command, reason.to_string());
-    BashPlan { asks: vec![bash] }
+    bash.templates.push(HOLE.to_string());
+    BashPlan {
+        asks: vec![bash],
+        git_calls: Vec::new(),
+    }
+}
+
+fn push_unique(list: &mut Vec<String>, item: String) {
+    if !list.contains(&item) {
+        list.push(item);
+    }
+}
+
+/// git global options that choose the repository, and whether they take
+/// the next word as their value.
+const GIT_REPOSITORY_OPTIONS: &[(&str, bool)] = &[
+    ("-C", true),
+    ("--git-dir", true),
+    ("--work-tree", true),
+    ("--bare", false),
+];
+
+/// The [`GitCall`] for `cmd` when it runs git and is not forced already.
+fn git_call(cmd: &Command, bash: &Ask, cd: Option<String>) -> Option<GitCall> {
+    let words = unwrap(&cmd.words);
+    if words.first().and_then(base_name) != Some("git") {
+        return None;
+    }
+    let pattern = command_text(cmd);
+    if bash.forced.contains(&pattern) {
+        return None;
+    }
+    let mut options = Vec::new();
+    let mut rest = words[1..].iter().map(Word::text);
+    let mut subcommand = String::new();
+    while let Some(word) = rest.next() {
+        if !word.starts_with('-') {
+            subcommand = word.to_string();
+            break;
+        }
+        let name = word.split('=').next().unwrap_or(word);
+        if let Some((_, takes_value)) = GIT_REPOSITORY_OPTIONS.iter().find(|(o, _)| *o == name) {
+            options.push(word.to_string());
+            if *takes_value && !word.contains('=') {
+                options.extend(rest.next().map(str::to_string));
+            }
+        }
+    }
+    Some(GitCall {
+        pattern,
+        options,
+        subcommand,
+        cd,
+    })
+}
+
+/// The command as rules see it: its words, after its assignments except
+/// the safe ones (`LANG=C ls` is `ls` to an `ls *` rule; `PATH=x ls` is
+/// not, and asks anyway).
+fn command_text(cmd: &Command) -> String {
+    let text = joined(&cmd.words);
+    let unsafe_assignments: Vec<&str> = cmd
+        .assignments
+        .iter()
+        .filter(|a| !is_safe_variable(assigned_name(a)) || a.contains(['$', '`']))
+        .map(String::as_str)
+        .collect();
+    if unsafe_assignments.is_empty() {
+        text
+    } else {
+        format!("{} {text}", unsafe_assignments.join(" "))
+    }
+}
+
+/// `NAME` of `NAME=value`, `NAME+=value` or `NAME[i]=value`.
+fn assigned_name(assignment: &str) -> &str {
+    assignment
+        .split(['=', '+', '['])
+        .next()
+        .unwrap_or(assignment)
+}
+
+/// `text` as a Markdown code span, padded when it holds backticks itself.
+fn code(text: &str) -> String {
+    if text.contains('`') {
+        format!("`` {text} ``")
+    } else {
+        format!("`{text}`")
+    }
 }
 
 impl Ask {
@@ -150,22 +359,40 @@ impl Ask {
 }
 
 fn add_command(cmd: &Command, cwd: &Path, root: &Path, bash: &mut Ask, external: &mut Ask) {
-    let mut text = joined(&cmd.words);
-    if !cmd.assignments.is_empty() {
-        text = format!("{} {text}", cmd.assignments.join(" "));
-    }
+    let text = command_text(cmd);
     let reason = cmd
         .context
         .clone()
         .unwrap_or_else(|| format!("`{}`", short(&text)));
     bash.push(&text, Some(reason));
     for spelling in spellings(&cmd.words) {
-        if spelling != text && !bash.spellings.contains(&spelling) {
+        if spelling.contains(HOLE) {
+            push_unique(&mut bash.templates, spelling);
+        } else if spelling != text && !bash.spellings.contains(&spelling) {
             bash.spellings.push(spelling);
         }
     }
     if let Some(why) = opaque_reason(cmd) {
         bash.force(&text, why);
+    }
+    if let Some(name) = cmd
+        .assignments
+        .iter()
+        .map(|a| assigned_name(a))
+        .find(|name| !is_safe_variable(name))
+    {
+        bash.force(
+            &text,
+            format!("it sets `{name}`, which can change what the program runs"),
+        );
+    }
+    if let Some(word) = cmd.words.iter().find(|w| w.literal.is_none()) {
+        // A word known only at run time may be any option (`git diff $x`
+        // may be `--output=p`), so no rule can allow the command.
+        bash.force(
+            &text,
+            format!("{} is known only when it runs", code(&short(&word.raw))),
+        );
     }
     for path in touched_paths(unwrap(&cmd.words)) {
         add_external(&path, cwd, root, external);
@@ -289,23 +516,13 @@ fn expand_tilde(path: &str) -> String {
     }
 }
 
-fn joined(words: &[Word]) -> String {
-    words.iter().map(Word::text).collect::<Vec<_>>().join(" ")
-}
-
-fn short(text: &str) -> String {
+pub(super) fn short(text: &str) -> String {
     const MAX: usize = 60;
     let mut out: String = text.chars().take(MAX).collect();
     if text.chars().count() > MAX {
         out.push('…');
     }
     out
-}
-
-/// The executable's name without its directory (`/bin/rm` is `rm`).
-fn base_name(word: &Word) -> Option<&str> {
-    let name = word.literal.as_deref()?;
-    Some(name.rsplit('/').next().unwrap_or(name))
 }
 
 /// Why `cmd` must always ask, if it must: its effect is not in its text.
@@ -334,7 +551,36 @@ fn opaque_reason(cmd: &Command) -> Option<String> {
         {
             reason("with -exec/-delete runs or deletes what it finds")
         }
-        "git" if has("-c") => reason("with -c can run configured commands"),
+        "git"
+            if has("-c")
+                || args
+                    .iter()
+                    .any(|a| a.starts_with("--config-env") || a.starts_with("--exec-path")) =>
+        {
+            reason("with -c, --config-env or --exec-path can run configured commands")
+        }
+        "git" if args.iter().any(|a| matches!(*a, "difftool" | "mergetool")) => {
+            reason("difftool and mergetool run the configured tool")
+        }
+        "trap" => reason("runs its text as code later"),
+        _ if EVALUATING_BUILTINS.contains(&name) => {
+            reason("evaluates a variable name or subscript as code")
+        }
+        "printf" if has("-v") => reason("with -v evaluates a variable name or subscript as code"),
+        "test" | "[" if has("-v") || has("-R") => {
+            reason("with -v evaluates a variable name or subscript as code")
+        }
+        "awk" | "gawk" | "mawk" | "nawk" | "busybox" => {
+            reason("runs a program that can start commands (`system()`)")
+        }
+        "make" | "gmake"
+            if args
+                .iter()
+                .any(|a| matches!(*a, "-" | "-f-" | "--file=-" | "--makefile=-")) =>
+        {
+            reason("reads its recipes, which run commands, from standard input")
+        }
+        _ if RUNNERS.contains(&name) => reason("runs a command cairn checks only loosely"),
         _ if INTERPRETERS.contains(&name) => {
             let code_flag = args.iter().any(|a| {
                 a.starts_with('-') && !a.starts_with("--") && (a.contains('c') || a.contains('e'))
@@ -355,95 +601,6 @@ fn opaque_reason(cmd: &Command) -> Option<String> {
         }
         _ => None,
     }
-}
-
-/// `words` with leading wrappers (and their options) removed.
-fn unwrap(words: &[Word]) -> &[Word] {
-    let mut rest = words;
-    while let Some(name) = rest.first().and_then(base_name) {
-        if !WRAPPERS.contains(&name) {
-            break;
-        }
-        let mut i = 1;
-        while let Some(word) = rest.get(i) {
-            let text = word.text();
-            let is_option = text.starts_with('-')
-                || (name == "env" && text.contains('='))
-                || (name == "timeout" && text.starts_with(|c: char| c.is_ascii_digit()));
-            if !is_option {
-                break;
-            }
-            // Options taking a separate value.
-            let takes_value = matches!(
-                (name, text),
-                ("env", "-u") | ("nice", "-n") | ("timeout", "-s" | "-k")
-            ) || (name == "stdbuf" && text.len() == 2);
-            i += if takes_value { 2 } else { 1 };
-        }
-        rest = rest.get(i..).unwrap_or(&[]);
-    }
-    rest
-}
-
-/// Like [`unwrap`], and also through commands that run their arguments as
-/// a command (`sudo`, `doas`, `xargs`): for deny rules only, since these
-/// still always ask.
-fn unwrap_for_deny(words: &[Word]) -> &[Word] {
-    let mut rest = unwrap(words);
-    while let Some(name) = rest.first().and_then(base_name) {
-        if !matches!(name, "sudo" | "doas" | "xargs") {
-            break;
-        }
-        let skip = rest[1..]
-            .iter()
-            .take_while(|w| w.text().starts_with('-'))
-            .count();
-        rest = unwrap(&rest[1 + skip..]);
-    }
-    rest
-}
-
-/// Deepest nesting of code given as text (`bash -c "eval 'rm …'"`) whose
-/// commands are read for deny rules.
-const MAX_CODE_DEPTH: usize = 4;
-
-/// The spellings of the commands inside code given as text: the argument of
-/// `sh -c`/`bash -c` and the words of `eval`, so a denied command cannot
-/// hide in a string.
-fn code_spellings(words: &[Word], depth: usize) -> Vec<String> {
-    let Some(name) = words.first().and_then(base_name) else {
-        return Vec::new();
-    };
-    let code = match name {
-        "eval" => Some(
-            words[1..]
-                .iter()
-                .map(Word::text)
-                .collect::<Vec<_>>()
-                .join(" "),
-        ),
-        "bash" | "sh" | "zsh" | "dash" | "ksh" => words
-            .iter()
-            .position(|w| w.text().starts_with('-') && w.text().contains('c'))
-            .and_then(|at| words.get(at + 1))
-            .map(|w| w.text().to_string()),
-        _ => None,
-    };
-    let Some(code) = code else {
-        return Vec::new();
-    };
-    if depth >= MAX_CODE_DEPTH {
-        return Vec::new();
-    }
-    let mut out = Vec::new();
-    if let Ok(parts) = shell::parse(&code) {
-        for part in parts {
-            if let Part::Run(cmd) = part {
-                out.extend(spellings_at(&cmd.words, depth + 1));
-            }
-        }
-    }
-    out
 }
 
 /// Path arguments of a file-touching command (after unwrapping).
@@ -476,141 +633,6 @@ fn touched_paths(words: &[Word]) -> Vec<String> {
     paths
 }
 
-/// Every spelling a deny rule should see for the command: as written, with
-/// the executable's directory dropped, with wrappers removed, and with its
-/// short-flag clusters split, merged and reordered.
-pub fn spellings(words: &[Word]) -> Vec<String> {
-    spellings_at(words, 0)
-}
-
-fn spellings_at(words: &[Word], depth: usize) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut variants = vec![words.to_vec()];
-    let inner = unwrap_for_deny(words);
-    if !inner.is_empty() && inner.len() < words.len() {
-        variants.push(inner.to_vec());
-    }
-    out.extend(code_spellings(inner, depth));
-    for variant in variants {
-        let mut variant = variant;
-        if let Some(name) = variant.first().and_then(base_name).map(str::to_string) {
-            variant[0] = Word {
-                raw: name.clone(),
-                literal: Some(name),
-            };
-        }
-        out.push(joined(&variant));
-        out.extend(flag_orders(&variant));
-    }
-    out.dedup();
-    out
-}
-
-/// Most letters of a flag cluster whose orderings are all generated; more
-/// are matched only in sorted order (5 letters is already 120 orders).
-const MAX_PERMUTED_FLAGS: usize = 4;
-
-fn flag_orders(words: &[Word]) -> Vec<String> {
-    let Some((name, args)) = words.split_first() else {
-        return Vec::new();
-    };
-    let mut letters: Vec<char> = Vec::new();
-    let mut operands: Vec<&str> = Vec::new();
-    let mut options_done = false;
-    for arg in args {
-        let text = arg.text();
-        let is_cluster = !options_done
-            && text.len() > 1
-            && text.starts_with('-')
-            && text[1..].chars().all(|c| c.is_ascii_alphabetic());
-        if text == "--" {
-            options_done = true;
-            operands.push(text);
-        } else if is_cluster || (!options_done && short_flag(name.text(), text).is_some()) {
-            let cluster: Vec<char> = match short_flag(name.text(), text) {
-                Some(c) => vec![c],
-                None => text[1..].chars().collect(),
-            };
-            for c in cluster {
-                let c = short_flag(name.text(), &format!("-{c}")).unwrap_or(c);
-                if !letters.contains(&c) {
-                    letters.push(c);
-                }
-            }
-        } else {
-            operands.push(text);
-        }
-    }
-    if letters.is_empty() {
-        return Vec::new();
-    }
-    letters.sort_unstable();
-    let orders = if letters.len() <= MAX_PERMUTED_FLAGS {
-        permutations(&letters)
-    } else {
-        vec![letters]
-    };
-    let tail = operands.join(" ");
-    let mut out = Vec::new();
-    for order in orders {
-        // Every split of the cluster: `-rfv`, `-rf -v`, `-r -f -v`, so a
-        // rule naming some of the flags together still matches.
-        for merged in 1..=order.len() {
-            let mut flags = vec![format!("-{}", order[..merged].iter().collect::<String>())];
-            flags.extend(order[merged..].iter().map(|c| format!("-{c}")));
-            let line = [name.text(), flags.join(" ").as_str(), tail.as_str()]
-                .iter()
-                .filter(|s| !s.is_empty())
-                .copied()
-                .collect::<Vec<_>>()
-                .join(" ");
-            out.push(line);
-        }
-    }
-    out
-}
-
-/// Spellings of a flag that mean the same as one short letter, per command,
-/// so that a deny rule written with short flags (`rm -rf *`) also denies
-/// `rm --recursive --force x` and `rm -R -f x`.
-const FLAG_SYNONYMS: &[(&str, &str, char)] = &[
-    ("rm", "--recursive", 'r'),
-    ("rm", "-R", 'r'),
-    ("rm", "--force", 'f'),
-    ("rm", "--verbose", 'v'),
-    ("rm", "--dir", 'd'),
-    ("cp", "--recursive", 'r'),
-    ("cp", "-R", 'r'),
-    ("cp", "--force", 'f'),
-    ("mv", "--force", 'f'),
-    ("chmod", "--recursive", 'R'),
-    ("chown", "--recursive", 'R'),
-];
-
-/// The short letter `flag` stands for in `command`, when it is a synonym.
-fn short_flag(command: &str, flag: &str) -> Option<char> {
-    FLAG_SYNONYMS
-        .iter()
-        .find(|(name, spelling, _)| *name == command && *spelling == flag)
-        .map(|(_, _, letter)| *letter)
-}
-
-fn permutations(items: &[char]) -> Vec<Vec<char>> {
-    if items.len() <= 1 {
-        return vec![items.to_vec()];
-    }
-    let mut out = Vec::new();
-    for (i, first) in items.iter().enumerate() {
-        let mut rest = items.to_vec();
-        rest.remove(i);
-        for mut tail in permutations(&rest) {
-            tail.insert(0, *first);
-            out.push(tail);
-        }
-    }
-    out
-}
-
 /// `verb *` for each command when every command of the line is a read-only
 /// verb of [`BROAD_VERBS`] with no redirection; otherwise nothing.
 fn broad_offer(parts: &[Part]) -> Vec<String> {
@@ -619,6 +641,9 @@ fn broad_offer(parts: &[Part]) -> Vec<String> {
         let Part::Run(cmd) = part else {
             return Vec::new();
         };
+        if cmd.words.iter().any(|w| w.literal.is_none()) || !cmd.assignments.is_empty() {
+            return Vec::new();
+        }
         let text = joined(&cmd.words);
         let Some(verb) = BROAD_VERBS
             .iter()

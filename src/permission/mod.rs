@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 use crate::bus::{Bus, Event};
 
 pub mod bash_rules;
+mod deny_spellings;
 mod path;
 pub mod read_only;
 pub mod shell;
@@ -423,6 +424,17 @@ impl Permissions {
         let spellings: Vec<String> = ask.patterns.iter().chain(&ask.spellings).cloned().collect();
         if let Some((_, rule)) = self.denied(&ask.permission, &spellings) {
             return (Action::Deny, Some(rule));
+        }
+        // A word known only at run time may become what a deny rule names.
+        if let Some(rule) = self.rules.iter().chain(&self.restrictions).find(|rule| {
+            rule.action == Action::Deny
+                && wildcard_match(&ask.permission, &rule.permission)
+                && ask
+                    .templates
+                    .iter()
+                    .any(|t| bash_rules::could_match(t, &rule.pattern))
+        }) {
+            return (Action::Deny, Some(rule.clone()));
         }
         if !ask.forced.is_empty() && !self.is_yolo() {
             return (Action::Ask, None);

@@ -47,6 +47,15 @@ pub enum Part {
         operator: String,
         target: Word,
     },
+    /// `NAME=value` on its own: it changes what later commands of the line
+    /// run (`PATH=. ; ls`), so its name is checked like a prefix's.
+    Assign(String),
+    /// Syntax whose meaning the parse cannot pin down (arithmetic, `[[ ]]`,
+    /// `${...}` operators, declarations, an input from `/dev/tcp`): `reason`
+    /// says which. The line is code cairn cannot check.
+    Opaque {
+        reason: String,
+    },
 }
 
 /// Why a command line could not be parsed into parts.
@@ -56,6 +65,64 @@ pub enum ParseError {
     Grammar(String),
     #[error("bash cannot parse this command line (near `{0}`)")]
     Syntax(String),
+}
+
+/// Node kinds whose meaning is certain: plain words and quotes, lists,
+/// pipelines, groups, simple redirects, substitutions (walked) and `$NAME`
+/// (a dynamic word, which forces an ask by itself). Any other named node
+/// makes the line [`Part::Opaque`]: tree-sitter-bash is not bash, so an
+/// allow rule applies only to text built from these (issue #28).
+const CERTAIN_KINDS: &[&str] = &[
+    "program",
+    "comment",
+    "list",
+    "pipeline",
+    "subshell",
+    "compound_statement",
+    "negated_command",
+    "redirected_statement",
+    "command",
+    "command_name",
+    "word",
+    "number",
+    "string",
+    "string_content",
+    "raw_string",
+    "concatenation",
+    "simple_expansion",
+    "variable_name",
+    "special_variable_name",
+    "variable_assignment",
+    "variable_assignments",
+    "command_substitution",
+    "process_substitution",
+    "file_redirect",
+    "file_descriptor",
+    "heredoc_redirect",
+    "heredoc_start",
+    "heredoc_body",
+    "heredoc_content",
+    "heredoc_end",
+    "herestring_redirect",
+];
+
+/// What a construct outside [`CERTAIN_KINDS`] does, for the reason shown.
+fn opaque_reason(kind: &str) -> String {
+    let what = match kind {
+        "arithmetic_expansion" | "arithmetic_expression" | "c_style_for_statement" => {
+            "arithmetic, which evaluates variables as code"
+        }
+        "test_command" => "a test (`[[ ]]`), whose comparisons evaluate text as code",
+        "expansion" => "a `${...}` expansion, which can evaluate or hide code",
+        "declaration_command" | "unset_command" => {
+            "a declaration (`export`, `declare`, `readonly`, `local`), which can change what runs"
+        }
+        "function_definition" => "a function definition",
+        "ansi_c_string" | "translated_string" => "a `$'...'` string",
+        "brace_expression" => "a brace expansion",
+        _ => "syntax cairn does not check",
+    };
+    format!("the line holds {what} (`{kind}`), so it is code cairn cannot check")
 }
 
 /// Longest excerpt of a substitution quoted in a reason.
@@ -132,7 +199,21 @@ impl Walker<'_> {
     /// enclosing substitution, `heredoc` says the statement's stdin is a
     /// here-document.
     fn visit(&mut self, node: Node<'_>, context: Option<&str>, heredoc: bool) {
+        if !CERTAIN_KINDS.contains(&node.kind()) {
+            self.opaque(opaque_reason(node.kind()));
+        }
         match node.kind() {
+            "variable_assignment" => {
+                if let Some(name) = node.child_by_field_name("name") {
+                    let name = self.text(name);
+                    self.parts.push(Part::Assign(name));
+                }
+                self.children(node, context, heredoc);
+            }
+            "heredoc_body" if self.expands(node) => {
+                self.opaque("the line holds an unquoted here-document that expands text, so it is code cairn cannot check".to_string());
+                self.children(node, context, heredoc);
+            }
             "command" => self.command(node, context, heredoc),
             "redirected_statement" => self.redirected(node, context),
             "file_redirect" => self.redirect(node, context),
@@ -142,6 +223,30 @@ impl Walker<'_> {
             }
             _ => self.children(node, context, heredoc),
         }
+    }
+
+    fn opaque(&mut self, reason: String) {
+        if !self
+            .parts
+            .iter()
+            .any(|p| matches!(p, Part::Opaque { reason: r } if *r == reason))
+        {
+            self.parts.push(Part::Opaque { reason });
+        }
+    }
+
+    /// Whether a here-document body is expanded by bash: its delimiter is
+    /// unquoted and it holds `$`, a backtick or a backslash.
+    fn expands(&self, body: Node<'_>) -> bool {
+        let quoted = body
+            .parent()
+            .and_then(|r| {
+                let mut cursor = r.walk();
+                r.named_children(&mut cursor)
+                    .find(|c| c.kind() == "heredoc_start")
+            })
+            .is_some_and(|start| self.text(start).contains(['\'', '"', '\\']));
+        !quoted && self.text(body).contains(['$', '`', '\\'])
     }
 
     fn children(&mut self, node: Node<'_>, context: Option<&str>, heredoc: bool) {
@@ -172,14 +277,22 @@ impl Walker<'_> {
                 // assignment itself runs nothing.
                 "variable_assignment" => {
                     assignments.push(self.text(child));
-                    self.visit(child, context, heredoc);
+                    // Its value may hide a substitution; the name is
+                    // checked with the command (`assignments`).
+                    self.children(child, context, heredoc);
                 }
                 "file_redirect" | "heredoc_redirect" | "herestring_redirect" => {
                     self.visit(child, context, heredoc);
                 }
                 "command_name" => {
                     let word = child.named_child(0).unwrap_or(child);
-                    words.push(self.word(word));
+                    let mut name = self.word(word);
+                    // `/bin/r?`, `/bin/[r]m`: bash finds the program by
+                    // matching files, so its name is not this text.
+                    if self.has_glob(word) {
+                        name.literal = None;
+                    }
+                    words.push(name);
                     self.visit(word, context, heredoc);
                 }
                 _ => {
@@ -212,6 +325,16 @@ impl Walker<'_> {
             .unwrap_or_default();
         if let Some(target) = node.child_by_field_name("destination") {
             self.visit(target, context, false);
+            let text = self.text(target);
+            if ["/dev/tcp/", "/dev/udp/"]
+                .iter()
+                .any(|dev| text.trim_matches(['\'', '"']).starts_with(dev))
+            {
+                self.opaque(format!(
+                    "the line redirects `{operator}` to `{}`, which opens a network connection",
+                    excerpt(&text)
+                ));
+            }
             let is_output = operator.contains('>');
             let is_fd_dup = operator.ends_with('&') && target.kind() == "number"
                 || matches!(self.text(target).as_str(), "-");
@@ -235,6 +358,7 @@ impl Walker<'_> {
     fn literal(&self, node: Node<'_>) -> Option<String> {
         let text = self.text(node);
         match node.kind() {
+            "word" | "number" if has_brace_expansion(&text) => None,
             "word" | "number" => Some(unescape(&text)),
             "raw_string" => Some(text.trim_matches('\'').to_string()),
             "string" => {
@@ -248,6 +372,7 @@ impl Walker<'_> {
                 }
                 Some(value)
             }
+            "concatenation" if has_brace_expansion(&text) => None,
             "concatenation" => {
                 let mut cursor = node.walk();
                 let mut value = String::new();
@@ -260,6 +385,47 @@ impl Walker<'_> {
             _ => None,
         }
     }
+}
+
+impl Walker<'_> {
+    /// Whether an unquoted part of the word holds a pathname pattern.
+    fn has_glob(&self, node: Node<'_>) -> bool {
+        match node.kind() {
+            "word" => has_unescaped(&self.text(node), &['*', '?', '[']),
+            "concatenation" => {
+                let mut cursor = node.walk();
+                let children: Vec<Node<'_>> = node.children(&mut cursor).collect();
+                children.into_iter().any(|c| self.has_glob(c))
+            }
+            _ => false,
+        }
+    }
+}
+
+/// `{a,b}` or `{1..3}` outside quotes: bash makes several words of it.
+/// Quoted text is not told apart, so a quoted brace list also counts as
+/// dynamic (it only costs an ask).
+fn has_brace_expansion(text: &str) -> bool {
+    let Some(open) = text.find('{') else {
+        return false;
+    };
+    let Some(close) = text[open..].find('}') else {
+        return false;
+    };
+    let inside = &text[open + 1..open + close];
+    inside.contains(',') || inside.contains("..")
+}
+
+fn has_unescaped(text: &str, special: &[char]) -> bool {
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            chars.next();
+        } else if special.contains(&c) {
+            return true;
+        }
+    }
+    false
 }
 
 /// Removes backslash escapes as bash does outside quotes (`r\m` is `rm`).
@@ -295,7 +461,7 @@ mod tests {
                         .collect::<Vec<_>>()
                         .join(" "),
                 ),
-                Part::Write { .. } => None,
+                _ => None,
             })
             .collect()
     }
@@ -323,6 +489,55 @@ mod tests {
             .filter(|p| matches!(p, Part::Write { .. }))
             .collect();
         assert_eq!(writes.len(), 1);
+    }
+
+    fn opaque(line: &str) -> bool {
+        parse(line)
+            .expect("parses")
+            .iter()
+            .any(|p| matches!(p, Part::Opaque { .. }))
+    }
+
+    #[test]
+    fn syntax_outside_the_whitelist_is_opaque() {
+        for line in [
+            "echo $((x))",
+            "[[ -v x ]]",
+            "echo ${x@P}",
+            "echo ${PWD#$(touch p)}",
+            "export A=1",
+            "f() { ls; }",
+            "git diff $'--output=p'",
+            "cat <<-EOF\n\t$(touch p)\n\tEOF",
+            "cat < /dev/tcp/example.com/80",
+        ] {
+            assert!(opaque(line), "{line:?}");
+        }
+        for line in [
+            "ls -la src",
+            "grep -rn 'a b' src | head",
+            "cat <<'EOF'\n$(x)\nEOF",
+        ] {
+            assert!(!opaque(line), "{line:?}");
+        }
+    }
+
+    #[test]
+    fn brace_lists_and_globbed_command_names_are_not_literals() {
+        let words = |line: &str| match parse(line).expect("parses").remove(0) {
+            Part::Run(c) => c.words,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(words("git diff {--output=p,}")[2].literal, None);
+        assert_eq!(words("rm{,} x")[0].literal, None);
+        assert_eq!(words("/bin/r? x")[0].literal, None);
+        assert_eq!(words("ls *.rs")[1].literal.as_deref(), Some("*.rs"));
+    }
+
+    #[test]
+    fn standalone_assignments_are_parts() {
+        let parts = parse("PATH=./bin; ls").expect("parses");
+        assert_eq!(parts[0], Part::Assign("PATH".to_string()));
     }
 
     #[test]

@@ -65,7 +65,19 @@ impl Tool for Bash {
             .as_deref()
             .map_or_else(|| ctx.cwd.clone(), |dir| ctx.resolve(dir));
         ctx.check_external(&cwd, true).await?;
-        let plan = crate::permission::bash_rules::plan(&args.command, &cwd, &ctx.root);
+        let mut plan = crate::permission::bash_rules::plan(&args.command, &cwd, &ctx.root);
+        if bash_rejects(&args.command).await {
+            plan.force_bash(
+                args.command.trim(),
+                "bash itself cannot parse this line (`bash -n`), so what cairn read is not what would run"
+                    .to_string(),
+            );
+        }
+        for call in std::mem::take(&mut plan.git_calls) {
+            if let Some(reason) = super::bash_git::named_program(&cwd, &call).await {
+                plan.force_bash(&call.pattern, reason);
+            }
+        }
         ctx.ask_plan(plan, &args.command, args.description.as_deref())
             .await?;
         let title = args
@@ -112,6 +124,26 @@ impl Tool for Bash {
         }
         Ok(ToolOutput::text(title, output, metadata))
     }
+}
+
+/// Whether bash's own parser rejects `command` (`bash -n`, which runs
+/// nothing): tree-sitter-bash accepts some lines bash does not (`ls ;;`,
+/// `ls; fi`), and an allow rule must apply only to text both read the same
+/// way. A `bash` that cannot be started is no verdict (the command would
+/// not run either).
+async fn bash_rejects(command: &str) -> bool {
+    let checked = tokio::process::Command::new("bash")
+        .args(["--norc", "--noprofile", "-n", "-c", command])
+        // Read at startup by a non-interactive bash even under -n.
+        .env_remove("BASH_ENV")
+        .env_remove("ENV")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .status()
+        .await;
+    checked.is_ok_and(|status| !status.success())
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

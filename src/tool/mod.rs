@@ -7,6 +7,7 @@
 //! live progress goes through [`ToolScope::progress`].
 
 mod bash;
+mod bash_git;
 mod bash_output;
 mod bash_sandbox;
 mod edit;

@@ -480,3 +480,241 @@ fn output_options_are_writes() {
         );
     }
 }
+
+/// The allow rules of issue #28's count: read-only verbs a user allows.
+const READ_RULES: &[(&str, Action)] = &[
+    ("*", Ask),
+    ("git status*", Allow),
+    ("git diff*", Allow),
+    ("git log*", Allow),
+    ("git show*", Allow),
+    ("ls*", Allow),
+    ("cat *", Allow),
+    ("echo *", Allow),
+    ("test *", Allow),
+    ("printf *", Allow),
+    ("cargo test*", Allow),
+    ("cargo build*", Allow),
+    ("grep *", Allow),
+    ("head*", Allow),
+    ("cd *", Allow),
+];
+
+/// Issue #28: lines that wrote a file or opened a connection under
+/// [`READ_RULES`] without asking, one block per class. Every row must ask.
+const HIDDEN_CODE: &[&str] = &[
+    // expansions that evaluate text as code
+    "x='a[$(touch p)]'; echo $((x))",
+    "x='a[$(touch p)]'; echo $(( x + 1 ))",
+    "declare -i x; x='a[$(touch p)]'",
+    "x='a[$(touch p)]'; [[ $x -eq 0 ]]",
+    "[[ -v 'a[$(touch p)]' ]]",
+    "test -v 'a[$(touch p)]'",
+    "printf -v 'a[$(touch p)]' x",
+    "let 'a[$(touch p)]'",
+    "x='$(touch p)'; echo ${x@P}",
+    "x='a[$(touch p)]'; echo ${!x}",
+    "declare -n r='a[$(touch p)]'; echo $r",
+    "echo $((1))",
+    // environment that makes an allowed program run code
+    "export GIT_EXTERNAL_DIFF=./x; git diff",
+    "declare -x GIT_PAGER='touch p'; git log",
+    "readonly PAGER='touch p'; git log -p",
+    "f() { local -x GIT_PAGER='touch p'; git log; }; f",
+    "typeset -x LESSOPEN='|touch p %s'; git log",
+    "GIT_PAGER='touch p' git log -p",
+    "GIT_EXTERNAL_DIFF=./x git diff",
+    "GIT_CONFIG_PARAMETERS=\"'core.pager=touch p'\" git log",
+    "GIT_CONFIG_GLOBAL=./cfg git diff",
+    "GIT_SSH_COMMAND='touch p' git status",
+    "GIT_TRACE=p git status",
+    "GIT_DIR=evil.git git log",
+    "LD_PRELOAD=./e.so ls",
+    "PATH=./bin ls",
+    "PATH=./bin; ls",
+    "BASH_ENV=./x ls",
+    "PAGER='touch p' git log",
+    "LESSOPEN='|touch p %s' git log",
+    // words that are not plain literals reaching a checked option
+    "git diff $'--output=p'",
+    "git diff $x",
+    "git diff \"$x\"",
+    "git diff {--output=p,}",
+    "git diff --output={p,q}",
+    "git diff ${x:---output=p}",
+    "git diff $(echo --output=p)",
+    "echo $HOME",
+    // substitutions the walk missed
+    "ls ${PWD#$(touch p)}",
+    "ls \"${x:-`touch p`}\"",
+    "cat <<EOF\n$(touch p)\nEOF",
+    "cat <<-EOF\n\t$(touch p)\n\tEOF",
+    "cat <<EOF\n${x@P}\nEOF",
+    "cat <<EOF\n`touch p`\nEOF",
+    // connections
+    "cat < /dev/tcp/example.com/80",
+    "cat </dev/udp/10.0.0.1/53",
+    "cat 3<>/dev/tcp/example.com/80",
+    "echo x > /dev/tcp/example.com/80",
+    // git that runs the configured tool
+    "git difftool",
+    "git difftool -y HEAD",
+];
+
+/// What an agent types all day: these stay allowed by their rules.
+const ORDINARY: &[&str] = &[
+    "cargo test",
+    "cargo test --lib permission",
+    "git status",
+    "git status -s",
+    "git diff --stat",
+    "git log --oneline -5",
+    "git show HEAD",
+    "ls -la src",
+    "ls *.rs",
+    "grep -rn foo src | head",
+    "grep -rn 'a b' src | head -20",
+    "cd sub && cargo build",
+    "LANG=C ls",
+    "RUST_BACKTRACE=1 cargo test",
+    "LC_ALL=C grep -rn x src",
+    "cat <<'EOF'\n$(touch p) ${x@P}\nEOF",
+    "cat README.md",
+    "echo hello",
+    "echo 'a $b'",
+];
+
+#[test]
+fn hidden_code_behind_read_only_rules_asks_and_ordinary_commands_do_not() {
+    let root = project();
+    let permissions = permissions(READ_RULES, false);
+    let unasked: Vec<String> = HIDDEN_CODE
+        .iter()
+        .filter(|command| verdict(command, &permissions, root.path()) != Ask)
+        .map(|command| format!("{command:?}"))
+        .collect();
+    let asked: Vec<String> = ORDINARY
+        .iter()
+        .filter(|command| verdict(command, &permissions, root.path()) != Allow)
+        .map(|command| format!("{command:?}"))
+        .collect();
+    assert!(
+        unasked.is_empty() && asked.is_empty(),
+        "{} of {} ran unasked:\n{}\n{} of {} ordinary commands asked:\n{}",
+        unasked.len(),
+        HIDDEN_CODE.len(),
+        unasked.join("\n"),
+        asked.len(),
+        ORDINARY.len(),
+        asked.join("\n")
+    );
+}
+
+/// "Always" on a command holding a variable or expansion would store a
+/// pattern that later allows a different command: nothing is offered.
+#[test]
+fn always_is_offered_only_for_commands_whose_every_word_is_literal() {
+    let root = project();
+    for (answered, later) in [
+        ("git diff $x", "git diff --output=p"),
+        ("git diff \"$x\"", "git diff --output=p"),
+        ("ls ${x:-a}", "ls; touch p"),
+        ("GIT_PAGER=less git log", "git log --output=p"),
+    ] {
+        let rules = permissions(&[("*", Ask)], false);
+        for ask in plan(answered, root.path(), root.path()).asks {
+            for pattern in ask.always.iter().chain(&ask.always_broad) {
+                rules.approve(&ask.permission, pattern);
+            }
+        }
+        assert_eq!(
+            verdict(later, &rules, root.path()),
+            Ask,
+            "after always {answered:?}, {later:?}"
+        );
+        assert_eq!(
+            verdict(answered, &rules, root.path()),
+            Ask,
+            "{answered:?} itself"
+        );
+    }
+    let asks = plan("git diff --stat", root.path(), root.path()).asks;
+    assert_eq!(asks[0].always, ["git diff --stat"]);
+    assert_eq!(asks[0].always_broad, ["git diff *"]);
+}
+
+/// Issue #28: the forms the README says a deny rule covers, under
+/// `rm -rf *` alone (the harder of the issue's two rules), with and
+/// without `--yolo`.
+const DENY_EVASIONS: &[&str] = &[
+    "rm --rec --forc x",
+    "rm --re --fo x",
+    "rm --recursive --f x",
+    "rm -{r,f} x",
+    "rm -{rf,} x",
+    "rm $'-rf' x",
+    "rm -f $'-r' x",
+    "rm \"$F\" x",
+    "/bin/r? -rf x",
+    "/bin/[r]m -rf x",
+    "r* -rf x",
+    "rm{,} -rf x",
+    "$RM -rf x",
+    "env -S 'rm -rf x'",
+    "env -S'rm -rf x'",
+    "env --split-string='rm -rf x'",
+    "env -C . rm -rf x",
+    "exec -a foo rm -rf x",
+    "trap 'rm -rf x' EXIT",
+    "coproc rm -rf x",
+    "sh -c \"$0 -rf x\" rm",
+    "bash -c '\"$@\"' _ rm -rf x",
+    "eval \"$(echo rm -rf x)\"",
+    "eval $CMD",
+    "x='a[$(rm -rf x)]'; echo $((x))",
+    "setsid rm -rf x",
+    "setsid -f rm -rf x",
+    "ionice -c 3 rm -rf x",
+    "taskset 0x1 rm -rf x",
+    "taskset -c 0 rm -rf x",
+    "flock /tmp/l rm -rf x",
+    "flock /tmp/l -c 'rm -rf x'",
+    "chrt -o 0 rm -rf x",
+    "unshare rm -rf x",
+    "unshare -r rm -rf x",
+    "script -qc 'rm -rf x' /dev/null",
+    "strace -o /dev/null rm -rf x",
+    "awk 'BEGIN { system(\"rm -rf x\") }'",
+    "make -f - <<< 'all: ; rm -rf x'",
+    "watch -n1 'rm -rf x'",
+];
+
+#[test]
+fn deny_holds_for_the_forms_the_readme_lists() {
+    let root = project();
+    for yolo in [false, true] {
+        let permissions = permissions(DENY_SET, yolo);
+        let missed: Vec<String> = DENY_EVASIONS
+            .iter()
+            .filter(|command| verdict(command, &permissions, root.path()) != Deny)
+            .map(|command| format!("{command:?}"))
+            .collect();
+        assert!(
+            missed.is_empty(),
+            "yolo={yolo}: {} of {} not denied:\n{}",
+            missed.len(),
+            DENY_EVASIONS.len(),
+            missed.join("\n")
+        );
+    }
+    // A deny rule on one program does not deny the ordinary others, even
+    // under --yolo where nothing else stops them.
+    let permissions = permissions(DENY_SET, true);
+    for command in ORDINARY {
+        assert_eq!(
+            verdict(command, &permissions, root.path()),
+            Allow,
+            "{command:?}"
+        );
+    }
+}

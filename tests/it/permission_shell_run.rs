@@ -41,6 +41,9 @@ async fn hidden_writes_behind_an_allowed_command_are_refused_and_explained() {
         ("git status > x", "`>` writes to x"),
         ("git status; touch x", "`touch x`"),
         ("git status | tee x", "`tee x`"),
+        // tree-sitter-bash accepts these, bash does not (issue #28).
+        ("git status ;;", "`bash -n`"),
+        ("git status; fi", "`bash -n`"),
     ];
     let mut script: Vec<_> = attacks
         .iter()
@@ -79,8 +82,12 @@ async fn hidden_writes_behind_an_allowed_command_are_refused_and_explained() {
             result.contains(reason),
             "{command}: expected {reason:?} in {result}"
         );
+        // A substitution's output is a word known only at run time, so
+        // no rule can allow that line (issue #28): no config line is offered.
+        let forced =
+            command.contains("touch x`") || command.contains("$(") || reason.contains("bash -n");
         assert!(
-            result.contains("[permission."),
+            forced || result.contains("[permission."),
             "{command}: no config line in {result}"
         );
     }
@@ -263,4 +270,253 @@ async fn a_primary_agents_own_deny_holds() {
     let output = project.cairn(&["run", "--yolo", "make it"]).await;
     assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
     assert!(project.path("made").exists(), "{}", describe(&output));
+}
+
+const GIT_READ_RULES: &str = "[permission.bash]\n\"*\" = \"ask\"\n\"git status*\" = \"allow\"\n\
+                              \"git diff*\" = \"allow\"\n\"git log*\" = \"allow\"\n\
+                              \"git show*\" = \"allow\"\n\"git difftool*\" = \"allow\"\n\
+                              \"git --git-dir=*\" = \"allow\"\n";
+
+/// A project repository whose `a.txt` was committed twice and changed
+/// again, so `git diff`, `git log -p` and `git show` all diff it.
+fn repository_with_history(project: &Project) {
+    let commit = |message: &str| {
+        project.git(&[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@example.com",
+            "commit",
+            "-qam",
+            message,
+        ]);
+    };
+    std::fs::write(project.path("a.txt"), "one\n").expect("write a.txt");
+    project.git(&["add", "a.txt"]);
+    commit("one");
+    std::fs::write(project.path("a.txt"), "two\n").expect("write a.txt");
+    commit("two");
+    std::fs::write(project.path("a.txt"), "three\n").expect("write a.txt");
+}
+
+/// Issue #28: an allowed git read must never run a program the repository
+/// names. The project's own config sets a textconv (run by `git diff`,
+/// `git log -p`, `git show`) that writes a marker; a bare repository shipped
+/// in the project does the same through `--git-dir`; `git difftool` runs
+/// the configured tool. All are refused headless and no marker is written,
+/// while `git status` in a repository that names nothing still runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn git_reads_never_run_a_program_the_repository_names() {
+    let attacks = [
+        "git diff",
+        "git log -p",
+        "git show HEAD",
+        "git --git-dir=shipped.git log -p",
+        "git difftool -y --tool=evil",
+    ];
+    let mut script: Vec<_> = attacks
+        .iter()
+        .enumerate()
+        .map(|(i, command)| {
+            tool_call(
+                &format!("call_{i}"),
+                "bash",
+                json!({ "command": command }),
+                1_000,
+            )
+        })
+        .collect();
+    script.push(text("Done.", 1_000));
+    let server = ScriptedServer::start(script).await;
+    let project = Project::new();
+    project.use_scripted_with(&server, "", GIT_READ_RULES);
+    repository_with_history(&project);
+    let marker = project.path("marker");
+    let program = format!("touch {}; cat", marker.display());
+    std::fs::write(project.path(".git/info/attributes"), "*.txt diff=evil\n")
+        .expect("write attributes");
+    project.git(&["config", "diff.evil.textconv", &program]);
+    project.git(&["config", "difftool.evil.cmd", &program]);
+    project.git(&["clone", "-q", "--bare", ".", "shipped.git"]);
+    project.git(&[
+        "--git-dir=shipped.git",
+        "config",
+        "diff.evil.textconv",
+        &program,
+    ]);
+    std::fs::write(
+        project.path("shipped.git/info/attributes"),
+        "*.txt diff=evil\n",
+    )
+    .expect("write shipped attributes");
+    // The test's own check that the trap is armed: git runs the textconv.
+    project.git(&["diff"]);
+    assert!(marker.exists(), "the textconv did not run in the setup");
+    std::fs::remove_file(&marker).expect("remove marker");
+
+    // The sandbox off: it would fail the marker's write, and this issue is
+    // about the decision, which must hold without it.
+    let output = project
+        .cairn(&["run", "--sandbox", "off", "look at the history"])
+        .await;
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let ran: Vec<&str> = attacks
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !tool_result(&server, &format!("call_{i}")).contains("refused"))
+        .map(|(_, command)| *command)
+        .collect();
+    assert!(
+        ran.is_empty() && !marker.exists(),
+        "{} of {} ran unasked (marker written: {}): {ran:?}\n{}",
+        ran.len(),
+        attacks.len(),
+        marker.exists(),
+        describe(&output)
+    );
+    assert!(
+        tool_result(&server, "call_0").contains("diff.evil.textconv"),
+        "{}",
+        tool_result(&server, "call_0")
+    );
+}
+
+/// The probe does not make every git command ask: in a repository that
+/// names no program, allowed reads run unasked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn git_reads_in_a_plain_repository_run_unasked() {
+    let commands = ["git status", "git diff", "git log -p", "git show HEAD"];
+    let mut script: Vec<_> = commands
+        .iter()
+        .enumerate()
+        .map(|(i, command)| {
+            tool_call(
+                &format!("call_{i}"),
+                "bash",
+                json!({ "command": command }),
+                1_000,
+            )
+        })
+        .collect();
+    script.push(text("Done.", 1_000));
+    let server = ScriptedServer::start(script).await;
+    let project = Project::new();
+    project.use_scripted_with(&server, "", GIT_READ_RULES);
+    repository_with_history(&project);
+    let output = project.cairn(&["run", "look at the history"]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    for (i, command) in commands.iter().enumerate() {
+        let result = tool_result(&server, &format!("call_{i}"));
+        assert!(!result.contains("refused"), "{command}: {result}");
+    }
+    assert!(tool_result(&server, "call_1").contains("three"));
+}
+
+/// Issue #28 through the binary: one line per class that wrote a file
+/// under read-only allow rules. None may write `p`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn code_hidden_in_expansions_and_environment_does_not_run() {
+    let attacks = [
+        "x='a[$(touch p)]'; echo $((x))",
+        "x='a[$(touch p)]'; [[ $x -eq 0 ]]",
+        "x='$(touch p)'; echo ${x@P}",
+        "GIT_EXTERNAL_DIFF='sh -c \"touch p\"' git diff",
+        "export GIT_PAGER='touch p'; git log",
+        "git diff $'--output=p'",
+        "git diff {--output=p,}",
+        "git diff ${x:---output=p}",
+        "echo ${PWD#$(touch p)}",
+        "echo \"${x:-`touch p`}\"",
+        "cat <<-EOF\n\t$(touch p)\n\tEOF",
+    ];
+    let mut script: Vec<_> = attacks
+        .iter()
+        .enumerate()
+        .map(|(i, command)| {
+            tool_call(
+                &format!("call_{i}"),
+                "bash",
+                json!({ "command": command }),
+                1_000,
+            )
+        })
+        .collect();
+    script.push(text("Done.", 1_000));
+    let server = ScriptedServer::start(script).await;
+    let project = Project::new();
+    project.use_scripted_with(
+        &server,
+        "",
+        "[permission.bash]\n\"*\" = \"ask\"\n\"git diff*\" = \"allow\"\n\"git log*\" = \"allow\"\n\
+         \"echo *\" = \"allow\"\n\"cat *\" = \"allow\"\n",
+    );
+    repository_with_history(&project);
+    let output = project.cairn(&["run", "look"]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let ran: Vec<&str> = attacks
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !tool_result(&server, &format!("call_{i}")).contains("refused"))
+        .map(|(_, command)| *command)
+        .collect();
+    assert!(
+        ran.is_empty() && !project.path("p").exists(),
+        "{} of {} ran unasked (p written: {}): {ran:?}",
+        ran.len(),
+        attacks.len(),
+        project.path("p").exists()
+    );
+}
+
+/// Issue #28's deny forms through the binary under `--yolo`, where no ask
+/// stops them: the victim directory survives every one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deny_evasions_do_not_delete_under_yolo() {
+    let attacks = [
+        "rm --rec --forc dir",
+        "rm $'-rf' dir",
+        "/bin/r? -rf dir",
+        "rm{,} -rf dir",
+        "env -S 'rm -rf dir'",
+        "exec -a x rm -rf dir",
+        "sh -c \"$0 -rf dir\" rm",
+        "eval \"$(echo rm -rf dir)\"",
+        "setsid rm -rf dir",
+        "taskset -c 0 rm -rf dir",
+        "awk 'BEGIN { system(\"rm -rf dir\") }'",
+    ];
+    let mut script: Vec<_> = attacks
+        .iter()
+        .enumerate()
+        .map(|(i, command)| {
+            tool_call(
+                &format!("call_{i}"),
+                "bash",
+                json!({ "command": command }),
+                1_000,
+            )
+        })
+        .collect();
+    script.push(text("Done.", 1_000));
+    let server = ScriptedServer::start(script).await;
+    let project = Project::new();
+    project.use_scripted_with(&server, "", "[permission.bash]\n\"rm -rf *\" = \"deny\"\n");
+    let dir = project.path("dir");
+    std::fs::create_dir(&dir).expect("create dir");
+    std::fs::write(dir.join("keep.txt"), "keep").expect("write keep.txt");
+    let output = project.cairn(&["run", "--yolo", "clean up"]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let ran: Vec<&str> = attacks
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !tool_result(&server, &format!("call_{i}")).contains("deny"))
+        .map(|(_, command)| *command)
+        .collect();
+    assert!(
+        ran.is_empty() && dir.join("keep.txt").exists(),
+        "{} of {} not denied (dir survived: {}): {ran:?}",
+        ran.len(),
+        attacks.len(),
+        dir.join("keep.txt").exists()
+    );
 }

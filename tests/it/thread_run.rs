@@ -388,7 +388,7 @@ async fn the_state_never_reads_what_the_model_could_not() {
         Answer::Tool(
             "call_l",
             "bash",
-            json!({ "command": "ln -sf \"$HOME/.ssh/id_ed25519\" notes.txt && echo QVBJX1RPS0VOPXNrLWxpdmUtYXR0YWNrLXRhYmxlLTAwMDEK | base64 -d > .env" }),
+            json!({ "command": "echo QVBJX1RPS0VOPXNrLWxpdmUtYXR0YWNrLXRhYmxlLTAwMDEK | base64 -d > .env" }),
         ),
         Answer::Text("Done."),
         Answer::Text("ok"),
@@ -420,6 +420,12 @@ async fn the_state_never_reads_what_the_model_could_not() {
         "the command ran: {}",
         crate::project::describe(&first)
     );
+    // The link the model used to make with `ln -sf "$HOME/..."`: a word
+    // known only at run time now asks whatever the rules say (issue #28),
+    // so the test makes it, before the compaction reads the files.
+    std::fs::remove_file(project.path("notes.txt")).expect("remove notes");
+    std::os::unix::fs::symlink(ssh.join("id_ed25519"), project.path("notes.txt"))
+        .expect("link notes.txt to the key");
     project.ok(&["run", "--continue", "/compact"]).await;
     project.ok(&["run", "--continue", "what is left?"]).await;
     let requests = server.requests();

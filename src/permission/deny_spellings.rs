@@ -1,0 +1,488 @@
+//! The spellings a `deny` rule is matched against for one command: as
+//! written, without the executable's directory, through wrappers and
+//! runners (`env`, `sudo`, `setsid`, `taskset`, ...), inside code given as
+//! text (`sh -c`, `eval`, `env -S`, `trap`), with flag clusters reordered and
+//! long options (and their getopt abbreviations) read as short ones; and
+//! templates, whose [`HOLE`]s stand for words known only at run time.
+//!
+//! Deny only: nothing here ever allows. Pure. Key fns: [`spellings`],
+//! [`could_match`].
+
+use super::shell::{self, Part, Word};
+
+/// Prefixes that only change how (not what) the next command runs; the
+/// inner command is checked too.
+pub(super) const WRAPPERS: &[&str] = &[
+    "env", "command", "nice", "timeout", "nohup", "time", "builtin", "exec", "stdbuf",
+];
+
+pub(super) fn joined(words: &[Word]) -> String {
+    words.iter().map(Word::text).collect::<Vec<_>>().join(" ")
+}
+
+/// The executable's name without its directory (`/bin/rm` is `rm`).
+pub(super) fn base_name(word: &Word) -> Option<&str> {
+    let name = word.literal.as_deref()?;
+    Some(name.rsplit('/').next().unwrap_or(name))
+}
+
+/// `words` with leading wrappers (and their options) removed.
+pub(super) fn unwrap(words: &[Word]) -> &[Word] {
+    let mut rest = words;
+    while let Some(name) = rest.first().and_then(base_name) {
+        if !WRAPPERS.contains(&name) {
+            break;
+        }
+        let mut i = 1;
+        while let Some(word) = rest.get(i) {
+            let text = word.text();
+            let is_option = text.starts_with('-')
+                || (name == "env" && text.contains('='))
+                || (name == "timeout" && text.starts_with(|c: char| c.is_ascii_digit()));
+            if !is_option {
+                break;
+            }
+            // Options taking a separate value.
+            let takes_value = matches!(
+                (name, text),
+                (
+                    "env",
+                    "-u" | "-C" | "-S" | "--chdir" | "--unset" | "--split-string"
+                ) | ("nice", "-n")
+                    | ("timeout", "-s" | "-k")
+                    | ("exec", "-a")
+            ) || (name == "stdbuf" && text.len() == 2);
+            i += if takes_value { 2 } else { 1 };
+        }
+        rest = rest.get(i..).unwrap_or(&[]);
+    }
+    rest
+}
+
+/// Stands in a template for a word known only at run time: it may become
+/// any text, spaces included (a hole in the command position could be `rm`,
+/// one among the flags could be `-rf`).
+pub const HOLE: char = '\u{1}';
+
+/// Commands that run another command given in their arguments, with option
+/// grammars too varied to unwrap: they always ask, and for deny rules every
+/// later word is tried as the start of the command (`taskset 0x1 rm -rf x`)
+/// and every argument holding a space is read as code (`script -c '...'`).
+pub(super) const RUNNERS: &[&str] = &[
+    "setsid",
+    "ionice",
+    "taskset",
+    "flock",
+    "chrt",
+    "unshare",
+    "script",
+    "strace",
+    "ltrace",
+    "coproc",
+    "watch",
+    "chroot",
+    "nsenter",
+    "firejail",
+    "systemd-run",
+    "parallel",
+    "su",
+    "runuser",
+    "caffeinate",
+    "prlimit",
+    "numactl",
+    "cgexec",
+    "faketime",
+    "fakeroot",
+    "proot",
+    "eatmydata",
+    "catchsegv",
+    "valgrind",
+    "gdb",
+    "perf",
+    "trap",
+];
+
+/// Most words of a runner tried as the start of its command, for deny
+/// rules: bounds the spellings of a long or nested runner line.
+const MAX_RUNNER_STARTS: usize = 8;
+
+/// Like [`unwrap`], and also through commands that run their arguments as
+/// a command (`sudo`, `doas`, `xargs`): for deny rules only, since these
+/// still always ask.
+fn unwrap_for_deny(words: &[Word]) -> &[Word] {
+    let mut rest = unwrap(words);
+    while let Some(name) = rest.first().and_then(base_name) {
+        if !matches!(name, "sudo" | "doas" | "xargs") {
+            break;
+        }
+        let skip = rest[1..]
+            .iter()
+            .take_while(|w| w.text().starts_with('-'))
+            .count();
+        rest = unwrap(&rest[1 + skip..]);
+    }
+    rest
+}
+
+/// Deepest nesting of code given as text (`bash -c "eval 'rm …'"`) whose
+/// commands are read for deny rules.
+const MAX_CODE_DEPTH: usize = 4;
+
+/// The spellings of the commands inside code given as text: the argument of
+/// `sh -c`/`bash -c` and the words of `eval`, so a denied command cannot
+/// hide in a string.
+fn code_spellings(words: &[Word], depth: usize) -> Vec<String> {
+    let Some(name) = words.first().and_then(base_name) else {
+        return Vec::new();
+    };
+    if depth >= MAX_CODE_DEPTH {
+        return Vec::new();
+    }
+    let is_shell = matches!(name, "bash" | "sh" | "zsh" | "dash" | "ksh");
+    if (name == "eval" || is_shell) && words[1..].iter().any(|w| w.literal.is_none()) {
+        // `eval "$(...)"`, `sh -c "$x"`: the code is known only when it
+        // runs, so any deny rule may apply.
+        return vec![HOLE.to_string()];
+    }
+    let mut out = Vec::new();
+    let runs_any = match name {
+        "awk" | "gawk" | "mawk" | "nawk" => words[1..]
+            .iter()
+            .any(|w| w.text().contains("system") || w.text().contains('|')),
+        "make" | "gmake" => words[1..]
+            .iter()
+            .any(|w| matches!(w.text(), "-" | "-f-" | "--file=-" | "--makefile=-")),
+        _ => false,
+    };
+    if runs_any {
+        // A program that starts commands cairn cannot see.
+        out.push(HOLE.to_string());
+    }
+    if RUNNERS.contains(&name) || name == "env" {
+        // `env -S 'rm -rf x'`, `script -c '...'`, `trap '...' EXIT`.
+        for word in words[1..]
+            .iter()
+            .filter(|w| w.text().contains(char::is_whitespace))
+        {
+            let text = word.text();
+            let code = match text.strip_prefix("--split-string=") {
+                Some(code) => code,
+                None if text.starts_with('-') && !text.starts_with("--") => &text[2..],
+                None => text,
+            };
+            out.extend(parsed_spellings(code, depth));
+        }
+        for start in 1..words.len().min(MAX_RUNNER_STARTS + 1) {
+            out.extend(spellings_at(&words[start..], depth + 2));
+        }
+        if name == "env" {
+            return out;
+        }
+    }
+    let code = match name {
+        "eval" => Some(
+            words[1..]
+                .iter()
+                .map(Word::text)
+                .collect::<Vec<_>>()
+                .join(" "),
+        ),
+        "bash" | "sh" | "zsh" | "dash" | "ksh" => words
+            .iter()
+            .position(|w| w.text().starts_with('-') && w.text().contains('c'))
+            .and_then(|at| words.get(at + 1))
+            .map(|w| w.text().to_string()),
+        _ => None,
+    };
+    if let Some(code) = code {
+        out.extend(parsed_spellings(&code, depth));
+    }
+    out
+}
+
+/// The spellings of every command in `code`; a hole when cairn cannot read
+/// it, so that it stays denied under any deny rule.
+fn parsed_spellings(code: &str, depth: usize) -> Vec<String> {
+    let Ok(parts) = shell::parse(code) else {
+        return vec![HOLE.to_string()];
+    };
+    let mut out = Vec::new();
+    for part in parts {
+        match part {
+            Part::Run(cmd) => out.extend(spellings_at(&cmd.words, depth + 1)),
+            Part::Opaque { .. } => out.push(HOLE.to_string()),
+            Part::Write { .. } | Part::Assign(_) => {}
+        }
+    }
+    out
+}
+
+/// Every spelling a deny rule should see for the command: as written, with
+/// the executable's directory dropped, with wrappers removed, and with its
+/// short-flag clusters split, merged and reordered.
+pub fn spellings(words: &[Word]) -> Vec<String> {
+    spellings_at(words, 0)
+}
+
+fn spellings_at(words: &[Word], depth: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut variants = vec![words.to_vec()];
+    let inner = unwrap_for_deny(words);
+    if !inner.is_empty() && inner.len() < words.len() {
+        variants.push(inner.to_vec());
+    }
+    out.extend(code_spellings(inner, depth));
+    if inner.len() < words.len() {
+        // `env -S 'rm -rf x'`: the code is an option of the wrapper.
+        out.extend(code_spellings(words, depth));
+    }
+    for variant in variants {
+        if variant.iter().any(|w| w.literal.is_none()) {
+            out.push(template(&variant));
+            continue;
+        }
+        let mut variant = variant;
+        if let Some(name) = variant.first().and_then(base_name).map(str::to_string) {
+            variant[0] = Word {
+                raw: name.clone(),
+                literal: Some(name),
+            };
+        }
+        out.push(joined(&variant));
+        out.extend(flag_orders(&variant));
+    }
+    out.dedup();
+    out
+}
+
+/// The command with everything from its first option or dynamic word on
+/// replaced by one [`HOLE`]: `rm -f $'-r' x` is `rm ◆`, since the dynamic
+/// word may be any flags and they may come in any order.
+fn template(words: &[Word]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    for (i, word) in words.iter().enumerate() {
+        match &word.literal {
+            Some(text) if !text.starts_with('-') => {
+                let text = if i == 0 {
+                    text.rsplit('/').next().unwrap_or(text)
+                } else {
+                    text
+                };
+                out.push(text.to_string());
+            }
+            _ => break,
+        }
+    }
+    out.push(HOLE.to_string());
+    out.join(" ")
+}
+
+/// Whether some value of the [`HOLE`]s of `template` makes a text that
+/// `pattern` (a rule: `*` any text, `?` one character) matches: both are
+/// patterns over the same text, and this asks whether they share one.
+pub fn could_match(template: &str, pattern: &str) -> bool {
+    let t: Vec<char> = template.chars().collect();
+    let p: Vec<char> = pattern.chars().collect();
+    // seen[i][j]: the suffixes t[i..] and p[j..] were already tried.
+    let mut seen = vec![vec![false; p.len() + 1]; t.len() + 1];
+    let mut stack = vec![(0, 0)];
+    while let Some((i, j)) = stack.pop() {
+        if seen[i][j] {
+            continue;
+        }
+        seen[i][j] = true;
+        if i == t.len() && j == p.len() {
+            return true;
+        }
+        if i < t.len() && t[i] == HOLE {
+            // The hole ends here, or takes the pattern's next character.
+            stack.push((i + 1, j));
+            if j < p.len() {
+                stack.push((i, j + 1));
+            }
+        }
+        if j < p.len() && p[j] == '*' {
+            stack.push((i, j + 1));
+            if i < t.len() {
+                stack.push((i + 1, j));
+            }
+        }
+        if i < t.len()
+            && j < p.len()
+            && t[i] != HOLE
+            && p[j] != '*'
+            && (p[j] == '?' || p[j] == t[i])
+        {
+            stack.push((i + 1, j + 1));
+        }
+    }
+    false
+}
+
+/// Most letters of a flag cluster whose orderings are all generated; more
+/// are matched only in sorted order (5 letters is already 120 orders).
+const MAX_PERMUTED_FLAGS: usize = 4;
+
+fn flag_orders(words: &[Word]) -> Vec<String> {
+    let Some((name, args)) = words.split_first() else {
+        return Vec::new();
+    };
+    let mut letters: Vec<char> = Vec::new();
+    let mut operands: Vec<&str> = Vec::new();
+    let mut options_done = false;
+    for arg in args {
+        let text = arg.text();
+        let is_cluster = !options_done
+            && text.len() > 1
+            && text.starts_with('-')
+            && text[1..].chars().all(|c| c.is_ascii_alphabetic());
+        if text == "--" {
+            options_done = true;
+            operands.push(text);
+        } else if is_cluster || (!options_done && short_flag(name.text(), text).is_some()) {
+            let cluster: Vec<char> = match short_flag(name.text(), text) {
+                Some(c) => vec![c],
+                None => text[1..].chars().collect(),
+            };
+            for c in cluster {
+                let c = short_flag(name.text(), &format!("-{c}")).unwrap_or(c);
+                if !letters.contains(&c) {
+                    letters.push(c);
+                }
+            }
+        } else {
+            operands.push(text);
+        }
+    }
+    if letters.is_empty() {
+        return Vec::new();
+    }
+    letters.sort_unstable();
+    let orders = if letters.len() <= MAX_PERMUTED_FLAGS {
+        permutations(&letters)
+    } else {
+        vec![letters]
+    };
+    let tail = operands.join(" ");
+    let mut out = Vec::new();
+    for order in orders {
+        // Every split of the cluster: `-rfv`, `-rf -v`, `-r -f -v`, so a
+        // rule naming some of the flags together still matches.
+        for merged in 1..=order.len() {
+            let mut flags = vec![format!("-{}", order[..merged].iter().collect::<String>())];
+            flags.extend(order[merged..].iter().map(|c| format!("-{c}")));
+            let line = [name.text(), flags.join(" ").as_str(), tail.as_str()]
+                .iter()
+                .filter(|s| !s.is_empty())
+                .copied()
+                .collect::<Vec<_>>()
+                .join(" ");
+            out.push(line);
+        }
+    }
+    out
+}
+
+/// Spellings of a flag that mean the same as one short letter, per command,
+/// so that a deny rule written with short flags (`rm -rf *`) also denies
+/// `rm --recursive --force x` and `rm -R -f x`.
+const FLAG_SYNONYMS: &[(&str, &str, char)] = &[
+    ("rm", "--recursive", 'r'),
+    ("rm", "-R", 'r'),
+    ("rm", "--force", 'f'),
+    ("rm", "--verbose", 'v'),
+    ("rm", "--dir", 'd'),
+    ("cp", "--recursive", 'r'),
+    ("cp", "-R", 'r'),
+    ("cp", "--force", 'f'),
+    ("mv", "--force", 'f'),
+    ("chmod", "--recursive", 'R'),
+    ("chown", "--recursive", 'R'),
+];
+
+/// Every long option of GNU `rm`, so that an abbreviation (`--rec`,
+/// `--forc`) is read as getopt reads it: a prefix of exactly one of them.
+const RM_LONG_OPTIONS: &[&str] = &[
+    "--force",
+    "--interactive",
+    "--one-file-system",
+    "--no-preserve-root",
+    "--preserve-root",
+    "--recursive",
+    "--dir",
+    "--verbose",
+    "--help",
+    "--version",
+];
+
+/// The short letter `flag` stands for in `command`, when it is a synonym
+/// or an unambiguous abbreviation of one.
+fn short_flag(command: &str, flag: &str) -> Option<char> {
+    let exact = |flag: &str| {
+        FLAG_SYNONYMS
+            .iter()
+            .find(|(name, spelling, _)| *name == command && *spelling == flag)
+            .map(|(_, _, letter)| *letter)
+    };
+    if let Some(letter) = exact(flag) {
+        return Some(letter);
+    }
+    if !flag.starts_with("--") || flag.len() < 3 || flag.contains('=') {
+        return None;
+    }
+    let mut longs: Vec<&str> = FLAG_SYNONYMS
+        .iter()
+        .filter(|(name, spelling, _)| *name == command && spelling.starts_with("--"))
+        .map(|(_, spelling, _)| *spelling)
+        .collect();
+    if command == "rm" {
+        longs = RM_LONG_OPTIONS.to_vec();
+    }
+    let mut matching = longs.iter().filter(|long| long.starts_with(flag));
+    match (matching.next(), matching.next()) {
+        (Some(long), None) => exact(long),
+        _ => None,
+    }
+}
+
+fn permutations(items: &[char]) -> Vec<Vec<char>> {
+    if items.len() <= 1 {
+        return vec![items.to_vec()];
+    }
+    let mut out = Vec::new();
+    for (i, first) in items.iter().enumerate() {
+        let mut rest = items.to_vec();
+        rest.remove(i);
+        for mut tail in permutations(&rest) {
+            tail.insert(0, *first);
+            out.push(tail);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hole_may_become_whatever_the_rule_names() {
+        let hole = HOLE.to_string();
+        assert!(could_match(&format!("rm {hole}"), "rm -rf *"));
+        assert!(could_match(&format!("{hole} -rf x"), "rm -rf *"));
+        assert!(could_match(&hole, "git push *"));
+        assert!(!could_match(&format!("git diff {hole}"), "git push *"));
+        assert!(!could_match(&format!("echo {hole}"), "rm -rf *"));
+        assert!(could_match("rm -rf x", "rm -rf *"));
+        assert!(!could_match("rm -r x", "rm -rf *"));
+    }
+
+    #[test]
+    fn getopt_abbreviations_are_read_when_unambiguous() {
+        assert_eq!(short_flag("rm", "--rec"), Some('r'));
+        assert_eq!(short_flag("rm", "--f"), Some('f'));
+        // `--v` is `--verbose` or `--version`: getopt refuses it.
+        assert_eq!(short_flag("rm", "--v"), None);
+        assert_eq!(short_flag("rm", "--"), None);
+    }
+}
