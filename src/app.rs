@@ -345,6 +345,7 @@ impl App {
         let files = crate::session::agent_files::load(
             &crate::session::agent_files::directories(&env),
             &untrusted,
+            &env.root,
         );
         let configured = config.agent.iter().map(|(name, agent)| {
             (

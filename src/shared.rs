@@ -95,6 +95,19 @@ pub fn short(tokens: u64) -> String {
     }
 }
 
+/// Where `path` really is when a link takes it outside `root` (a project's
+/// `AGENTS.md -> ~/.ssh/id_rsa`, an agent file or skill folder linked to the
+/// home): `None` when it stays inside, or does not exist. A repository's
+/// files are read only where they are, never through a link out of it.
+pub fn linked_outside(
+    path: &std::path::Path,
+    root: &std::path::Path,
+) -> Option<std::path::PathBuf> {
+    let real = path.canonicalize().ok()?;
+    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    (!real.starts_with(&root)).then_some(real)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

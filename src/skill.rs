@@ -83,6 +83,18 @@ pub fn discover(roots: &SkillRoots) -> Discovered {
             if !file.is_file() {
                 continue;
             }
+            // A repository's skill read through a link out of it would put
+            // the user's files in the prompt (issue #28): never read.
+            if parent.starts_with(&roots.root)
+                && let Some(real) = crate::shared::linked_outside(&file, &roots.root)
+            {
+                found.problems.push(format!(
+                    "skill {} links outside the project (to {}): not read",
+                    file.display(),
+                    real.display()
+                ));
+                continue;
+            }
             match read_skill(&folder, &file) {
                 Ok(skill) if found.find(&skill.name).is_none() => found.skills.push(skill),
                 Ok(_) => {}
@@ -337,5 +349,44 @@ mod tests {
         }])
         .expect("a block");
         assert!(block.contains("<name>pdf</name>\n    <description>Fill PDF forms</description>"));
+    }
+
+    /// The blind review of #28: a project's SKILL.md (or skills folder)
+    /// linked outside put the user's file in the prompt. Neither is read.
+    #[test]
+    fn skills_linked_outside_the_project_are_not_read() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let (root, home) = (d.path().join("repo"), d.path().join("home"));
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        std::fs::create_dir_all(root.join(".claude/skills/sk")).unwrap();
+        std::fs::create_dir_all(home.join("skd/other")).unwrap();
+        std::fs::write(
+            home.join("sk.md"),
+            "---\ndescription: SECRET-ONE\n---\nbody",
+        )
+        .unwrap();
+        std::fs::write(
+            home.join("skd/other/SKILL.md"),
+            "---\ndescription: SECRET-TWO\n---\nbody",
+        )
+        .unwrap();
+        std::os::unix::fs::symlink(home.join("sk.md"), root.join(".claude/skills/sk/SKILL.md"))
+            .unwrap();
+        std::fs::create_dir_all(root.join(".agents")).unwrap();
+        std::os::unix::fs::symlink(home.join("skd"), root.join(".agents/skills")).unwrap();
+        let found = discover(&SkillRoots {
+            cwd: root.clone(),
+            root: root.clone(),
+            home: None,
+            config_dir: None,
+        });
+        assert!(found.skills.is_empty(), "{found:?}");
+        assert_eq!(found.problems.len(), 2, "{:?}", found.problems);
+        assert!(
+            found
+                .problems
+                .iter()
+                .all(|p| p.contains("links outside the project"))
+        );
     }
 }

@@ -174,6 +174,10 @@ fn gate_instructions(
 ///   at start-up prunes every project's snapshot store, so a project's `0`
 ///   would take the undo history of all the user's projects. Keeping
 ///   snapshots longer is harmless, and so is `enabled = true`.
+/// - `max_file_bytes` smaller than the user's (or the default 10 MiB): a
+///   project's `0` leaves every file out of its snapshots, so `/undo`
+///   restores nothing (found by the blind review of #28). A larger limit
+///   is harmless.
 fn gate_snapshot(
     table: &mut Table,
     cx: &Context<'_>,
@@ -192,24 +196,33 @@ fn gate_snapshot(
             snapshot.remove("enabled");
         }
     }
-    let Some(Value::Integer(days)) = snapshot.get("max_age_days").cloned() else {
-        return;
-    };
-    let users = cx
-        .base
-        .get("snapshot")
-        .and_then(|s| s.get("max_age_days"))
-        .and_then(Value::as_integer)
-        .unwrap_or(i64::from(super::SnapshotConfig::default().max_age_days));
-    if days >= users {
-        return;
-    }
-    split.risks.push(risk(
-        vec!["snapshot".into(), "max_age_days".into()],
-        days.to_string(),
-    ));
-    if !cx.trusted {
-        snapshot.remove("max_age_days");
+    let defaults = super::SnapshotConfig::default();
+    let lowered = [
+        ("max_age_days", i64::from(defaults.max_age_days)),
+        (
+            "max_file_bytes",
+            i64::try_from(defaults.max_file_bytes).unwrap_or(i64::MAX),
+        ),
+    ];
+    for (key, default) in lowered {
+        let Some(Value::Integer(value)) = snapshot.get(key).cloned() else {
+            continue;
+        };
+        let users = cx
+            .base
+            .get("snapshot")
+            .and_then(|s| s.get(key))
+            .and_then(Value::as_integer)
+            .unwrap_or(default);
+        if value >= users {
+            continue;
+        }
+        split
+            .risks
+            .push(risk(vec!["snapshot".into(), key.into()], value.to_string()));
+        if !cx.trusted {
+            snapshot.remove(key);
+        }
     }
 }
 
@@ -572,6 +585,27 @@ mod tests {
                 "[snapshot]\nmax_age_days = 30",
                 &[],
                 &["snapshot.max_age_days"],
+            ),
+            (
+                "snapshot file limit of 0: /undo restores nothing",
+                "[snapshot]\nmax_file_bytes = 0",
+                "",
+                &[],
+                &["snapshot.max_file_bytes"],
+            ),
+            (
+                "snapshot file limit under the user's",
+                "[snapshot]\nmax_file_bytes = 1000",
+                "[snapshot]\nmax_file_bytes = 5000",
+                &[],
+                &["snapshot.max_file_bytes"],
+            ),
+            (
+                "a larger snapshot file limit is harmless",
+                "[snapshot]\nmax_file_bytes = 99999999",
+                "",
+                &[],
+                &[],
             ),
             (
                 "keeping snapshots longer is harmless",

@@ -94,11 +94,25 @@ fn md_files(dir: &Path) -> Vec<PathBuf> {
 /// Reads every `*.md` in `dirs`; a name already found is skipped. Files in
 /// `untrusted` keep only their `deny` rules: appended after the session's
 /// rules, their `allow` would loosen an ask and their `ask` a deny.
-pub fn load(dirs: &[PathBuf], untrusted: &[PathBuf]) -> Found {
+///
+/// A file in the project (under `root`) that is a link leaving it, or sits
+/// in a folder that is, is not read, trusted or not: a repository must not
+/// make its agent's prompt the user's `~/.ssh/id_rsa` (issue #28).
+pub fn load(dirs: &[PathBuf], untrusted: &[PathBuf], root: &Path) -> Found {
     let mut found = Found::default();
     let mut seen = BTreeSet::new();
     for dir in dirs {
         for file in md_files(dir) {
+            if dir.starts_with(root)
+                && let Some(real) = crate::shared::linked_outside(&file, root)
+            {
+                found.problems.push(format!(
+                    "agent file {} links outside the project (to {}): not read",
+                    file.display(),
+                    real.display()
+                ));
+                continue;
+            }
             match read_one(&file) {
                 Ok((name, mut agent)) => {
                     if untrusted.contains(dir) {
@@ -364,9 +378,53 @@ mod tests {
         let mut env = Environment::discover(&sub);
         env.home = None;
         env.config_dir = None;
-        let found = load(&directories(&env), &[]);
+        let found = load(&directories(&env), &[], &env.root);
         assert_eq!(found.agents.len(), 1);
         assert_eq!(found.agents[0].1.prompt.as_deref(), Some("near"));
         assert_eq!(found.problems.len(), 1, "{:?}", found.problems);
+    }
+
+    /// The blind review of #28: an agent file (or the agents folder) linked
+    /// outside the project became the system prompt. Neither is read.
+    #[test]
+    fn agent_files_linked_outside_the_project_are_not_read() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (root, home) = (dir.path().join("repo"), dir.path().join("home"));
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        std::fs::create_dir_all(root.join(".cairn/agents")).unwrap();
+        std::fs::create_dir_all(home.join("agents")).unwrap();
+        std::fs::write(home.join("id_rsa"), "SSHSECRET").unwrap();
+        std::fs::write(
+            home.join("agents/helper.md"),
+            "---\ndescription: x\n---\nSECRET2",
+        )
+        .unwrap();
+        std::os::unix::fs::symlink(home.join("id_rsa"), root.join(".cairn/agents/build.md"))
+            .unwrap();
+        std::fs::create_dir_all(root.join(".claude")).unwrap();
+        std::os::unix::fs::symlink(home.join("agents"), root.join(".claude/agents")).unwrap();
+        std::fs::write(
+            root.join(".cairn/agents/plain.md"),
+            "---\ndescription: y\n---\ninside",
+        )
+        .unwrap();
+        let mut env = Environment::discover(&root);
+        env.home = None;
+        env.config_dir = None;
+        let found = load(&directories(&env), &[], &env.root);
+        let prompts: Vec<String> = found
+            .agents
+            .iter()
+            .filter_map(|(_, a)| a.prompt.clone())
+            .collect();
+        assert_eq!(prompts, ["inside"], "{found:?}");
+        assert!(
+            found
+                .problems
+                .iter()
+                .any(|p| p.contains("links outside the project")),
+            "{:?}",
+            found.problems
+        );
     }
 }

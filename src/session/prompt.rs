@@ -176,15 +176,6 @@ fn lean_environment_block(env: &Environment) -> String {
     )
 }
 
-/// Where `path` really is when that is outside `root` (a symlinked
-/// `AGENTS.md -> ~/.ssh/id_rsa`, or `-> /proc/self/environ`); `None` when
-/// it stays inside.
-fn leaves_project(path: &Path, root: &Path) -> Option<PathBuf> {
-    let real = path.canonicalize().ok()?;
-    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
-    (!real.starts_with(&root)).then_some(real)
-}
-
 /// Global, then project (nearest first), then config files; empty files
 /// skipped. Also returns what went wrong with the configured ones.
 fn instruction_files(env: &Environment) -> (Vec<Instruction>, Vec<String>) {
@@ -200,7 +191,7 @@ fn instruction_files(env: &Environment) -> (Vec<Instruction>, Vec<String>) {
         paths.push(first);
     }
     for path in project_instruction_files(&env.cwd, &env.root) {
-        match leaves_project(&path, &env.root) {
+        match crate::shared::linked_outside(&path, &env.root) {
             Some(target) => problems.push(format!(
                 "instruction file {} is a link to {}, outside the project: not sent to the model \
                  (a repository, or a command, could point it at your keys)",
