@@ -67,6 +67,34 @@ fn assert_no_repeats(seen: &[(Value, u64)], marker: &str) {
     }
 }
 
+/// One `cairn run` turn (`--continue` after the first) that must succeed
+/// and print `expected`; its output, for more checks.
+async fn answered_turn(
+    project: &Project,
+    first: bool,
+    prompt: &str,
+    expected: &str,
+) -> std::process::Output {
+    let args: Vec<&str> = if first {
+        vec!["run", prompt]
+    } else {
+        vec!["run", "--continue", prompt]
+    };
+    let out = project.cairn(&args).await;
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{prompt:.60}: {}",
+        describe(&out)
+    );
+    assert!(
+        crate::project::text_of(&out.stdout).contains(expected),
+        "{prompt:.60} unanswered: {}",
+        describe(&out)
+    );
+    out
+}
+
 fn lines_of(words: usize, count: usize) -> String {
     (0..count)
         .map(|i| {
@@ -338,23 +366,7 @@ async fn twenty_turns_through_cairn_run(window: u64) -> usize {
         let file = format!("f{turn}.txt");
         std::fs::write(project.path(&file), lines_of(10, window as usize / 40)).expect("write");
         let prompt = format!("turn {turn}: how many lines in {file}?");
-        let args: Vec<&str> = if turn == 1 {
-            vec!["run", &prompt]
-        } else {
-            vec!["run", "--continue", &prompt]
-        };
-        let out = project.cairn(&args).await;
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "turn {turn}: {}",
-            describe(&out)
-        );
-        assert!(
-            crate::project::text_of(&out.stdout).contains(&format!("{file} has")),
-            "turn {turn} unanswered: {}",
-            describe(&out)
-        );
+        let out = answered_turn(&project, turn == 1, &prompt, &format!("{file} has")).await;
         // A prune rewrites old tool parts; that is not news to print again.
         let stderr = crate::project::text_of(&out.stderr);
         let reprinted: Vec<&str> = stderr
@@ -664,23 +676,7 @@ async fn twenty_pasting_turns_at_4k(
             code_paste(turn, 3 + turn % 3)
         };
         let prompt = format!("paste {turn}: is this fine?\n{paste}");
-        let args: Vec<&str> = if turn == 1 {
-            vec!["run", &prompt]
-        } else {
-            vec!["run", "--continue", &prompt]
-        };
-        let out = project.cairn(&args).await;
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{kind:?} turn {turn}: {}",
-            describe(&out)
-        );
-        assert!(
-            crate::project::text_of(&out.stdout).contains("Noted"),
-            "{kind:?} turn {turn} unanswered: {}",
-            describe(&out)
-        );
+        answered_turn(&project, turn == 1, &prompt, "Noted").await;
     }
     let seen = counting.seen();
     let compactions = counting.summaries();

@@ -4,24 +4,12 @@
 //! dialogs in a row; an MCP call's dialog shows the arguments it sends, as
 //! the bash ask shows the command.
 
-use std::time::{Duration, Instant};
-
 use crate::mcp_client::fixture;
 use crate::scenario::{text, tool_call};
 use crate::support::ScriptedServer;
 use crate::tui_pty::{Terminal, owned_paths, pty_dirs};
+use crate::tui_subtask::allow_once;
 use serde_json::json;
-
-/// ↓ until "Allow once" is chosen (the guard time ignores the first keys),
-/// then Enter.
-fn allow_once(terminal: &mut Terminal) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !terminal.contents().contains("› Allow once") {
-        assert!(Instant::now() < deadline, "cannot choose Allow once");
-        terminal.type_text("\x1b[B");
-    }
-    terminal.type_text("\r");
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_command_with_a_redirect_is_one_dialog_with_both_reasons() {

@@ -19,7 +19,7 @@ const GATE_COMMAND: &str = "while [ ! -f gate ]; do sleep 0.05; done; echo gate-
 
 /// ↓ until "Allow once" is chosen (nothing is chosen when the dialog
 /// opens, and its guard time ignores the first keys), then Enter.
-fn allow_once(terminal: &mut Terminal) {
+pub(crate) fn allow_once(terminal: &mut Terminal) {
     let deadline = Instant::now() + Duration::from_secs(20);
     while !terminal.contents().contains("› Allow once") {
         assert!(Instant::now() < deadline, "cannot select Allow once");
