@@ -1,0 +1,167 @@
+//! Slash commands in the editor: `available_commands_update` lists the
+//! rows of [`crate::slash::COMMANDS`] offered in [`FrontEnd::Acp`], and a
+//! prompt that names one runs it instead of going to the model.
+//!
+//! The commands are the session's own (`session::command`): a compaction
+//! runs in the loop and streams like a turn; a prune, `/permissions`,
+//! `/undo`, `/redo` and `/context` answer with a message.
+
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::{
+    AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, SessionUpdate, StopReason,
+    UnstructuredCommandInput,
+};
+use agent_client_protocol::{Client, Error};
+use tokio::sync::oneshot;
+
+use super::session::Open;
+use super::turn;
+use super::update::message_chunk;
+use crate::session::command::Command;
+use crate::slash::{FrontEnd, Verb};
+
+/// A slash command the editor may send as a prompt.
+#[derive(Debug)]
+pub enum Slash {
+    /// Work in the session loop, streamed like a turn (`/compact`).
+    Loop(Command),
+    /// Served at once; its notices are the answer (`/prune`).
+    Served(Command),
+    Undo {
+        force: bool,
+    },
+    Redo {
+        force: bool,
+    },
+    Context,
+}
+
+/// Tells the editor which commands `open` offers.
+///
+/// # Errors
+/// The connection to the editor is gone.
+pub fn announce(cx: &ConnectionTo<Client>, open: &Open) -> Result<(), Error> {
+    let commands = crate::slash::COMMANDS
+        .iter()
+        .filter(|c| c.front_ends.contains(&FrontEnd::Acp) && parse(c.name).is_some())
+        .map(|c| {
+            let command = AvailableCommand::new(c.name.trim_start_matches('/'), c.help);
+            if c.args.is_empty() {
+                command
+            } else {
+                command.input(AvailableCommandInput::Unstructured(
+                    UnstructuredCommandInput::new(c.args),
+                ))
+            }
+        })
+        .collect();
+    let update = SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(commands));
+    turn::send(cx, open, update)
+}
+
+/// The command `text` names; `None` when it is text for the model.
+pub fn parse(text: &str) -> Option<Slash> {
+    let (command, args) = crate::slash::parse(text)?;
+    if !command.front_ends.contains(&FrontEnd::Acp) {
+        return None;
+    }
+    let force = args == "--force";
+    Some(match command.verb {
+        Verb::Compact => Slash::Loop(Command::Compact {
+            instructions: (!args.is_empty()).then(|| args.to_string()),
+        }),
+        Verb::Prune => Slash::Served(Command::Prune),
+        Verb::Permissions => Slash::Served(Command::Permissions {
+            revoke: crate::session::remembered::parse_args(args).ok()?,
+        }),
+        Verb::Undo => Slash::Undo { force },
+        Verb::Redo => Slash::Redo { force },
+        Verb::Context => Slash::Context,
+        _ => return None,
+    })
+}
+
+/// Runs `slash` in `open`; its answer streams as the agent's message.
+///
+/// # Errors
+/// The connection to the editor is gone.
+pub async fn run(
+    open: &Open,
+    cx: &ConnectionTo<Client>,
+    slash: Slash,
+) -> Result<StopReason, Error> {
+    let text = match slash {
+        Slash::Loop(command) => return turn::run_command(open, cx, command).await,
+        Slash::Served(command) => return served(open, cx, command).await,
+        Slash::Undo { force } => {
+            let (reply, answer) = oneshot::channel();
+            open.handle.send(Command::Undo { force, reply });
+            match answer.await {
+                Ok(Ok(outcome)) => format!(
+                    "Undone: {} message(s), {} file(s) restored.\n{}",
+                    outcome.messages,
+                    outcome.files.len(),
+                    outcome.not_restored.join("\n")
+                ),
+                Ok(Err(error)) => format!("{error}"),
+                Err(_) => "the session stopped".to_string(),
+            }
+        }
+        Slash::Redo { force } => {
+            let (reply, answer) = oneshot::channel();
+            open.handle.send(Command::Redo { force, reply });
+            match answer.await {
+                Ok(Ok(outcome)) => format!(
+                    "Redone: {} message(s), {} file(s) written.",
+                    outcome.messages,
+                    outcome.files.len()
+                ),
+                Ok(Err(error)) => format!("{error}"),
+                Err(_) => "the session stopped".to_string(),
+            }
+        }
+        Slash::Context => {
+            let (reply, answer) = oneshot::channel();
+            open.handle.send(Command::Context { reply });
+            match answer.await {
+                Ok(breakdown) => breakdown
+                    .categories
+                    .iter()
+                    .map(|(name, tokens)| format!("{name}: {tokens} tokens\n"))
+                    .chain(std::iter::once(format!(
+                        "used {} of {} usable tokens\n",
+                        breakdown.gauge.used, breakdown.gauge.usable
+                    )))
+                    .collect(),
+                Err(_) => "the session stopped".to_string(),
+            }
+        }
+    };
+    turn::send(cx, open, message_chunk(text))?;
+    Ok(StopReason::EndTurn)
+}
+
+/// Sends `command` and forwards the notices it makes until the session has
+/// served it.
+async fn served(
+    open: &Open,
+    cx: &ConnectionTo<Client>,
+    command: Command,
+) -> Result<StopReason, Error> {
+    let mut events = open.app.bus.subscribe();
+    let (reply, done) = oneshot::channel();
+    open.handle.send(command);
+    open.handle.send(Command::Sync { reply });
+    let _ = done.await;
+    while let Ok(event) = events.try_recv() {
+        if let crate::bus::Event::Notice {
+            session_id,
+            message,
+        } = &event
+            && *session_id == open.session.id
+        {
+            turn::send(cx, open, message_chunk(format!("{message}\n")))?;
+        }
+    }
+    Ok(StopReason::EndTurn)
+}

@@ -1,0 +1,209 @@
+//! `cairn acp`: the Agent Client Protocol front end, so an editor (Zed,
+//! JetBrains, Neovim, Emacs) drives a cairn session over stdin/stdout.
+//!
+//! Protocol wiring lives here: one handler per ACP method, on the official
+//! SDK's agent side (`agent-client-protocol`, which also frames JSON-RPC and
+//! answers malformed or unknown messages with an error and keeps serving).
+//! The jobs are split by file: `session` (ACP session = cairn session),
+//! `turn` (a prompt and its stop reason), `update` (bus events -> session
+//! updates, history replay), `ask` (permission questions), `commands`
+//! (slash commands as ACP commands). Like `headless`, it talks to a session
+//! only through `session::command` and the bus.
+//!
+//! stdout carries protocol messages only: logs go to the log file.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::schema::{
+    AgentCapabilities, CancelNotification, Implementation, InitializeRequest, InitializeResponse,
+    LoadSessionRequest, LoadSessionResponse, McpCapabilities, NewSessionRequest,
+    NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse, SetSessionModeRequest,
+    SetSessionModeResponse,
+};
+use agent_client_protocol::v1::{ConnectionTo, Responder};
+use agent_client_protocol::{Agent, Client, Error, Stdio};
+
+use crate::app::SessionChoice;
+use crate::config::Config;
+use crate::session::command::Command;
+
+mod ask;
+mod commands;
+mod session;
+mod turn;
+mod update;
+
+use session::{Open, Sessions};
+
+/// Serves ACP on stdin/stdout until the editor closes the connection.
+///
+/// # Errors
+/// The transport failed (stdin or stdout closed abnormally).
+pub async fn serve(config: Config, data_dir: PathBuf) -> anyhow::Result<()> {
+    let sessions = Arc::new(Sessions::new(config, data_dir));
+    let (s1, s2, s3, s4, s5) = (
+        sessions.clone(),
+        sessions.clone(),
+        sessions.clone(),
+        sessions.clone(),
+        sessions.clone(),
+    );
+    Agent
+        .v1()
+        .name("cairn")
+        .on_receive_request(
+            async move |request: InitializeRequest, responder, _cx| {
+                responder.respond(initialize(&request))
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: NewSessionRequest, responder, cx| {
+                new_session(s1.clone(), request, responder, cx)
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: LoadSessionRequest, responder, cx| {
+                load_session(s2.clone(), request, responder, cx)
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: PromptRequest, responder, cx| {
+                let Some(open) = s3.get(&request.session_id.0) else {
+                    return responder.respond_with_error(unknown_session());
+                };
+                let text = match turn::prompt_text(&request.prompt) {
+                    Ok(text) => text,
+                    Err(error) => return responder.respond_with_error(error),
+                };
+                cx.clone().spawn(async move {
+                    let stop = match commands::parse(&text) {
+                        Some(command) => commands::run(&open, &cx, command).await?,
+                        None => turn::run(&open, &cx, text).await?,
+                    };
+                    responder.respond(PromptResponse::new(stop))
+                })
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_notification(
+            async move |notification: CancelNotification, _cx| {
+                if let Some(open) = s4.get(&notification.session_id.0) {
+                    open.cancel();
+                    open.handle.send(Command::Interrupt);
+                }
+                Ok(())
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .on_receive_request(
+            async move |request: SetSessionModeRequest, responder, _cx| {
+                let Some(open) = s5.get(&request.session_id.0) else {
+                    return responder.respond_with_error(unknown_session());
+                };
+                if open.set_agent(&request.mode_id.0) {
+                    responder.respond(SetSessionModeResponse::new())
+                } else {
+                    responder.respond_with_error(
+                        Error::invalid_params().data(format!("no mode {}", request.mode_id.0)),
+                    )
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .connect_to(Stdio::new())
+        .await
+        .map_err(|error| anyhow::anyhow!("the ACP connection failed: {error}"))
+}
+
+/// `session/new`: opening starts MCP servers and takes a lock, so it runs
+/// off the dispatch loop.
+fn new_session(
+    sessions: Arc<Sessions>,
+    request: NewSessionRequest,
+    responder: Responder<NewSessionResponse>,
+    cx: ConnectionTo<Client>,
+) -> Result<(), Error> {
+    cx.clone().spawn(async move {
+        let opened = sessions
+            .open(&request.cwd, &request.mcp_servers, SessionChoice::New)
+            .await;
+        match opened {
+            Ok(open) => {
+                let response = NewSessionResponse::new(open.session.id.clone()).modes(open.modes());
+                responder.respond(response)?;
+                commands::announce(&cx, &open)
+            }
+            Err(error) => respond_error(responder, &error),
+        }
+    })
+}
+
+/// `session/load`: the history is replayed before the response, as the
+/// protocol asks.
+fn load_session(
+    sessions: Arc<Sessions>,
+    request: LoadSessionRequest,
+    responder: Responder<LoadSessionResponse>,
+    cx: ConnectionTo<Client>,
+) -> Result<(), Error> {
+    cx.clone().spawn(async move {
+        let choice = SessionChoice::Id(request.session_id.0.to_string());
+        match sessions
+            .open(&request.cwd, &request.mcp_servers, choice)
+            .await
+        {
+            Ok(open) => {
+                load(&cx, &open).await?;
+                responder.respond(LoadSessionResponse::new().modes(open.modes()))?;
+                commands::announce(&cx, &open)
+            }
+            Err(error) => respond_error(responder, &error),
+        }
+    })
+}
+
+/// What cairn supports, whatever the client offered: sessions can be
+/// loaded; prompts may embed the editor's text (selections, files); MCP
+/// servers may be reached over HTTP as well as stdio. Images are not
+/// offered: a cairn prompt is text.
+fn initialize(request: &InitializeRequest) -> InitializeResponse {
+    let capabilities = AgentCapabilities::new()
+        .load_session(true)
+        .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
+        .mcp_capabilities(McpCapabilities::new().http(true));
+    let version = std::cmp::min(request.protocol_version, ProtocolVersion::V1);
+    InitializeResponse::new(version)
+        .agent_capabilities(capabilities)
+        .agent_info(Implementation::new("cairn", env!("CARGO_PKG_VERSION")))
+}
+
+/// Replays the stored history of `open` as updates, before `session/load` answers.
+async fn load(cx: &ConnectionTo<Client>, open: &Open) -> Result<(), Error> {
+    let history = open
+        .app
+        .store
+        .read_all(&open.session.id)
+        .await
+        .map_err(|e| Error::internal_error().data(e.to_string()))?;
+    for update in update::replay(&history, &open.cwd()) {
+        turn::send(cx, open, update)?;
+    }
+    Ok(())
+}
+
+fn unknown_session() -> Error {
+    Error::invalid_params().data("no such session on this connection")
+}
+
+fn respond_error<T: agent_client_protocol::JsonRpcResponse>(
+    responder: Responder<T>,
+    error: &anyhow::Error,
+) -> Result<(), Error> {
+    tracing::warn!("ACP request failed: {error:#}");
+    responder.respond_with_error(Error::internal_error().data(format!("{error:#}")))
+}

@@ -1,0 +1,182 @@
+//! Session mapping: an ACP session is an ordinary cairn session.
+//!
+//! Each one is opened by `app::App` in the editor's `cwd`, with the editor's
+//! MCP servers added to the configured ones, and stored like any other (the
+//! ACP session id *is* the cairn session id), so `cairn --continue` in a
+//! terminal picks it up. Owns the open sessions of one connection and what
+//! ACP adds to them: the chosen mode (agent) and the cancel flag of the turn.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use agent_client_protocol::v1::schema::{McpServer, SessionMode, SessionModeState};
+
+use crate::app::{App, SessionChoice};
+use crate::config::Config;
+use crate::config::mcp::ServerConfig;
+use crate::message::Session;
+use crate::permission::Mode;
+use crate::session::agent::{BUILD, PLAN};
+use crate::session::runtime::SessionHandle;
+
+/// One open session.
+pub struct Open {
+    pub app: App,
+    pub session: Session,
+    pub handle: SessionHandle,
+    /// The agent the next prompt runs as (the session mode).
+    agent: Mutex<String>,
+    /// Set by `session/cancel`: the running turn ends `cancelled`.
+    cancelled: AtomicBool,
+    /// One turn at a time: a second prompt waits for the first.
+    pub turn: tokio::sync::Mutex<()>,
+}
+
+impl Open {
+    pub fn cwd(&self) -> PathBuf {
+        PathBuf::from(&self.session.directory)
+    }
+
+    pub fn agent(&self) -> String {
+        self.agent
+            .lock()
+            .map(|a| a.clone())
+            .unwrap_or_else(|e| e.into_inner().clone())
+    }
+
+    /// Switches the session mode; false for a mode cairn does not have.
+    pub fn set_agent(&self, mode: &str) -> bool {
+        if ![BUILD, PLAN].contains(&mode) {
+            return false;
+        }
+        match self.agent.lock() {
+            Ok(mut agent) => *agent = mode.to_string(),
+            Err(poisoned) => *poisoned.into_inner() = mode.to_string(),
+        }
+        true
+    }
+
+    pub fn cancel(&self) {
+        self.cancelled.store(true, Ordering::SeqCst);
+    }
+
+    /// Clears the flag at the start of a turn; reads it at the end.
+    pub fn take_cancelled(&self) -> bool {
+        self.cancelled.swap(false, Ordering::SeqCst)
+    }
+
+    /// The modes the editor may switch between, this session's current.
+    pub fn modes(&self) -> SessionModeState {
+        let modes = vec![
+            SessionMode::new(BUILD, "Build")
+                .description("edits files and runs commands (asks as configured)"),
+            SessionMode::new(PLAN, "Plan").description("reads and plans; makes no changes"),
+        ];
+        SessionModeState::new(self.agent(), modes)
+    }
+}
+
+/// The open sessions of one connection, by id.
+pub struct Sessions {
+    config: Config,
+    data_dir: PathBuf,
+    open: Mutex<HashMap<String, Arc<Open>>>,
+}
+
+impl Sessions {
+    pub fn new(config: Config, data_dir: PathBuf) -> Self {
+        Self {
+            config,
+            data_dir,
+            open: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub fn get(&self, id: &str) -> Option<Arc<Open>> {
+        self.lock().get(id).cloned()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Open>>> {
+        self.open.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Opens (`choice`) a session in `cwd` with the editor's `servers`.
+    ///
+    /// # Errors
+    /// No model is configured, the store cannot be opened, the session does
+    /// not exist or is open in another cairn process.
+    pub async fn open(
+        &self,
+        cwd: &Path,
+        servers: &[McpServer],
+        choice: SessionChoice,
+    ) -> anyhow::Result<Arc<Open>> {
+        if let SessionChoice::Id(id) = &choice
+            && let Some(open) = self.get(id)
+        {
+            return Ok(open);
+        }
+        let mut config = self.config.clone();
+        for server in servers {
+            if let Some((name, server)) = server_config(server) {
+                config.mcp.insert(name, server);
+            }
+        }
+        let default_agent = config.default_agent.as_str().to_string();
+        let app = App::open(config, cwd.to_path_buf(), &self.data_dir)?;
+        let (session, handle) = app.start(choice, Mode::Interactive).await?;
+        let agent = if [BUILD, PLAN].contains(&default_agent.as_str()) {
+            default_agent
+        } else {
+            BUILD.to_string()
+        };
+        let open = Arc::new(Open {
+            app,
+            session,
+            handle,
+            agent: Mutex::new(agent),
+            cancelled: AtomicBool::new(false),
+            turn: tokio::sync::Mutex::new(()),
+        });
+        self.lock().insert(open.session.id.clone(), open.clone());
+        Ok(open)
+    }
+}
+
+/// An editor's MCP server as a config entry (`None` for a transport cairn
+/// does not speak: SSE).
+fn server_config(server: &McpServer) -> Option<(String, ServerConfig)> {
+    match server {
+        McpServer::Stdio(stdio) => Some((
+            stdio.name.clone(),
+            ServerConfig {
+                command: Some(stdio.command.display().to_string()),
+                args: stdio.args.clone(),
+                env: stdio
+                    .env
+                    .iter()
+                    .map(|v| (v.name.clone(), v.value.clone()))
+                    .collect::<BTreeMap<_, _>>(),
+                ..Default::default()
+            },
+        )),
+        McpServer::Http(http) => Some((
+            http.name.clone(),
+            ServerConfig {
+                url: Some(http.url.clone()),
+                headers: http
+                    .headers
+                    .iter()
+                    .map(|h| (h.name.clone(), h.value.clone()))
+                    .collect(),
+                ..Default::default()
+            },
+        )),
+        _ => {
+            tracing::warn!("an MCP server over a transport cairn does not speak is skipped");
+            None
+        }
+    }
+}
