@@ -31,6 +31,7 @@ use crate::session::command::Command;
 
 mod ask;
 mod commands;
+mod files;
 mod session;
 mod turn;
 mod update;
@@ -43,7 +44,8 @@ use session::{Open, Sessions};
 /// The transport failed (stdin or stdout closed abnormally).
 pub async fn serve(config: Config, data_dir: PathBuf) -> anyhow::Result<()> {
     let sessions = Arc::new(Sessions::new(config, data_dir));
-    let (s1, s2, s3, s4, s5) = (
+    let (s0, s1, s2, s3, s4, s5) = (
+        sessions.clone(),
         sessions.clone(),
         sessions.clone(),
         sessions.clone(),
@@ -55,6 +57,7 @@ pub async fn serve(config: Config, data_dir: PathBuf) -> anyhow::Result<()> {
         .name("cairn")
         .on_receive_request(
             async move |request: InitializeRequest, responder, _cx| {
+                s0.set_fs(request.client_capabilities.fs.clone());
                 responder.respond(initialize(&request))
             },
             agent_client_protocol::on_receive_request!(),
@@ -129,8 +132,14 @@ fn new_session(
     cx: ConnectionTo<Client>,
 ) -> Result<(), Error> {
     cx.clone().spawn(async move {
+        let editor = editor_files(&sessions, &cx);
         let opened = sessions
-            .open(&request.cwd, &request.mcp_servers, SessionChoice::New)
+            .open(
+                &request.cwd,
+                &request.mcp_servers,
+                SessionChoice::New,
+                editor,
+            )
             .await;
         match opened {
             Ok(open) => {
@@ -153,10 +162,11 @@ fn load_session(
 ) -> Result<(), Error> {
     cx.clone().spawn(async move {
         let choice = SessionChoice::Id(request.session_id.0.to_string());
-        match sessions
-            .open(&request.cwd, &request.mcp_servers, choice)
-            .await
-        {
+        let editor = editor_files(&sessions, &cx);
+        let opened = sessions
+            .open(&request.cwd, &request.mcp_servers, choice, editor)
+            .await;
+        match opened {
             Ok(open) => {
                 load(&cx, &open).await?;
                 responder.respond(LoadSessionResponse::new().modes(open.modes()))?;
@@ -194,6 +204,13 @@ async fn load(cx: &ConnectionTo<Client>, open: &Open) -> Result<(), Error> {
         turn::send(cx, open, update)?;
     }
     Ok(())
+}
+
+/// The editor's files for a session about to open, when it serves them.
+fn editor_files(sessions: &Sessions, cx: &ConnectionTo<Client>) -> Option<session::Editor> {
+    let id = Arc::new(std::sync::OnceLock::new());
+    let files = files::ClientFiles::new(cx, &sessions.fs(), id.clone())?;
+    Some((Arc::new(files), id))
 }
 
 fn unknown_session() -> Error {

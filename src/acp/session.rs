@@ -9,9 +9,11 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
-use agent_client_protocol::v1::schema::{McpServer, SessionMode, SessionModeState};
+use agent_client_protocol::v1::schema::{
+    FileSystemCapabilities, McpServer, SessionMode, SessionModeState,
+};
 
 use crate::app::{App, SessionChoice};
 use crate::config::Config;
@@ -20,6 +22,11 @@ use crate::message::Session;
 use crate::permission::Mode;
 use crate::session::agent::{BUILD, PLAN};
 use crate::session::runtime::SessionHandle;
+use crate::tool::EditorFiles;
+
+/// The editor's files for a session about to open, and where the
+/// session's id goes once it exists (the requests to the editor name it).
+pub type Editor = (Arc<dyn EditorFiles>, Arc<OnceLock<String>>);
 
 /// One open session.
 pub struct Open {
@@ -83,6 +90,8 @@ pub struct Sessions {
     config: Config,
     data_dir: PathBuf,
     open: Mutex<HashMap<String, Arc<Open>>>,
+    /// What the client said at `initialize` it serves of its files.
+    fs: Mutex<FileSystemCapabilities>,
 }
 
 impl Sessions {
@@ -91,7 +100,16 @@ impl Sessions {
             config,
             data_dir,
             open: Mutex::new(HashMap::new()),
+            fs: Mutex::new(FileSystemCapabilities::default()),
         }
+    }
+
+    pub fn set_fs(&self, fs: FileSystemCapabilities) {
+        *self.fs.lock().unwrap_or_else(|e| e.into_inner()) = fs;
+    }
+
+    pub fn fs(&self) -> FileSystemCapabilities {
+        self.fs.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     pub fn get(&self, id: &str) -> Option<Arc<Open>> {
@@ -112,6 +130,7 @@ impl Sessions {
         cwd: &Path,
         servers: &[McpServer],
         choice: SessionChoice,
+        editor: Option<Editor>,
     ) -> anyhow::Result<Arc<Open>> {
         if let SessionChoice::Id(id) = &choice
             && let Some(open) = self.get(id)
@@ -125,8 +144,12 @@ impl Sessions {
             }
         }
         let default_agent = config.default_agent.as_str().to_string();
-        let app = App::open(config, cwd.to_path_buf(), &self.data_dir)?;
+        let mut app = App::open(config, cwd.to_path_buf(), &self.data_dir)?;
+        app.editor = editor.as_ref().map(|(files, _)| files.clone());
         let (session, handle) = app.start(choice, Mode::Interactive).await?;
+        if let Some((_, id)) = &editor {
+            let _ = id.set(session.id.clone());
+        }
         let agent = if [BUILD, PLAN].contains(&default_agent.as_str()) {
             default_agent
         } else {

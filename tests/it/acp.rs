@@ -3,18 +3,21 @@
 //! stdin/stdout against the scripted model. Every line the binary writes on
 //! stdout is recorded and must be a JSON-RPC message.
 
+use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    CancelNotification, ContentBlock, ContentChunk, EmbeddedResource, EmbeddedResourceResource,
-    InitializeRequest, LoadSessionRequest, NewSessionRequest, PermissionOptionKind, PromptRequest,
-    RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
-    SelectedPermissionOutcome, SessionId, SessionNotification, SessionUpdate,
-    SetSessionModeRequest, StopReason, TextResourceContents, ToolCallContent, ToolCallStatus,
-    ToolKind,
+    CancelNotification, ClientCapabilities, ContentBlock, ContentChunk, EmbeddedResource,
+    EmbeddedResourceResource, FileSystemCapabilities, InitializeRequest, LoadSessionRequest,
+    NewSessionRequest, PermissionOptionKind, PromptRequest, ReadTextFileRequest,
+    ReadTextFileResponse, RequestPermissionOutcome, RequestPermissionRequest,
+    RequestPermissionResponse, SelectedPermissionOutcome, SessionId, SessionNotification,
+    SessionUpdate, SetSessionModeRequest, StopReason, TextResourceContents, ToolCallContent,
+    ToolCallStatus, ToolKind, WriteTextFileRequest, WriteTextFileResponse,
 };
 use agent_client_protocol::{Agent, Client, Error, Lines};
 use futures::{SinkExt as _, StreamExt as _};
@@ -41,6 +44,11 @@ enum Answer {
 #[derive(Clone, Default)]
 struct Seen {
     questions: Arc<Mutex<Vec<RequestPermissionRequest>>>,
+    /// The editor's buffers, unsaved: what `fs/read_text_file` serves
+    /// before the disk, and where `fs/write_text_file` writes.
+    buffers: Arc<Mutex<HashMap<PathBuf, String>>>,
+    /// The paths `fs/read_text_file` was asked for.
+    reads: Arc<Mutex<Vec<PathBuf>>>,
     lines: Arc<Mutex<Vec<String>>>,
 }
 
@@ -49,6 +57,19 @@ struct Seen {
 async fn editor<T>(
     project: &Project,
     answer: Answer,
+    body: impl AsyncFnOnce(
+        ConnectionTo<Agent>,
+        mpsc::UnboundedReceiver<SessionUpdate>,
+    ) -> Result<T, Error>,
+) -> (T, Seen) {
+    editor_with(project, answer, Seen::default(), body).await
+}
+
+/// [`editor`] with buffers open in the editor (`seen.buffers`).
+async fn editor_with<T>(
+    project: &Project,
+    answer: Answer,
+    seen: Seen,
     body: impl AsyncFnOnce(
         ConnectionTo<Agent>,
         mpsc::UnboundedReceiver<SessionUpdate>,
@@ -63,7 +84,6 @@ async fn editor<T>(
         .expect("spawn cairn acp");
     let mut stdin = child.stdin.take().expect("stdin");
     let stdout = child.stdout.take().expect("stdout");
-    let seen = Seen::default();
     let (to_agent, mut outgoing) = futures::channel::mpsc::unbounded::<String>();
     tokio::spawn(async move {
         while let Some(line) = outgoing.next().await {
@@ -90,8 +110,33 @@ async fn editor<T>(
     let transport = Lines::new(to_agent.sink_map_err(std::io::Error::other), incoming);
     let (updates, received) = mpsc::unbounded_channel();
     let questions = seen.questions.clone();
+    let (buffers, reads) = (seen.buffers.clone(), seen.reads.clone());
+    let written = seen.buffers.clone();
     let run = Client
         .v1()
+        .on_receive_request(
+            async move |request: ReadTextFileRequest, responder, _cx| {
+                reads.lock().unwrap().push(request.path.clone());
+                let open = buffers.lock().unwrap().get(&request.path).cloned();
+                let content = match open {
+                    Some(text) => text,
+                    None => std::fs::read_to_string(&request.path)
+                        .map_err(|e| Error::internal_error().data(e.to_string()))?,
+                };
+                responder.respond(ReadTextFileResponse::new(content))
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: WriteTextFileRequest, responder, _cx| {
+                written
+                    .lock()
+                    .unwrap()
+                    .insert(request.path.clone(), request.content.clone());
+                responder.respond(WriteTextFileResponse::new())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
         .on_receive_notification(
             async move |notification: SessionNotification, _cx| {
                 let _ = updates.send(notification.update);
@@ -102,19 +147,7 @@ async fn editor<T>(
         .on_receive_request(
             async move |request: RequestPermissionRequest, responder, _cx| {
                 questions.lock().unwrap().push(request.clone());
-                let outcome = match answer {
-                    Answer::Cancelled => RequestPermissionOutcome::Cancelled,
-                    Answer::Kind(kind) => {
-                        let option = request
-                            .options
-                            .iter()
-                            .find(|o| o.kind == kind)
-                            .expect("the option offered");
-                        RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(
-                            option.option_id.clone(),
-                        ))
-                    }
-                };
+                let outcome = pick(answer, &request);
                 responder.respond(RequestPermissionResponse::new(outcome))
             },
             agent_client_protocol::on_receive_request!(),
@@ -130,17 +163,46 @@ async fn editor<T>(
         status.is_ok(),
         "cairn acp exits when the editor closes stdin"
     );
+    only_protocol_on_stdout(&seen);
+    (result, seen)
+}
+
+/// The editor's answer to `request`.
+fn pick(answer: Answer, request: &RequestPermissionRequest) -> RequestPermissionOutcome {
+    match answer {
+        Answer::Cancelled => RequestPermissionOutcome::Cancelled,
+        Answer::Kind(kind) => {
+            let option = request
+                .options
+                .iter()
+                .find(|o| o.kind == kind)
+                .expect("the option offered");
+            RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(
+                option.option_id.clone(),
+            ))
+        }
+    }
+}
+
+fn only_protocol_on_stdout(seen: &Seen) {
     for line in seen.lines.lock().unwrap().iter() {
         let message: Value = serde_json::from_str(line)
             .unwrap_or_else(|_| panic!("stdout carries only protocol messages: {line:?}"));
         assert_eq!(message["jsonrpc"], "2.0", "{line}");
     }
-    (result, seen)
 }
 
 async fn start(cx: &ConnectionTo<Agent>, project: &Project) -> Result<SessionId, Error> {
+    start_as(cx, project, ClientCapabilities::new()).await
+}
+
+async fn start_as(
+    cx: &ConnectionTo<Agent>,
+    project: &Project,
+    capabilities: ClientCapabilities,
+) -> Result<SessionId, Error> {
     let init = cx
-        .send_request(InitializeRequest::new(ProtocolVersion::V1))
+        .send_request(InitializeRequest::new(ProtocolVersion::V1).client_capabilities(capabilities))
         .block_task()
         .await?;
     assert!(init.agent_capabilities.load_session);
@@ -641,5 +703,66 @@ async fn load_replays_an_earlier_session_and_continue_picks_it_up() {
     assert!(
         third.contains("second question"),
         "--continue picks up the ACP session: {third}"
+    );
+}
+
+/// Step 6: with `fs` advertised, `read` is served from the editor's unsaved
+/// buffer and `edit` is written through `fs/write_text_file`: the buffer
+/// changes, the disk does not (the editor saves it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_and_edits_go_through_the_editors_buffers() {
+    let server = ScriptedServer::start([
+        tool_call("call_read", "read", json!({"path": "main.rs"}), 1_000),
+        tool_call(
+            "call_edit",
+            "edit",
+            json!({"path": "main.rs", "old_string": "unsaved", "new_string": "edited"}),
+            1_000,
+        ),
+        text("Done.", 1_000),
+    ])
+    .await;
+    let project = Project::new();
+    project.use_scripted(&server);
+    std::fs::write(project.path("main.rs"), "fn main() {} // on disk\n").unwrap();
+    let seen = Seen::default();
+    seen.buffers.lock().unwrap().insert(
+        project.path("main.rs"),
+        "fn main() {} // unsaved in the editor\n".to_string(),
+    );
+    let fs = FileSystemCapabilities::new()
+        .read_text_file(true)
+        .write_text_file(true);
+    let (stop, seen) = editor_with(&project, Answer::Cancelled, seen, async |cx, _received| {
+        let session = start_as(&cx, &project, ClientCapabilities::new().fs(fs)).await?;
+        prompt(&cx, &session, vec![text_block("read and fix main.rs")]).await
+    })
+    .await;
+    assert_eq!(stop, StopReason::EndTurn);
+    let read = tool_result(&server, "call_read");
+    assert!(
+        read.contains("unsaved in the editor"),
+        "the model read the buffer: {read}"
+    );
+    assert!(
+        seen.reads
+            .lock()
+            .unwrap()
+            .contains(&project.path("main.rs"))
+    );
+    let buffer = seen
+        .buffers
+        .lock()
+        .unwrap()
+        .get(&project.path("main.rs"))
+        .cloned();
+    assert_eq!(
+        buffer.as_deref(),
+        Some("fn main() {} // edited in the editor\n")
+    );
+    assert_eq!(
+        project.read("main.rs").as_deref(),
+        Some("fn main() {} // on disk\n"),
+        "the edit went to the editor, not around it"
     );
 }
