@@ -18,8 +18,9 @@ use std::sync::Arc;
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, CancelNotification, Implementation, InitializeRequest, InitializeResponse,
-    LoadSessionRequest, LoadSessionResponse, McpCapabilities, NewSessionRequest,
-    NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse, SetSessionModeRequest,
+    ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse,
+    McpCapabilities, NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest,
+    PromptResponse, SessionCapabilities, SessionListCapabilities, SetSessionModeRequest,
     SetSessionModeResponse,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
@@ -44,7 +45,8 @@ use session::{Open, Sessions};
 /// The transport failed (stdin or stdout closed abnormally).
 pub async fn serve(config: Config, data_dir: PathBuf) -> anyhow::Result<()> {
     let sessions = Arc::new(Sessions::new(config, data_dir));
-    let (s0, s1, s2, s3, s4, s5) = (
+    let (s0, s1, s2, s3, s4, s5, s6) = (
+        sessions.clone(),
         sessions.clone(),
         sessions.clone(),
         sessions.clone(),
@@ -118,6 +120,16 @@ pub async fn serve(config: Config, data_dir: PathBuf) -> anyhow::Result<()> {
             },
             agent_client_protocol::on_receive_request!(),
         )
+        .on_receive_request(
+            async move |request: ListSessionsRequest, responder, _cx| match s6
+                .list(request.cwd.as_deref())
+                .await
+            {
+                Ok(sessions) => responder.respond(ListSessionsResponse::new(sessions)),
+                Err(error) => respond_error(responder, &error),
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
         .connect_to(Stdio::new())
         .await
         .map_err(|error| anyhow::anyhow!("the ACP connection failed: {error}"))
@@ -184,6 +196,7 @@ fn load_session(
 fn initialize(request: &InitializeRequest) -> InitializeResponse {
     let capabilities = AgentCapabilities::new()
         .load_session(true)
+        .session_capabilities(SessionCapabilities::new().list(SessionListCapabilities::new()))
         .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
         .mcp_capabilities(McpCapabilities::new().http(true));
     let version = std::cmp::min(request.protocol_version, ProtocolVersion::V1);

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use agent_client_protocol::v1::schema::{
-    FileSystemCapabilities, McpServer, SessionMode, SessionModeState,
+    FileSystemCapabilities, McpServer, SessionInfo, SessionMode, SessionModeState,
 };
 
 use crate::app::{App, SessionChoice};
@@ -85,6 +85,9 @@ impl Open {
     }
 }
 
+/// Sessions `session/list` returns at most (it offers no paging yet).
+const LIST_LIMIT: usize = 200;
+
 /// The open sessions of one connection, by id.
 pub struct Sessions {
     config: Config,
@@ -102,6 +105,25 @@ impl Sessions {
             open: Mutex::new(HashMap::new()),
             fs: Mutex::new(FileSystemCapabilities::default()),
         }
+    }
+
+    /// `session/list`: the stored sessions (not subagents'), newest first,
+    /// in `cwd` when given.
+    ///
+    /// # Errors
+    /// The store cannot be opened or read.
+    pub async fn list(&self, cwd: Option<&Path>) -> anyhow::Result<Vec<SessionInfo>> {
+        let store = crate::store::Store::open(&self.data_dir.join("cairn.db"))?;
+        let sessions = store.list_sessions(LIST_LIMIT).await?;
+        Ok(sessions
+            .into_iter()
+            .filter(|s| s.parent_id.is_none())
+            .filter(|s| cwd.is_none_or(|cwd| Path::new(&s.directory) == cwd))
+            .map(|s| {
+                let title = (!s.title.is_empty()).then_some(s.title);
+                SessionInfo::new(s.id, s.directory).title(title)
+            })
+            .collect())
     }
 
     pub fn set_fs(&self, fs: FileSystemCapabilities) {

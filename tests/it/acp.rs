@@ -12,12 +12,13 @@ use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     CancelNotification, ClientCapabilities, ContentBlock, ContentChunk, EmbeddedResource,
-    EmbeddedResourceResource, FileSystemCapabilities, InitializeRequest, LoadSessionRequest,
-    NewSessionRequest, PermissionOptionKind, PromptRequest, ReadTextFileRequest,
-    ReadTextFileResponse, RequestPermissionOutcome, RequestPermissionRequest,
-    RequestPermissionResponse, SelectedPermissionOutcome, SessionId, SessionNotification,
-    SessionUpdate, SetSessionModeRequest, StopReason, TextResourceContents, ToolCallContent,
-    ToolCallStatus, ToolKind, WriteTextFileRequest, WriteTextFileResponse,
+    EmbeddedResourceResource, FileSystemCapabilities, InitializeRequest, ListSessionsRequest,
+    LoadSessionRequest, NewSessionRequest, PermissionOptionKind, PlanEntryPriority,
+    PlanEntryStatus, PromptRequest, ReadTextFileRequest, ReadTextFileResponse,
+    RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
+    SelectedPermissionOutcome, SessionId, SessionNotification, SessionUpdate,
+    SetSessionModeRequest, StopReason, TextResourceContents, ToolCallContent, ToolCallStatus,
+    ToolKind, WriteTextFileRequest, WriteTextFileResponse,
 };
 use agent_client_protocol::{Agent, Client, Error, Lines};
 use futures::{SinkExt as _, StreamExt as _};
@@ -619,8 +620,10 @@ async fn cancel_stops_a_running_tool() {
         ));
         let mut updates = Vec::new();
         while let Some(update) = received.recv().await {
+            // The command's output as it comes, before it finishes.
             let running = matches!(&update, SessionUpdate::ToolCallUpdate(u)
-                if u.fields.status == Some(ToolCallStatus::InProgress));
+                if u.fields.status == Some(ToolCallStatus::InProgress)
+                    && format!("{:?}", u.fields.content).contains("started"));
             updates.push(update);
             if running {
                 break;
@@ -765,4 +768,85 @@ async fn reads_and_edits_go_through_the_editors_buffers() {
         Some("fn main() {} // on disk\n"),
         "the edit went to the editor, not around it"
     );
+}
+
+/// Step 2 and 7: the todo list reaches the editor as a `plan`; a slash
+/// command sent as a prompt runs in cairn (the model is not asked), and
+/// `session/list` lists the session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_plan_slash_commands_and_the_session_list() {
+    let todos = json!({"todos": [
+        {"content": "read the code", "status": "completed", "priority": "high"},
+        {"content": "fix the bug", "status": "in_progress"},
+        {"content": "run the tests", "status": "pending", "priority": "low"},
+    ]});
+    let server = ScriptedServer::start([
+        tool_call("call_todo", "todowrite", todos, 1_000),
+        text("Planned.", 1_000),
+    ])
+    .await;
+    let project = Project::new();
+    project.use_scripted(&server);
+    let ((planned, context, listed, session), _) =
+        editor(&project, Answer::Cancelled, async |cx, mut received| {
+            let session = start(&cx, &project).await?;
+            prompt(&cx, &session, vec![text_block("plan it")]).await?;
+            let planned = drain(&mut received);
+            let stop = prompt(&cx, &session, vec![text_block("/context")]).await?;
+            assert_eq!(stop, StopReason::EndTurn);
+            let context = said(&drain(&mut received));
+            let listed = cx
+                .send_request(ListSessionsRequest::new().cwd(project.root.path().to_path_buf()))
+                .block_task()
+                .await?;
+            Ok((planned, context, listed, session))
+        })
+        .await;
+    let plan = planned
+        .iter()
+        .find_map(|u| match u {
+            SessionUpdate::Plan(plan) => Some(plan),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("a plan update: {planned:?}"));
+    let entries: Vec<(&str, PlanEntryStatus, PlanEntryPriority)> = plan
+        .entries
+        .iter()
+        .map(|e| (e.content.as_str(), e.status.clone(), e.priority.clone()))
+        .collect();
+    assert_eq!(
+        entries,
+        [
+            (
+                "read the code",
+                PlanEntryStatus::Completed,
+                PlanEntryPriority::High
+            ),
+            (
+                "fix the bug",
+                PlanEntryStatus::InProgress,
+                PlanEntryPriority::Medium
+            ),
+            (
+                "run the tests",
+                PlanEntryStatus::Pending,
+                PlanEntryPriority::Low
+            ),
+        ]
+    );
+    assert!(
+        context.contains("tool definitions"),
+        "/context answered: {context}"
+    );
+    assert_eq!(
+        server.requests().len(),
+        2,
+        "/context is not sent to the model"
+    );
+    let ids: Vec<&str> = listed
+        .sessions
+        .iter()
+        .map(|s| s.session_id.0.as_ref())
+        .collect();
+    assert_eq!(ids, [session.0.as_ref()]);
 }
