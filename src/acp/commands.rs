@@ -34,6 +34,10 @@ pub enum Slash {
         force: bool,
     },
     Context,
+    Diff,
+    Help,
+    /// In the table for editors, not served here yet: said, not sent to the model.
+    NotYet(&'static str),
 }
 
 /// Tells the editor which commands `open` offers.
@@ -43,7 +47,10 @@ pub enum Slash {
 pub fn announce(cx: &ConnectionTo<Client>, open: &Open) -> Result<(), Error> {
     let commands = crate::slash::COMMANDS
         .iter()
-        .filter(|c| c.front_ends.contains(&FrontEnd::Acp) && parse(c.name).is_some())
+        .filter(|c| {
+            c.front_ends.contains(&FrontEnd::Acp)
+                && !matches!(parse(c.name), None | Some(Slash::NotYet(_)))
+        })
         .map(|c| {
             let command = AvailableCommand::new(c.name.trim_start_matches('/'), c.help);
             if c.args.is_empty() {
@@ -77,7 +84,12 @@ pub fn parse(text: &str) -> Option<Slash> {
         Verb::Undo => Slash::Undo { force },
         Verb::Redo => Slash::Redo { force },
         Verb::Context => Slash::Context,
-        _ => return None,
+        Verb::Diff => Slash::Diff,
+        Verb::Help => Slash::Help,
+        Verb::Model if !args.is_empty() => Slash::Served(Command::UseModel {
+            model: crate::message::ModelRef::parse(args).ok()?,
+        }),
+        _ => Slash::NotYet(command.name),
     })
 }
 
@@ -119,6 +131,19 @@ pub async fn run(
                 Ok(Err(error)) => format!("{error}"),
                 Err(_) => "the session stopped".to_string(),
             }
+        }
+        Slash::Diff => {
+            let (reply, answer) = oneshot::channel();
+            open.handle.send(Command::Diff { reply });
+            match answer.await {
+                Ok(Ok(diff)) => diff,
+                Ok(Err(error)) => format!("{error}"),
+                Err(_) => "the session stopped".to_string(),
+            }
+        }
+        Slash::Help => crate::slash::help_text(FrontEnd::Acp),
+        Slash::NotYet(name) => {
+            format!("{name} is not offered in the editor yet; it works in the terminal UI.")
         }
         Slash::Context => {
             let (reply, answer) = oneshot::channel();

@@ -294,7 +294,9 @@ async fn a_prompt_streams_the_answer_and_ends_the_turn() {
         .iter()
         .map(|c| c.name.as_str())
         .collect();
-    for name in ["compact", "prune", "context", "undo", "redo"] {
+    for name in [
+        "compact", "prune", "context", "undo", "redo", "diff", "help",
+    ] {
         assert!(names.contains(&name), "{name} in {names:?}");
     }
     let usage = updates
@@ -305,6 +307,8 @@ async fn a_prompt_streams_the_answer_and_ends_the_turn() {
         })
         .expect("the gauge as a usage update");
     assert!(usage.used > 0 && usage.size > usage.used, "{usage:?}");
+    let gauge = usage.meta.as_ref().and_then(|m| m.get("cairn/gauge"));
+    assert!(gauge.is_some_and(|g| g["compact_at"].is_u64()), "{usage:?}");
     // An ordinary cairn session: `cairn sessions` lists it.
     let listed = project.ok(&["sessions"]).await;
     assert!(listed.contains(session.0.as_ref()), "{listed}");
