@@ -20,8 +20,8 @@ use agent_client_protocol::v1::schema::{
     AgentCapabilities, CancelNotification, Implementation, InitializeRequest, InitializeResponse,
     ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse,
     McpCapabilities, NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest,
-    PromptResponse, SessionCapabilities, SessionListCapabilities, SetSessionModeRequest,
-    SetSessionModeResponse,
+    PromptResponse, SessionCapabilities, SessionListCapabilities, SetSessionConfigOptionRequest,
+    SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, Client, Error, Stdio};
@@ -45,7 +45,8 @@ use session::{Open, Sessions};
 /// The transport failed (stdin or stdout closed abnormally).
 pub async fn serve(config: Config, data_dir: PathBuf) -> anyhow::Result<()> {
     let sessions = Arc::new(Sessions::new(config, data_dir));
-    let (s0, s1, s2, s3, s4, s5, s6) = (
+    let (s0, s1, s2, s3, s4, s5, s6, s7) = (
+        sessions.clone(),
         sessions.clone(),
         sessions.clone(),
         sessions.clone(),
@@ -121,6 +122,12 @@ pub async fn serve(config: Config, data_dir: PathBuf) -> anyhow::Result<()> {
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(
+            async move |request: SetSessionConfigOptionRequest, responder, cx| {
+                set_config_option(&s7, request, responder, &cx)
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
             async move |request: ListSessionsRequest, responder, _cx| match s6
                 .list(request.cwd.as_deref())
                 .await
@@ -155,7 +162,9 @@ fn new_session(
             .await;
         match opened {
             Ok(open) => {
-                let response = NewSessionResponse::new(open.session.id.clone()).modes(open.modes());
+                let response = NewSessionResponse::new(open.session.id.clone())
+                    .modes(open.modes())
+                    .config_options(open.config_options());
                 responder.respond(response)?;
                 commands::announce(&cx, &open)
             }
@@ -181,10 +190,39 @@ fn load_session(
         match opened {
             Ok(open) => {
                 load(&cx, &open).await?;
-                responder.respond(LoadSessionResponse::new().modes(open.modes()))?;
+                let response = LoadSessionResponse::new()
+                    .modes(open.modes())
+                    .config_options(open.config_options());
+                responder.respond(response)?;
                 commands::announce(&cx, &open)
             }
             Err(error) => respond_error(responder, &error),
+        }
+    })
+}
+
+/// `session/set_config_option`: the model (the only option), switched off
+/// the dispatch loop (the session confirms it in order with its commands).
+fn set_config_option(
+    sessions: &Sessions,
+    request: SetSessionConfigOptionRequest,
+    responder: Responder<SetSessionConfigOptionResponse>,
+    cx: &ConnectionTo<Client>,
+) -> Result<(), Error> {
+    let Some(open) = sessions.get(&request.session_id.0) else {
+        return responder.respond_with_error(unknown_session());
+    };
+    let value = request.value.as_value_id().map(|v| v.0.to_string());
+    let is_model = &*request.config_id.0 == session::MODEL_OPTION;
+    let Some(model) = value.filter(|_| is_model) else {
+        return responder.respond_with_error(
+            Error::invalid_params().data(format!("no option {}", request.config_id.0)),
+        );
+    };
+    cx.spawn(async move {
+        match open.set_model(&model).await {
+            Ok(()) => responder.respond(SetSessionConfigOptionResponse::new(open.config_options())),
+            Err(why) => responder.respond_with_error(Error::invalid_params().data(why)),
         }
     })
 }

@@ -12,7 +12,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use agent_client_protocol::v1::schema::{
-    FileSystemCapabilities, McpServer, SessionInfo, SessionMode, SessionModeState,
+    FileSystemCapabilities, McpServer, SessionConfigOption, SessionConfigOptionCategory,
+    SessionConfigSelectOption, SessionInfo, SessionMode, SessionModeState,
 };
 
 use crate::app::{App, SessionChoice};
@@ -21,6 +22,7 @@ use crate::config::mcp::ServerConfig;
 use crate::message::Session;
 use crate::permission::Mode;
 use crate::session::agent::{BUILD, PLAN};
+use crate::session::command::Command;
 use crate::session::runtime::SessionHandle;
 use crate::tool::EditorFiles;
 
@@ -35,6 +37,8 @@ pub struct Open {
     pub handle: SessionHandle,
     /// The agent the next prompt runs as (the session mode).
     agent: Mutex<String>,
+    /// The model of the next prompts, as the editor's config option shows it.
+    model: Mutex<String>,
     /// Set by `session/cancel`: the running turn ends `cancelled`.
     cancelled: AtomicBool,
     /// One turn at a time: a second prompt waits for the first.
@@ -74,6 +78,47 @@ impl Open {
         self.cancelled.swap(false, Ordering::SeqCst)
     }
 
+    /// The session's config options: the model, chosen from what `/model`
+    /// offers in the terminal (configured models, and the catalog's models of
+    /// providers whose key is set).
+    pub fn config_options(&self) -> Vec<SessionConfigOption> {
+        let current = self.model.lock().map(|m| m.clone()).unwrap_or_default();
+        let mut options: Vec<SessionConfigSelectOption> = self
+            .app
+            .model_choices(&[])
+            .iter()
+            .map(|choice| SessionConfigSelectOption::new(choice.model.to_string(), choice.label()))
+            .collect();
+        if !options.iter().any(|o| *o.value.0 == *current) {
+            options.insert(
+                0,
+                SessionConfigSelectOption::new(current.clone(), current.clone()),
+            );
+        }
+        vec![
+            SessionConfigOption::select(MODEL_OPTION, "Model", current, options)
+                .category(SessionConfigOptionCategory::Model),
+        ]
+    }
+
+    /// Makes `model` the model of the next prompts (as `/model provider/model`).
+    ///
+    /// # Errors
+    /// `model` is not `provider/model`, or the session has stopped.
+    pub async fn set_model(&self, model: &str) -> Result<(), String> {
+        let parsed = crate::message::ModelRef::parse(model)?;
+        let (reply, done) = tokio::sync::oneshot::channel();
+        self.handle.send(Command::UseModel { model: parsed });
+        self.handle.send(Command::Sync { reply });
+        done.await
+            .map_err(|_| "the session has stopped".to_string())?;
+        match self.model.lock() {
+            Ok(mut current) => *current = model.to_string(),
+            Err(poisoned) => *poisoned.into_inner() = model.to_string(),
+        }
+        Ok(())
+    }
+
     /// The modes the editor may switch between, this session's current.
     pub fn modes(&self) -> SessionModeState {
         let modes = vec![
@@ -84,6 +129,9 @@ impl Open {
         SessionModeState::new(self.agent(), modes)
     }
 }
+
+/// The id of the model's config option.
+pub const MODEL_OPTION: &str = "model";
 
 /// Sessions `session/list` returns at most (it offers no paging yet).
 const LIST_LIMIT: usize = 200;
@@ -169,6 +217,10 @@ impl Sessions {
         let mut app = App::open(config, cwd.to_path_buf(), &self.data_dir)?;
         app.editor = editor.as_ref().map(|(files, _)| files.clone());
         let (session, handle) = app.start(choice, Mode::Interactive).await?;
+        let model = app
+            .default_model()
+            .map(|m| m.to_string())
+            .unwrap_or_default();
         if let Some((_, id)) = &editor {
             let _ = id.set(session.id.clone());
         }
@@ -182,6 +234,7 @@ impl Sessions {
             session,
             handle,
             agent: Mutex::new(agent),
+            model: Mutex::new(model),
             cancelled: AtomicBool::new(false),
             turn: tokio::sync::Mutex::new(()),
         });

@@ -16,9 +16,10 @@ use agent_client_protocol::v1::schema::{
     LoadSessionRequest, NewSessionRequest, PermissionOptionKind, PlanEntryPriority,
     PlanEntryStatus, PromptRequest, ReadTextFileRequest, ReadTextFileResponse,
     RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
-    SelectedPermissionOutcome, SessionId, SessionNotification, SessionUpdate,
-    SetSessionModeRequest, StopReason, TextResourceContents, ToolCallContent, ToolCallStatus,
-    ToolKind, WriteTextFileRequest, WriteTextFileResponse,
+    SelectedPermissionOutcome, SessionConfigKind, SessionConfigOption, SessionId,
+    SessionNotification, SessionUpdate, SetSessionConfigOptionRequest, SetSessionModeRequest,
+    StopReason, TextResourceContents, ToolCallContent, ToolCallStatus, ToolKind,
+    WriteTextFileRequest, WriteTextFileResponse,
 };
 use agent_client_protocol::{Agent, Client, Error, Lines};
 use futures::{SinkExt as _, StreamExt as _};
@@ -853,4 +854,46 @@ async fn the_plan_slash_commands_and_the_session_list() {
         .map(|s| s.session_id.0.as_ref())
         .collect();
     assert_eq!(ids, [session.0.as_ref()]);
+}
+
+/// Step 7: the model is a session config option; choosing another sends
+/// the next prompt to it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_model_is_a_config_option() {
+    let server = ScriptedServer::start([text("From the other model.", 1_000)]).await;
+    let project = Project::new();
+    project.use_scripted_with(
+        &server,
+        "yolo = true\n",
+        "[provider.scripted.models.\"other-model\"]\ncontext = 200000\noutput = 32000\n",
+    );
+    let (options, _) = editor(&project, Answer::Cancelled, async |cx, _received| {
+        cx.send_request(InitializeRequest::new(ProtocolVersion::V1))
+            .block_task()
+            .await?;
+        let session = cx
+            .send_request(NewSessionRequest::new(project.root.path()))
+            .block_task()
+            .await?;
+        let before = session.config_options.clone().expect("config options");
+        let id = session.session_id;
+        let after = cx
+            .send_request(SetSessionConfigOptionRequest::new(
+                id.clone(),
+                "model",
+                "scripted/other-model",
+            ))
+            .block_task()
+            .await?;
+        prompt(&cx, &id, vec![text_block("hello")]).await?;
+        Ok((before, after.config_options))
+    })
+    .await;
+    let current = |options: &[SessionConfigOption]| match &options[0].kind {
+        SessionConfigKind::Select(select) => select.current_value.0.to_string(),
+        other => panic!("the model is a select: {other:?}"),
+    };
+    assert_eq!(current(&options.0), "scripted/test-model");
+    assert_eq!(current(&options.1), "scripted/other-model");
+    assert_eq!(server.requests()[0].json()["model"], "other-model");
 }
