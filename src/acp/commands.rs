@@ -12,6 +12,8 @@ use agent_client_protocol::v1::schema::{
     UnstructuredCommandInput,
 };
 use agent_client_protocol::{Client, Error};
+use std::sync::Arc;
+
 use tokio::sync::oneshot;
 
 use super::session::Open;
@@ -61,9 +63,69 @@ pub fn announce(cx: &ConnectionTo<Client>, open: &Open) -> Result<(), Error> {
                 ))
             }
         })
+        .chain(mcp_prompts(open))
         .collect();
     let update = SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(commands));
     turn::send(cx, open, update)
+}
+
+/// How long the list waits for MCP servers that are still starting before it
+/// is sent again with their prompts (a slow server's come later, or never).
+const MCP_WAIT: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// [`announce`] now, and again once the MCP servers are ready, so their
+/// prompts (`/server:prompt`) reach the editor's list too.
+///
+/// # Errors
+/// The connection to the editor is gone.
+pub fn announce_with_mcp(cx: &ConnectionTo<Client>, open: &Arc<Open>) -> Result<(), Error> {
+    announce(cx, open)?;
+    let Some(hub) = open.app.tools.mcp().cloned() else {
+        return Ok(());
+    };
+    let (cx, open) = (cx.clone(), open.clone());
+    cx.clone().spawn(async move {
+        hub.wait_ready(MCP_WAIT).await;
+        announce(&cx, &open)
+    })
+}
+
+/// The ready MCP servers' prompts, as the editor's commands.
+fn mcp_prompts(open: &Open) -> Vec<AvailableCommand> {
+    let Some(hub) = open.app.tools.mcp() else {
+        return Vec::new();
+    };
+    hub.prompt_commands()
+        .into_iter()
+        .map(|prompt| {
+            let command = AvailableCommand::new(
+                prompt.command.trim_start_matches('/'),
+                format!("{} (MCP prompt)", prompt.description),
+            );
+            if prompt.usage.trim() == prompt.command {
+                command
+            } else {
+                command.input(AvailableCommandInput::Unstructured(
+                    UnstructuredCommandInput::new(prompt.usage),
+                ))
+            }
+        })
+        .collect()
+}
+
+/// `/server:prompt args` as the prompt's messages (as in the terminal);
+/// any other text as it is.
+///
+/// # Errors
+/// The server failed to give the prompt: said to the user, not sent.
+pub async fn expand_mcp(open: &Open, text: String) -> Result<String, String> {
+    let Some(hub) = open.app.tools.mcp() else {
+        return Ok(text);
+    };
+    if !text.starts_with('/') {
+        return Ok(text);
+    }
+    hub.expand_prompt(&text).await.unwrap_or(Ok(text))
 }
 
 /// The command `text` names; `None` when it is text for the model.

@@ -21,7 +21,7 @@ use agent_client_protocol::v1::schema::{
     ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse,
     McpCapabilities, NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest,
     PromptResponse, SessionCapabilities, SessionListCapabilities, SetSessionConfigOptionRequest,
-    SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse,
+    SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse, StopReason,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, Client, Error, Stdio};
@@ -87,6 +87,17 @@ pub async fn serve(config: Config, data_dir: PathBuf) -> anyhow::Result<()> {
                     Err(error) => return responder.respond_with_error(error),
                 };
                 cx.clone().spawn(async move {
+                    let text = match commands::expand_mcp(&open, text).await {
+                        Ok(text) => text,
+                        Err(why) => {
+                            turn::send(
+                                &cx,
+                                &open,
+                                update::message_chunk(format!("error: {why}\n")),
+                            )?;
+                            return responder.respond(PromptResponse::new(StopReason::EndTurn));
+                        }
+                    };
                     let stop = match commands::parse(&text) {
                         Some(command) => commands::run(&open, &cx, command).await?,
                         None => turn::run(&open, &cx, text).await?,
@@ -166,7 +177,7 @@ fn new_session(
                     .modes(open.modes())
                     .config_options(open.config_options());
                 responder.respond(response)?;
-                commands::announce(&cx, &open)
+                commands::announce_with_mcp(&cx, &open)
             }
             Err(error) => respond_error(responder, &error),
         }
@@ -194,7 +205,7 @@ fn load_session(
                     .modes(open.modes())
                     .config_options(open.config_options());
                 responder.respond(response)?;
-                commands::announce(&cx, &open)
+                commands::announce_with_mcp(&cx, &open)
             }
             Err(error) => respond_error(responder, &error),
         }

@@ -13,8 +13,8 @@ use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     CancelNotification, ClientCapabilities, ContentBlock, ContentChunk, EmbeddedResource,
     EmbeddedResourceResource, FileSystemCapabilities, InitializeRequest, ListSessionsRequest,
-    LoadSessionRequest, NewSessionRequest, PermissionOptionKind, PlanEntryPriority,
-    PlanEntryStatus, PromptRequest, ReadTextFileRequest, ReadTextFileResponse,
+    LoadSessionRequest, McpServer, McpServerStdio, NewSessionRequest, PermissionOptionKind,
+    PlanEntryPriority, PlanEntryStatus, PromptRequest, ReadTextFileRequest, ReadTextFileResponse,
     RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
     SelectedPermissionOutcome, SessionConfigKind, SessionConfigOption, SessionId,
     SessionNotification, SessionUpdate, SetSessionConfigOptionRequest, SetSessionModeRequest,
@@ -896,4 +896,46 @@ async fn the_model_is_a_config_option() {
     assert_eq!(current(&options.0), "scripted/test-model");
     assert_eq!(current(&options.1), "scripted/other-model");
     assert_eq!(server.requests()[0].json()["model"], "other-model");
+}
+
+/// The editor's MCP servers join the configured ones, and their prompts
+/// are commands: `/fx:hello` sent as a prompt is the prompt's text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_editors_mcp_server_and_its_prompts_as_commands() {
+    let server = ScriptedServer::start([text("Hello, fixture.", 1_000)]).await;
+    let project = Project::new();
+    project.use_scripted(&server);
+    let fixture = McpServer::Stdio(McpServerStdio::new("fx", crate::mcp_client::fixture()));
+    let (names, _) = editor(&project, Answer::Cancelled, async |cx, mut received| {
+        cx.send_request(InitializeRequest::new(ProtocolVersion::V1))
+            .block_task()
+            .await?;
+        let session = cx
+            .send_request(NewSessionRequest::new(project.root.path()).mcp_servers(vec![fixture]))
+            .block_task()
+            .await?;
+        // The list is sent again once the server is ready.
+        let names = loop {
+            let update = tokio::time::timeout(LIMIT, received.recv())
+                .await
+                .expect("the server's prompts are announced")
+                .expect("updates");
+            if let SessionUpdate::AvailableCommandsUpdate(list) = update {
+                let names: Vec<String> = list
+                    .available_commands
+                    .iter()
+                    .map(|c| c.name.clone())
+                    .collect();
+                if names.iter().any(|n| n.starts_with("fx:")) {
+                    break names;
+                }
+            }
+        };
+        prompt(&cx, &session.session_id, vec![text_block("/fx:hello")]).await?;
+        Ok(names)
+    })
+    .await;
+    assert!(names.contains(&"fx:hello".to_string()), "{names:?}");
+    let sent = server.requests()[0].json().to_string();
+    assert!(sent.contains("Say hello to the fixture."), "{sent}");
 }
