@@ -78,33 +78,7 @@ pub async fn serve(config: Config, data_dir: PathBuf) -> anyhow::Result<()> {
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(
-            async move |request: PromptRequest, responder, cx| {
-                let Some(open) = s3.get(&request.session_id.0) else {
-                    return responder.respond_with_error(unknown_session());
-                };
-                let text = match turn::prompt_text(&request.prompt) {
-                    Ok(text) => text,
-                    Err(error) => return responder.respond_with_error(error),
-                };
-                cx.clone().spawn(async move {
-                    let text = match commands::expand_mcp(&open, text).await {
-                        Ok(text) => text,
-                        Err(why) => {
-                            turn::send(
-                                &cx,
-                                &open,
-                                update::message_chunk(format!("error: {why}\n")),
-                            )?;
-                            return responder.respond(PromptResponse::new(StopReason::EndTurn));
-                        }
-                    };
-                    let stop = match commands::parse(&text) {
-                        Some(command) => commands::run(&open, &cx, command).await?,
-                        None => turn::run(&open, &cx, text).await?,
-                    };
-                    responder.respond(PromptResponse::new(stop))
-                })
-            },
+            async move |request: PromptRequest, responder, cx| prompt(&s3, request, responder, &cx),
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_notification(
@@ -209,6 +183,40 @@ fn load_session(
             }
             Err(error) => respond_error(responder, &error),
         }
+    })
+}
+
+/// `session/prompt`: a slash command (cairn's or an MCP server's prompt)
+/// or a turn, run off the dispatch loop so that `session/cancel` and the
+/// answers to the turn's questions get through while it runs.
+fn prompt(
+    sessions: &Sessions,
+    request: PromptRequest,
+    responder: Responder<PromptResponse>,
+    cx: &ConnectionTo<Client>,
+) -> Result<(), Error> {
+    let Some(open) = sessions.get(&request.session_id.0) else {
+        return responder.respond_with_error(unknown_session());
+    };
+    let text = match turn::prompt_text(&request.prompt) {
+        Ok(text) => text,
+        Err(error) => return responder.respond_with_error(error),
+    };
+    let cx = cx.clone();
+    cx.clone().spawn(async move {
+        let text = match commands::expand_mcp(&open, text).await {
+            Ok(text) => text,
+            Err(why) => {
+                let said = update::message_chunk(format!("error: {why}\n"));
+                turn::send(&cx, &open, said)?;
+                return responder.respond(PromptResponse::new(StopReason::EndTurn));
+            }
+        };
+        let stop = match commands::parse(&text) {
+            Some(command) => commands::run(&open, &cx, command).await?,
+            None => turn::run(&open, &cx, text).await?,
+        };
+        responder.respond(PromptResponse::new(stop))
     })
 }
 
