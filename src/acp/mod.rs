@@ -27,7 +27,7 @@ use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, Client, Error, Stdio};
 
 use crate::app::SessionChoice;
-use crate::config::Config;
+use crate::config::{Config, LoadOptions};
 use crate::session::command::Command;
 
 mod ask;
@@ -39,12 +39,13 @@ mod update;
 
 use session::{Open, Sessions};
 
-/// Serves ACP on stdin/stdout until the editor closes the connection.
+/// Serves ACP on stdin/stdout until the editor closes the connection;
+/// `config` was loaded with `options` in the process's directory.
 ///
 /// # Errors
 /// The transport failed (stdin or stdout closed abnormally).
-pub async fn serve(config: Config, data_dir: PathBuf) -> anyhow::Result<()> {
-    let sessions = Arc::new(Sessions::new(config, data_dir));
+pub async fn serve(config: Config, options: LoadOptions, data_dir: PathBuf) -> anyhow::Result<()> {
+    let sessions = Arc::new(Sessions::new(config, options, data_dir));
     let (s0, s1, s2, s3, s4, s5, s6, s7) = (
         sessions.clone(),
         sessions.clone(),

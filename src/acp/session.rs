@@ -17,8 +17,8 @@ use agent_client_protocol::v1::schema::{
 };
 
 use crate::app::{App, SessionChoice};
-use crate::config::Config;
 use crate::config::mcp::ServerConfig;
+use crate::config::{Config, LoadOptions};
 use crate::message::Session;
 use crate::permission::Mode;
 use crate::session::agent::{BUILD, PLAN};
@@ -139,6 +139,9 @@ const LIST_LIMIT: usize = 200;
 /// The open sessions of one connection, by id.
 pub struct Sessions {
     config: Config,
+    /// How `config` was loaded: a session in another directory loads that
+    /// project's configuration the same way (its `cairn.toml`, its trust).
+    options: LoadOptions,
     data_dir: PathBuf,
     open: Mutex<HashMap<String, Arc<Open>>>,
     /// What the client said at `initialize` it serves of its files.
@@ -146,13 +149,34 @@ pub struct Sessions {
 }
 
 impl Sessions {
-    pub fn new(config: Config, data_dir: PathBuf) -> Self {
+    pub fn new(config: Config, options: LoadOptions, data_dir: PathBuf) -> Self {
         Self {
             config,
+            options,
             data_dir,
             open: Mutex::new(HashMap::new()),
             fs: Mutex::new(FileSystemCapabilities::default()),
         }
+    }
+
+    /// The configuration in `cwd`: the one loaded at start when it is the
+    /// process's directory, else loaded for that project as it was for this one.
+    async fn config_for(&self, cwd: &Path) -> anyhow::Result<Config> {
+        let same = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => a == b,
+        };
+        if same(cwd, &self.options.cwd) {
+            return Ok(self.config.clone());
+        }
+        let mut options = self.options.clone();
+        options.cwd = cwd.to_path_buf();
+        let mut loaded = crate::config::load(&options)?;
+        for warning in &loaded.warnings {
+            tracing::warn!("{}: {warning}", cwd.display());
+        }
+        crate::app::discover_local_model(&mut loaded.config).await?;
+        Ok(loaded.config)
     }
 
     /// `session/list`: the stored sessions (not subagents'), newest first,
@@ -207,7 +231,7 @@ impl Sessions {
         {
             return Ok(open);
         }
-        let mut config = self.config.clone();
+        let mut config = self.config_for(cwd).await?;
         for server in servers {
             if let Some((name, server)) = server_config(server) {
                 config.mcp.insert(name, server);

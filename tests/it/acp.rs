@@ -939,3 +939,36 @@ async fn the_editors_mcp_server_and_its_prompts_as_commands() {
     let sent = server.requests()[0].json().to_string();
     assert!(sent.contains("Say hello to the fixture."), "{sent}");
 }
+
+/// A session in another directory than the one `cairn acp` started in
+/// reads that project's configuration (here: its model server).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_elsewhere_uses_that_projects_config() {
+    let here = ScriptedServer::start([text("From here.", 1_000)]).await;
+    let there = ScriptedServer::start([text("From there.", 1_000)]).await;
+    let project = Project::new();
+    project.use_scripted(&here);
+    let other = Project::new();
+    other.use_scripted(&there);
+    // Trusted by this user (the home `cairn acp` runs with), as `cairn trust` there would.
+    let mut trust = project.std_command();
+    trust.current_dir(other.root.path());
+    crate::support::trust_project(trust);
+    let (updates, _) = editor(&project, Answer::Cancelled, async |cx, mut received| {
+        cx.send_request(InitializeRequest::new(ProtocolVersion::V1))
+            .block_task()
+            .await?;
+        let session = cx
+            .send_request(NewSessionRequest::new(other.root.path()))
+            .block_task()
+            .await?;
+        prompt(&cx, &session.session_id, vec![text_block("hello")]).await?;
+        Ok(drain(&mut received))
+    })
+    .await;
+    assert_eq!(said(&updates), "From there.");
+    assert!(
+        here.requests().is_empty(),
+        "the process's project was not asked"
+    );
+}
