@@ -199,7 +199,13 @@ fn prompt(
     let Some(open) = sessions.get(&request.session_id.0) else {
         return responder.respond_with_error(unknown_session());
     };
-    let text = match turn::prompt_text(&request.prompt) {
+    // Beside the session's saved tool outputs: swept with them after a week.
+    let image_dir = open
+        .app
+        .data_dir
+        .join(crate::paths::TOOL_OUTPUT_DIR)
+        .join(&open.session.id);
+    let text = match turn::prompt_text(&request.prompt, &image_dir) {
         Ok(text) => text,
         Err(error) => return responder.respond_with_error(error),
     };
@@ -249,13 +255,13 @@ fn set_config_option(
 
 /// What cairn supports, whatever the client offered: sessions can be
 /// loaded; prompts may embed the editor's text (selections, files); MCP
-/// servers may be reached over HTTP as well as stdio. Images are not
-/// offered: a cairn prompt is text.
+/// servers may be reached over HTTP as well as stdio; images are attached
+/// as `@path` mentions of saved copies. Audio is not offered.
 fn initialize(request: &InitializeRequest) -> InitializeResponse {
     let capabilities = AgentCapabilities::new()
         .load_session(true)
         .session_capabilities(SessionCapabilities::new().list(SessionListCapabilities::new()))
-        .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
+        .prompt_capabilities(PromptCapabilities::new().image(true).embedded_context(true))
         .mcp_capabilities(McpCapabilities::new().http(true));
     let version = std::cmp::min(request.protocol_version, ProtocolVersion::V1);
     InitializeResponse::new(version)

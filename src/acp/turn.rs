@@ -6,9 +6,12 @@
 //! `session/cancel` and the answers to permission questions arrive while it
 //! waits.
 
+use std::path::{Path, PathBuf};
+
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    ContentBlock, EmbeddedResourceResource, SessionNotification, SessionUpdate, StopReason,
+    ContentBlock, EmbeddedResourceResource, ImageContent, SessionNotification, SessionUpdate,
+    StopReason,
 };
 use agent_client_protocol::{Client, Error};
 use tokio::sync::broadcast::error::RecvError;
@@ -21,13 +24,16 @@ use crate::session::command::Command;
 
 /// The prompt's text: text blocks as they are, an embedded resource (an
 /// editor's selection or file) as its text under its URI, a resource link
-/// as an `@path` mention cairn reads itself.
+/// as an `@path` mention cairn reads itself, and an image saved in
+/// `image_dir` and mentioned the same way (a mention attaches an image as
+/// the model's image input, as `@shot.png` typed in the terminal does).
 ///
 /// # Errors
-/// A block cairn cannot pass to the model (an image, audio, binary data):
-/// the prompt capabilities say so, and a client that sends one anyway gets
+/// A block cairn cannot pass to the model (audio, binary data, an image in
+/// a format the model is not sent, or one that cannot be saved): the prompt
+/// capabilities say so, and a client that sends one anyway gets
 /// `invalid_params` instead of a silently shorter prompt.
-pub fn prompt_text(blocks: &[ContentBlock]) -> Result<String, Error> {
+pub fn prompt_text(blocks: &[ContentBlock], image_dir: &Path) -> Result<String, Error> {
     let mut text = String::new();
     for block in blocks {
         if !text.is_empty() && !text.ends_with('\n') {
@@ -48,12 +54,36 @@ pub fn prompt_text(blocks: &[ContentBlock]) -> Result<String, Error> {
                 }
                 _ => return Err(unsupported("binary embedded resources")),
             },
-            ContentBlock::Image(_) => return Err(unsupported("images")),
+            ContentBlock::Image(image) => {
+                let path = save_image(image, image_dir)?;
+                text.push_str(&format!("@{}", path.display()));
+            }
             ContentBlock::Audio(_) => return Err(unsupported("audio")),
             _ => return Err(unsupported("this kind of content")),
         }
     }
     Ok(text)
+}
+
+/// Writes `image` to a file of its own in `dir`, named for its format.
+fn save_image(image: &ImageContent, dir: &Path) -> Result<PathBuf, Error> {
+    use base64::Engine;
+    let extension = match image.mime_type.as_str() {
+        "image/png" => "png",
+        "image/jpeg" => "jpg",
+        "image/gif" => "gif",
+        "image/webp" => "webp",
+        _ => return Err(unsupported(&format!("{} images", image.mime_type))),
+    };
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(image.data.as_bytes())
+        .map_err(|e| Error::invalid_params().data(format!("the image is not base64: {e}")))?;
+    let saved =
+        |e: std::io::Error| Error::internal_error().data(format!("cannot save the image: {e}"));
+    std::fs::create_dir_all(dir).map_err(saved)?;
+    let path = dir.join(format!("{}.{extension}", crate::id::part_id()));
+    std::fs::write(&path, bytes).map_err(saved)?;
+    Ok(path)
 }
 
 fn unsupported(what: &str) -> Error {

@@ -12,14 +12,14 @@ use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     CancelNotification, ClientCapabilities, ContentBlock, ContentChunk, EmbeddedResource,
-    EmbeddedResourceResource, FileSystemCapabilities, InitializeRequest, ListSessionsRequest,
-    LoadSessionRequest, McpServer, McpServerStdio, NewSessionRequest, PermissionOptionKind,
-    PlanEntryPriority, PlanEntryStatus, PromptRequest, ReadTextFileRequest, ReadTextFileResponse,
-    RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
-    SelectedPermissionOutcome, SessionConfigKind, SessionConfigOption, SessionId,
-    SessionNotification, SessionUpdate, SetSessionConfigOptionRequest, SetSessionModeRequest,
-    StopReason, TextResourceContents, ToolCallContent, ToolCallStatus, ToolKind,
-    WriteTextFileRequest, WriteTextFileResponse,
+    EmbeddedResourceResource, FileSystemCapabilities, ImageContent, InitializeRequest,
+    ListSessionsRequest, LoadSessionRequest, McpServer, McpServerStdio, NewSessionRequest,
+    PermissionOptionKind, PlanEntryPriority, PlanEntryStatus, PromptRequest, ReadTextFileRequest,
+    ReadTextFileResponse, RequestPermissionOutcome, RequestPermissionRequest,
+    RequestPermissionResponse, SelectedPermissionOutcome, SessionConfigKind, SessionConfigOption,
+    SessionId, SessionNotification, SessionUpdate, SetSessionConfigOptionRequest,
+    SetSessionModeRequest, StopReason, TextResourceContents, ToolCallContent, ToolCallStatus,
+    ToolKind, WriteTextFileRequest, WriteTextFileResponse,
 };
 use agent_client_protocol::{Agent, Client, Error, Lines};
 use futures::{SinkExt as _, StreamExt as _};
@@ -209,6 +209,7 @@ async fn start_as(
         .await?;
     assert!(init.agent_capabilities.load_session);
     assert!(init.agent_capabilities.prompt_capabilities.embedded_context);
+    assert!(init.agent_capabilities.prompt_capabilities.image);
     assert!(init.agent_capabilities.mcp_capabilities.http);
     let session = cx
         .send_request(NewSessionRequest::new(project.root.path()))
@@ -970,5 +971,31 @@ async fn a_session_elsewhere_uses_that_projects_config() {
     assert!(
         here.requests().is_empty(),
         "the process's project was not asked"
+    );
+}
+
+/// A 1x1 PNG.
+const PIXEL: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
+
+/// An image in the prompt reaches the model as an image.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_image_in_the_prompt_reaches_the_model() {
+    let server = ScriptedServer::start([text("A pixel.", 1_000)]).await;
+    let project = Project::new();
+    project.use_scripted(&server);
+    let (stop, _) = editor(&project, Answer::Cancelled, async |cx, _received| {
+        let session = start(&cx, &project).await?;
+        let blocks = vec![
+            text_block("what is this?"),
+            ContentBlock::Image(ImageContent::new(PIXEL, "image/png")),
+        ];
+        prompt(&cx, &session, blocks).await
+    })
+    .await;
+    assert_eq!(stop, StopReason::EndTurn);
+    let sent = server.requests()[0].json().to_string();
+    assert!(
+        sent.contains(&format!("data:image/png;base64,{PIXEL}")),
+        "{sent}"
     );
 }
