@@ -67,8 +67,8 @@ pub fn question(acp_session: &str, request: &PermissionRequest) -> RequestPermis
     )
 }
 
-/// cairn's answer to the editor's `outcome`; `None` (no answer to send)
-/// never happens: anything but an allow is a reject.
+/// cairn's answer to the editor's `outcome`: anything but an allow (a
+/// cancelled question, an option cairn did not offer) is a reject.
 pub fn answer(outcome: &RequestPermissionOutcome) -> PermissionAnswer {
     let RequestPermissionOutcome::Selected(selected) = outcome else {
         return reject("the editor cancelled the question");
@@ -114,4 +114,52 @@ pub fn forward(
         });
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use agent_client_protocol::v1::schema::SelectedPermissionOutcome;
+
+    use super::*;
+
+    fn picked(id: &str) -> RequestPermissionOutcome {
+        RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(id.to_string()))
+    }
+
+    #[test]
+    fn only_an_allow_allows() {
+        assert_eq!(answer(&picked(ONCE)), PermissionAnswer::Once);
+        assert_eq!(answer(&picked(ALWAYS)), PermissionAnswer::Always);
+        assert_eq!(answer(&picked(ALWAYS_BROAD)), PermissionAnswer::AlwaysBroad);
+        for outcome in [
+            picked(REJECT),
+            picked("allow_everything"),
+            RequestPermissionOutcome::Cancelled,
+        ] {
+            assert!(
+                matches!(answer(&outcome), PermissionAnswer::Reject { .. }),
+                "{outcome:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_broad_offer_is_an_option_only_when_cairn_makes_it() {
+        let mut request = PermissionRequest {
+            always: vec!["git status -s".into()],
+            ..Default::default()
+        };
+        let ids = |q: RequestPermissionRequest| {
+            q.options
+                .iter()
+                .map(|o| o.option_id.0.to_string())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(ids(question("s", &request)), [ONCE, ALWAYS, REJECT]);
+        request.always_broad = vec!["git status *".into()];
+        assert_eq!(
+            ids(question("s", &request)),
+            [ONCE, ALWAYS, ALWAYS_BROAD, REJECT]
+        );
+    }
 }

@@ -366,3 +366,47 @@ pub fn replay(history: &[MessageWithParts], cwd: &Path) -> Vec<SessionUpdate> {
     }
     updates
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn tools_map_to_the_editors_kinds() {
+        let kinds = [
+            ("read", ToolKind::Read),
+            ("edit", ToolKind::Edit),
+            ("write", ToolKind::Edit),
+            ("bash", ToolKind::Execute),
+            ("grep", ToolKind::Search),
+            ("glob", ToolKind::Search),
+            ("webfetch", ToolKind::Fetch),
+            ("todowrite", ToolKind::Think),
+            ("fx_lookup", ToolKind::Other),
+        ];
+        for (tool, expected) in kinds {
+            assert_eq!(kind(tool), expected, "{tool}");
+        }
+    }
+
+    #[test]
+    fn a_relative_path_is_located_in_the_session_directory() {
+        let located = locations(
+            &json!({"path": "src/main.rs", "offset": 40}),
+            Path::new("/p"),
+        );
+        assert_eq!(located[0].path, Path::new("/p/src/main.rs"));
+        assert_eq!(located[0].line, Some(40));
+        assert!(locations(&json!({"command": "ls"}), Path::new("/p")).is_empty());
+    }
+
+    #[test]
+    fn a_final_text_part_sends_only_what_its_deltas_did_not() {
+        let mut translator = Translator::new(Path::new("/p"));
+        assert_eq!(translator.rest_of("prt_1", "Hel").as_deref(), Some("Hel"));
+        assert_eq!(translator.rest_of("prt_1", "Hello").as_deref(), Some("lo"));
+        assert_eq!(translator.rest_of("prt_1", "Hello"), None);
+    }
+}
