@@ -67,6 +67,7 @@ fn session_ctx(app: &App, session_id: &str) -> SessionCtx {
                 &app.cwd,
                 std::slice::from_ref(&app.data_dir),
             )),
+            editor: None,
         },
         env: Environment::discover(&app.cwd),
         default_model: history::model(),

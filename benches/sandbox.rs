@@ -36,6 +36,7 @@ fn scope(root: &std::path::Path, spill: &std::path::Path, policy: Policy) -> Too
         limits: OutputLimits::default(),
         can_delegate: false,
         sandbox: Arc::new(policy),
+        editor: None,
     }
 }
 

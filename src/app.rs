@@ -173,6 +173,9 @@ pub struct App {
     pub tools: Arc<Registry>,
     pub cwd: PathBuf,
     pub data_dir: PathBuf,
+    /// The editor's files, set by `cairn acp` before `start` when the
+    /// editor serves them.
+    pub editor: Option<Arc<dyn crate::tool::EditorFiles>>,
     /// The start-up sweep of old saved tool outputs, joined on drop so that
     /// a short `cairn run` does not exit in the middle of it.
     sweep: Option<std::thread::JoinHandle<()>>,
@@ -210,6 +213,7 @@ impl App {
             tools: Arc::new(Registry::builtin().with_mcp(mcp)),
             cwd,
             data_dir: data_dir.to_path_buf(),
+            editor: None,
             sweep: sweep_tool_outputs(data_dir.join(crate::paths::TOOL_OUTPUT_DIR)),
         })
     }
@@ -381,6 +385,7 @@ impl App {
             task: config.task.clone(),
             small_model: config.small_model.clone(),
             sandbox: Arc::new(sandbox),
+            editor: self.editor.clone(),
         };
         let snapshots = self.snapshots(session);
         let ctx = SessionCtx {

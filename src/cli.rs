@@ -69,6 +69,9 @@ impl ConfigFlags {
 pub enum Command {
     /// Run one message without the terminal UI and print the answer.
     Run(RunArgs),
+    /// Serve the Agent Client Protocol on stdin/stdout, for an editor
+    /// (Zed, JetBrains, Neovim, Emacs) to drive cairn.
+    Acp,
     /// List saved sessions.
     Sessions,
     /// Print the merged configuration and where each value came from.
@@ -139,7 +142,7 @@ impl Cli {
         let after = match &self.command {
             Some(Command::Run(run)) => &run.config,
             Some(Command::Config { config }) => config,
-            Some(Command::Sessions | Command::Trust { .. }) | None => {
+            Some(Command::Sessions | Command::Acp | Command::Trust { .. }) | None => {
                 return self.config.clone();
             }
         };

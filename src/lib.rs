@@ -3,8 +3,9 @@
 //!
 //! # Layers, top to bottom
 //!
-//! - `tui`, `headless`  front ends: the terminal UI and `cairn run`; they talk to
-//!   a session only through commands and bus events
+//! - `tui`, `headless`, `acp`  front ends: the terminal UI, `cairn run` and
+//!   `cairn acp` (an editor over the Agent Client Protocol); they talk to a
+//!   session only through commands and bus events
 //! - `app`        assembly: config -> a running session, for every front end
 //! - `session`    the agent loop with I/O: runtime, loop, stream processor, tool
 //!   runner, the tasks that apply prune and compaction, undo
@@ -38,6 +39,7 @@
 //! tool is one file in `tool/`; a new front-end feature talks to the session
 //! through `session::command`; a new slash command is a row in `slash`.
 
+pub mod acp;
 pub mod app;
 pub mod bus;
 pub mod cli;

@@ -109,6 +109,7 @@ fn dispatch(cli: Cli, options: &LoadOptions, loaded: Loaded) -> anyhow::Result<u
             run_tui(choice, flag_model, options, loaded)
         }
         Some(Command::Run(args)) => run_headless(args, flag_model, loaded),
+        Some(Command::Acp) => run_acp(options, loaded),
         Some(Command::Sessions) => list_sessions(loaded),
         Some(Command::Config { .. }) => show_config(&options.cwd, &loaded),
         Some(Command::Trust { revoke }) => trust_project(&options.cwd, &loaded, revoke),
@@ -395,6 +396,19 @@ fn run_headless(
     // in a blocking thread: the session is repaired when it is reopened.
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     code
+}
+
+/// `cairn acp`: the Agent Client Protocol on stdin/stdout until the editor
+/// closes it. stdout is the protocol's: everything else goes to the log.
+fn run_acp(options: &LoadOptions, mut loaded: Loaded) -> anyhow::Result<u8> {
+    let runtime = runtime()?;
+    runtime.block_on(cairn::app::discover_local_model(&mut loaded.config))?;
+    let data_dir = cairn::paths::data_dir()?;
+    let served = runtime.block_on(cairn::acp::serve(loaded.config, options.clone(), data_dir));
+    // As after `cairn run`: a tool stuck in a blocking thread does not keep
+    // the editor waiting for the process to end.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    served.map(|()| EXIT_OK)
 }
 
 /// A `cairn run` that cannot start: said on stderr (and in a result with

@@ -14,7 +14,7 @@ pub enum FrontEnd {
     Tui,
     /// `cairn run "..."`, one message from a script.
     Run,
-    /// An editor speaking the Agent Client Protocol (to come): no screen of
+    /// An editor speaking the Agent Client Protocol (`cairn acp`): no screen of
     /// ours, no process of its own to end.
     Acp,
 }

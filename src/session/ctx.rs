@@ -75,6 +75,8 @@ pub struct Settings {
     pub small_model: Option<ModelRef>,
     /// What the session's `bash` commands may reach (`[sandbox]`).
     pub sandbox: std::sync::Arc<crate::sandbox::Policy>,
+    /// The editor's files (`cairn acp`), for `read`, `edit` and `write`.
+    pub editor: Option<std::sync::Arc<dyn crate::tool::EditorFiles>>,
 }
 
 /// Everything the loop of one session needs.

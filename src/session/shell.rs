@@ -123,6 +123,8 @@ pub async fn execute(
         can_delegate: false,
         // The user's own command: the sandbox guards against the model.
         sandbox: std::sync::Arc::new(crate::sandbox::Policy::off(&ctx.env.root)),
+        // `!cmd` runs bash, which never goes through the editor.
+        editor: None,
     };
     let result = run_showing_progress(ctx, &part, "bash", input.clone(), tool_ctx)
         .await

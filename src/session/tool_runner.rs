@@ -407,6 +407,7 @@ impl Worker {
             limits: self.limits,
             can_delegate: self.can_delegate,
             sandbox: self.ctx.settings.sandbox.clone(),
+            editor: self.ctx.settings.editor.clone(),
         };
         let result = if name == crate::session::agent::TASK_TOOL {
             let (progress_tx, progress_rx) = mpsc::unbounded_channel();

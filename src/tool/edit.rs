@@ -5,6 +5,8 @@
 //! count, never guessed. Asks the `edit` permission with the diff, and
 //! returns it (unified, from `similar`) in `metadata.diff`.
 
+use std::path::Path;
+
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -63,7 +65,7 @@ impl Tool for Edit {
         if let Ok(meta) = std::fs::metadata(&path) {
             super::refuse_special_file(&path, &meta)?;
         }
-        let old = match std::fs::read_to_string(&path) {
+        let old = match read_text(ctx, &path).await {
             Ok(text) => text,
             Err(error)
                 if error.kind() == std::io::ErrorKind::NotFound && args.old_string.is_empty() =>
@@ -107,7 +109,7 @@ impl Tool for Edit {
             std::fs::create_dir_all(parent)
                 .map_err(|e| ToolError::io("create directory", parent, e))?;
         }
-        std::fs::write(&path, &new).map_err(|e| ToolError::io("write", &path, e))?;
+        write_text(ctx, &path, &new).await?;
         let (additions, deletions) = count_changes(&old, &new);
         let output = format!(
             "Edited {shown}: {replacements} replacement(s), +{additions} -{deletions} lines."
@@ -118,6 +120,27 @@ impl Tool for Edit {
             json!({ "diff": diff, "replacements": replacements, "additions": additions, "deletions": deletions }),
         ))
     }
+}
+
+/// The file's text: the editor's buffer when an editor serves it
+/// (`ToolScope::editor`), else the disk.
+pub(super) async fn read_text(ctx: &ToolScope, path: &Path) -> std::io::Result<String> {
+    if let Some(editor) = &ctx.editor
+        && let Ok(text) = editor.read_text(path).await
+    {
+        return Ok(text);
+    }
+    std::fs::read_to_string(path)
+}
+
+/// Writes `text` through the editor when one serves files (the edit lands
+/// in its buffer, and it saves the file), else to disk.
+pub(super) async fn write_text(ctx: &ToolScope, path: &Path, text: &str) -> Result<(), ToolError> {
+    match &ctx.editor {
+        Some(editor) => editor.write_text(path, text).await,
+        None => std::fs::write(path, text),
+    }
+    .map_err(|e| ToolError::io("write", path, e))
 }
 
 /// Why `old_string` could not be applied.

@@ -162,6 +162,18 @@ pub enum ToolProgress {
     Metadata(Value),
 }
 
+/// An editor's view of the files (ACP `fs/read_text_file` and
+/// `fs/write_text_file`): what `read`, `edit` and `write` use instead of the
+/// disk when the editor serves it, so the model reads unsaved buffers and
+/// its edits land in the editor's buffers.
+#[async_trait::async_trait]
+pub trait EditorFiles: Send + Sync + std::fmt::Debug {
+    /// The file's text as the editor has it (its buffer when open).
+    async fn read_text(&self, path: &Path) -> std::io::Result<String>;
+    /// Replaces the file's text in the editor (which saves it).
+    async fn write_text(&self, path: &Path, content: &str) -> std::io::Result<()>;
+}
+
 /// Everything a tool call may use.
 #[derive(Debug, Clone)]
 pub struct ToolScope {
@@ -182,6 +194,8 @@ pub struct ToolScope {
     pub can_delegate: bool,
     /// What a `bash` command may reach.
     pub sandbox: Arc<crate::sandbox::Policy>,
+    /// The editor's files, when an editor serves them (`cairn acp`).
+    pub editor: Option<Arc<dyn EditorFiles>>,
 }
 
 impl ToolScope {

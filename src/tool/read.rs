@@ -80,6 +80,9 @@ impl Tool for Read {
             json!({ "path": shown }),
         )
         .await?;
+        if let Some(output) = read_from_editor(ctx, &path, &shown, &args).await? {
+            return Ok(output);
+        }
         let meta = std::fs::metadata(&path).map_err(|error| match error.kind() {
             std::io::ErrorKind::NotFound => ToolError::Failed(not_found(&path)),
             _ => ToolError::io(NAME, &path, error),
@@ -188,7 +191,62 @@ fn read_lines(
     max_bytes: usize,
 ) -> Result<Page, ToolError> {
     let file = std::fs::File::open(path).map_err(|e| ToolError::io(NAME, path, e))?;
-    let mut reader = std::io::BufReader::new(file);
+    read_lines_from(
+        std::io::BufReader::new(file),
+        path,
+        offset,
+        limit,
+        max_bytes,
+    )
+}
+
+/// The page of a text file the editor served (`ToolScope::editor`): its
+/// buffer, saved or not. `None` when there is no editor, or it does not
+/// serve this path (a directory, an image, a file it cannot read): the disk
+/// is read then, as without an editor.
+async fn read_from_editor(
+    ctx: &ToolScope,
+    path: &Path,
+    shown: &str,
+    args: &Args,
+) -> Result<Option<ToolOutput>, ToolError> {
+    let Some(editor) = &ctx.editor else {
+        return Ok(None);
+    };
+    if path.is_dir() || image_mime(path).is_some() {
+        return Ok(None);
+    }
+    let text = match editor.read_text(path).await {
+        Ok(text) => text,
+        Err(error) => {
+            tracing::debug!(%error, path = %path.display(), "the editor did not serve a read");
+            return Ok(None);
+        }
+    };
+    let offset = args.offset.unwrap_or(1).max(1);
+    let limit = args.limit.unwrap_or(DEFAULT_LIMIT).max(1);
+    let max_bytes = MAX_OUTPUT_BYTES.min(ctx.limits.max_bytes).max(1);
+    let page = read_lines_from(
+        std::io::Cursor::new(text.into_bytes()),
+        path,
+        offset,
+        limit,
+        max_bytes,
+    )?;
+    Ok(Some(ToolOutput::text(
+        shown,
+        page.render(path, offset),
+        json!({ "truncated": page.more, "lines": page.total, "from_editor": true }),
+    )))
+}
+
+fn read_lines_from(
+    mut reader: impl std::io::BufRead,
+    path: &Path,
+    offset: usize,
+    limit: usize,
+    max_bytes: usize,
+) -> Result<Page, ToolError> {
     let mut page = Page {
         numbered: Vec::new(),
         total: 0,

@@ -79,7 +79,7 @@ impl Tool for Write {
             std::fs::create_dir_all(parent)
                 .map_err(|e| ToolError::io("create directory", parent, e))?;
         }
-        std::fs::write(&path, &args.content).map_err(|e| ToolError::io(NAME, &path, e))?;
+        super::edit::write_text(ctx, &path, &args.content).await?;
         let verb = if exists { "Overwrote" } else { "Created" };
         let output = format!(
             "{verb} {shown} ({} bytes, {} lines).",

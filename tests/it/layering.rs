@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 /// The layers, top to bottom: the one list. `src/lib.rs`'s "# Layers" doc
 /// must list the same modules in the same groups (checked below).
 const LAYERS: &[&[&str]] = &[
-    &["tui", "headless"],
+    &["tui", "headless", "acp"],
     &["app"],
     &["session"],
     &["snapshot"],

@@ -22,6 +22,7 @@ mod support;
 #[path = "../common/tools_common/mod.rs"]
 mod tools_common;
 
+mod acp;
 mod cli;
 mod cli_run;
 mod cli_run_count;

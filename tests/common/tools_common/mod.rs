@@ -56,6 +56,7 @@ impl Project {
                 &self.root(),
                 &[],
             )),
+            editor: None,
         }
     }
 }
