@@ -16,11 +16,18 @@ use crate::tool::{Mentioned, read_mentioned};
 /// not flood the context).
 const MAX_MENTIONS: usize = 20;
 
+/// Piped input `cairn run` attaches below the words (`headless::prompt`):
+/// text someone else wrote (a repository's TODO), whose `@` mentions are
+/// not the user's to attach files by (issue #28's blind review).
+const STDIN_OPEN: &str = "\n<stdin>\n";
+
 /// The paths `text` mentions, in order, each once: `@` at the start or after
-/// whitespace, up to the next whitespace, without trailing punctuation.
+/// whitespace, up to the next whitespace, without trailing punctuation;
+/// none inside a piped `<stdin>` block.
 pub fn mentioned_paths(text: &str) -> Vec<String> {
+    let typed = text.split(STDIN_OPEN).next().unwrap_or(text);
     let mut found: Vec<String> = Vec::new();
-    for word in text.split_whitespace() {
+    for word in typed.split_whitespace() {
         let Some(path) = word.strip_prefix('@') else {
             continue;
         };
@@ -44,12 +51,48 @@ fn resolve(cwd: &Path, home: Option<&Path>, path: &str) -> PathBuf {
 /// TUI shows the file part instead (and the content on Ctrl+O).
 pub const MENTION_READ_LEAD: &str = "Called the Read tool with the following input: ";
 
+/// Where a mention may attach from: the project, and the secret paths the
+/// sandbox keeps every command from (never attached).
+pub struct Reach<'a> {
+    pub cwd: &'a Path,
+    pub home: Option<&'a Path>,
+    pub root: &'a Path,
+    pub sandbox: &'a crate::sandbox::Policy,
+}
+
+/// Why `mention` (resolved to `path`) is not attached, if it is not: a
+/// secret path (`@~/.ssh/id_rsa`), or a project path that a link takes out
+/// of the project (`@key.txt` -> `~/.ssh/id_rsa`: the user thinks it is a
+/// project file). A path written outside the project is the user's choice.
+fn refusal(mention: &str, path: &Path, reach: &Reach<'_>) -> Option<String> {
+    let real = path.canonicalize().ok()?;
+    if reach.sandbox.is_denied(&real) || reach.sandbox.is_denied(path) {
+        return Some(format!(
+            "@{mention} was not attached: {} is a secret path (cairn's sandbox keeps commands from it too)",
+            real.display()
+        ));
+    }
+    let written_inside =
+        !(mention.starts_with('/') || mention.starts_with('~')) || path.starts_with(reach.root);
+    let outside = crate::shared::linked_outside(path, reach.root)?;
+    written_inside.then(|| {
+        format!(
+            "@{mention} was not attached: it is a link out of the project (to {}); the read tool can read it, and asks first",
+            outside.display()
+        )
+    })
+}
+
 /// The parts to add after the message's text for its mentions.
-pub fn attachments(text: &str, cwd: &Path, home: Option<&Path>) -> Vec<PartKind> {
+pub fn attachments(text: &str, reach: &Reach<'_>) -> Vec<PartKind> {
     let mut parts = Vec::new();
     for mention in mentioned_paths(text) {
-        let path = resolve(cwd, home, &mention);
+        let path = resolve(reach.cwd, reach.home, &mention);
         if !path.exists() {
+            continue;
+        }
+        if let Some(why) = refusal(&mention, &path, reach) {
+            parts.push(synthetic(why));
             continue;
         }
         let url = format!("file://{}", path.display());
@@ -102,8 +145,15 @@ mod tests {
     fn a_missing_path_attaches_nothing_and_a_binary_one_says_why() {
         let dir = tempfile::tempdir().expect("tempdir");
         std::fs::write(dir.path().join("bin.dat"), [0u8, 1, 2, 0, 3]).expect("write");
-        assert!(attachments("@nope.txt", dir.path(), None).is_empty());
-        let parts = attachments("@bin.dat", dir.path(), None);
+        let sandbox = crate::sandbox::Policy::new(&Default::default(), dir.path(), &[]);
+        let reach = Reach {
+            cwd: dir.path(),
+            home: None,
+            root: dir.path(),
+            sandbox: &sandbox,
+        };
+        assert!(attachments("@nope.txt", &reach).is_empty());
+        let parts = attachments("@bin.dat", &reach);
         match &parts[..] {
             [PartKind::Text(note)] => {
                 assert!(note.synthetic);
@@ -116,5 +166,54 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    fn notes(parts: &[PartKind]) -> Vec<String> {
+        parts
+            .iter()
+            .filter_map(|p| match p {
+                PartKind::Text(t) => Some(t.text.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The blind review of #28: `@key.txt` (a link to a key) and
+    /// `@~/.ssh/id_rsa` in a piped TODO attached the key unasked.
+    #[test]
+    fn links_out_secret_paths_and_piped_mentions_attach_nothing() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let (root, home) = (d.path().join("repo"), d.path().join("home"));
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::create_dir_all(home.join("keys")).unwrap();
+        std::fs::write(home.join("keys/id"), "SSHSECRET").unwrap();
+        std::fs::write(home.join("notes.txt"), "NOTES").unwrap();
+        std::fs::write(root.join("a.txt"), "inside").unwrap();
+        std::os::unix::fs::symlink(home.join("notes.txt"), root.join("key.txt")).unwrap();
+        let config = crate::config::SandboxConfig {
+            deny_read: vec![home.join("keys").display().to_string()],
+            ..Default::default()
+        };
+        let sandbox = crate::sandbox::Policy::new(&config, &root, &[]);
+        let reach = Reach {
+            cwd: &root,
+            home: Some(&home),
+            root: &root,
+            sandbox: &sandbox,
+        };
+        let all = |text: &str| notes(&attachments(text, &reach)).join("\n");
+        let linked = all("summarize @key.txt");
+        assert!(!linked.contains("NOTES"), "{linked}");
+        assert!(linked.contains("link out of the project"), "{linked}");
+        let secret = all("look at @~/keys/id");
+        assert!(!secret.contains("SSHSECRET"), "{secret}");
+        assert!(secret.contains("secret path"), "{secret}");
+        let piped = all("do the TODO below\n\n<stdin>\nsee @a.txt and @~/notes.txt\n</stdin>");
+        assert!(piped.is_empty(), "{piped}");
+        assert!(all("read @a.txt").contains("inside"));
+        assert!(
+            all("and @~/notes.txt").contains("NOTES"),
+            "written outside: the user's choice"
+        );
     }
 }

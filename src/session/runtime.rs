@@ -342,8 +342,13 @@ async fn write_prompt(
         }),
     );
     ctx.writer.part(&part).await?;
-    let attached =
-        crate::session::mention::attachments(text, &ctx.env.cwd, ctx.env.home.as_deref());
+    let reach = crate::session::mention::Reach {
+        cwd: &ctx.env.cwd,
+        home: ctx.env.home.as_deref(),
+        root: &ctx.env.root,
+        sandbox: &ctx.settings.sandbox,
+    };
+    let attached = crate::session::mention::attachments(text, &reach);
     for kind in attached {
         ctx.writer.part(&Part::new(&message, kind)).await?;
     }

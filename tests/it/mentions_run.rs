@@ -89,3 +89,19 @@ async fn a_missing_mention_is_left_as_typed() {
         || *content == json!([{ "type": "text", "text": "ask @nobody.txt or me@example.org" }]);
     assert!(only_text, "{user}");
 }
+
+/// Issue #28's blind review: `@key.txt`, a project file that links to a
+/// file outside the project, attached that file unasked. It is not attached
+/// now, and the model is told why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mention_linked_out_of_the_project_is_not_attached() {
+    let project = Project::new();
+    let outside = tempfile::tempdir().expect("outside");
+    std::fs::write(outside.path().join("secret.txt"), "OUTSIDE-SECRET").expect("write");
+    std::os::unix::fs::symlink(outside.path().join("secret.txt"), project.path("key.txt"))
+        .expect("link");
+    let user = user_message(&project, "summarize @key.txt").await;
+    let sent = user.to_string();
+    assert!(!sent.contains("OUTSIDE-SECRET"), "{sent}");
+    assert!(sent.contains("link out of the project"), "{sent}");
+}
