@@ -58,6 +58,10 @@ pub struct Reach<'a> {
     pub home: Option<&'a Path>,
     pub root: &'a Path,
     pub sandbox: &'a crate::sandbox::Policy,
+    /// This session's own saved outputs (and an editor's images, `cairn
+    /// acp`): in cairn's data directory, which the sandbox keeps commands
+    /// from, yet the session's own to attach.
+    pub own_outputs: &'a Path,
 }
 
 /// Why `mention` (resolved to `path`) is not attached, if it is not: a
@@ -66,7 +70,11 @@ pub struct Reach<'a> {
 /// project file). A path written outside the project is the user's choice.
 fn refusal(mention: &str, path: &Path, reach: &Reach<'_>) -> Option<String> {
     let real = path.canonicalize().ok()?;
-    if reach.sandbox.is_denied(&real) || reach.sandbox.is_denied(path) {
+    let own = reach
+        .own_outputs
+        .canonicalize()
+        .is_ok_and(|own| real.starts_with(own));
+    if !own && (reach.sandbox.is_denied(&real) || reach.sandbox.is_denied(path)) {
         return Some(format!(
             "@{mention} was not attached: {} is a secret path (cairn's sandbox keeps commands from it too)",
             real.display()
@@ -151,6 +159,7 @@ mod tests {
             home: None,
             root: dir.path(),
             sandbox: &sandbox,
+            own_outputs: &dir.path().join("outputs"),
         };
         assert!(attachments("@nope.txt", &reach).is_empty());
         let parts = attachments("@bin.dat", &reach);
@@ -200,6 +209,7 @@ mod tests {
             home: Some(&home),
             root: &root,
             sandbox: &sandbox,
+            own_outputs: &home.join("outputs"),
         };
         let all = |text: &str| notes(&attachments(text, &reach)).join("\n");
         let linked = all("summarize @key.txt");

@@ -347,6 +347,7 @@ async fn write_prompt(
         home: ctx.env.home.as_deref(),
         root: &ctx.env.root,
         sandbox: &ctx.settings.sandbox,
+        own_outputs: &ctx.settings.tool_output_dir,
     };
     let attached = crate::session::mention::attachments(text, &reach);
     for kind in attached {
