@@ -42,6 +42,9 @@ pub struct GitCall {
     /// Where the line's last `cd` before it goes (relative to the cwd), if
     /// one does: git then runs there.
     pub cd: Option<String>,
+    /// The command passes `--ignore-submodules` (`=all`), so git does not
+    /// look into submodules, whose own configuration cairn does not read.
+    pub ignores_submodules: bool,
 }
 
 impl BashPlan {
@@ -281,11 +284,15 @@ fn git_call(cmd: &Command, bash: &Ask, cd: Option<String>) -> Option<GitCall> {
             }
         }
     }
+    let ignores_submodules = words
+        .iter()
+        .any(|w| matches!(w.text(), "--ignore-submodules" | "--ignore-submodules=all"));
     Some(GitCall {
         pattern,
         options,
         subcommand,
         cd,
+        ignores_submodules,
     })
 }
 

@@ -326,18 +326,31 @@ impl Walker<'_> {
         if let Some(target) = node.child_by_field_name("destination") {
             self.visit(target, context, false);
             let text = self.text(target);
-            if ["/dev/tcp/", "/dev/udp/"]
-                .iter()
-                .any(|dev| text.trim_matches(['\'', '"']).starts_with(dev))
-            {
-                self.opaque(format!(
-                    "the line redirects `{operator}` to `{}`, which opens a network connection",
-                    excerpt(&text)
-                ));
-            }
             let is_output = operator.contains('>');
             let is_fd_dup = operator.ends_with('&') && target.kind() == "number"
-                || matches!(self.text(target).as_str(), "-");
+                || matches!(text.as_str(), "-");
+            // Bash opens the target's value after quote removal, so
+            // `/dev/"tcp"/h/p` and `/dev/tc\p/h/p` connect too (#28).
+            match self.literal(target) {
+                Some(value)
+                    if ["/dev/tcp/", "/dev/udp/"]
+                        .iter()
+                        .any(|dev| value.starts_with(dev)) =>
+                {
+                    self.opaque(format!(
+                        "the line redirects `{operator}` to `{}`, which opens a network connection",
+                        excerpt(&text)
+                    ));
+                }
+                Some(_) => {}
+                // An output's unknown target is asked about as a write; an
+                // input's may be a connection.
+                None if !is_output && !is_fd_dup => self.opaque(format!(
+                    "the line redirects `{operator}` from `{}`, known only when it runs",
+                    excerpt(&text)
+                )),
+                None => {}
+            }
             if is_output && !is_fd_dup {
                 self.parts.push(Part::Write {
                     operator,
