@@ -56,6 +56,10 @@ pub enum Part {
     Opaque {
         reason: String,
     },
+    /// Literal text a command reads on its input: a here-string's value or
+    /// a here-document's body. Read for deny rules as possible code (`ed`
+    /// and `bash` run lines of it), never to allow.
+    Text(String),
 }
 
 /// Why a command line could not be parsed into parts.
@@ -212,6 +216,20 @@ impl Walker<'_> {
             }
             "heredoc_body" if self.expands(node) => {
                 self.opaque("the line holds an unquoted here-document that expands text, so it is code cairn cannot check".to_string());
+                self.children(node, context, heredoc);
+            }
+            "heredoc_body" => {
+                self.parts.push(Part::Text(self.text(node)));
+                self.children(node, context, heredoc);
+            }
+            "herestring_redirect" => {
+                let mut cursor = node.walk();
+                let value = node
+                    .named_children(&mut cursor)
+                    .find_map(|child| self.literal(child));
+                if let Some(value) = value {
+                    self.parts.push(Part::Text(value));
+                }
                 self.children(node, context, heredoc);
             }
             "command" => self.command(node, context, heredoc),
