@@ -742,6 +742,23 @@ fn deny_holds_for_the_forms_the_readme_lists() {
             missed.join("\n")
         );
     }
+    // The reviewer's other rule set: everything allowed but `rm *`.
+    for yolo in [false, true] {
+        let permissions = permissions(&[("*", Allow), ("rm *", Deny)], yolo);
+        let missed: Vec<&str> = DENY_EVASIONS
+            .iter()
+            .filter(|command| verdict(command, &permissions, root.path()) != Deny)
+            .copied()
+            .collect();
+        assert!(missed.is_empty(), "rm * yolo={yolo}: {missed:?}");
+        for command in ORDINARY {
+            assert_eq!(
+                verdict(command, &permissions, root.path()),
+                Allow,
+                "{command:?} under rm *"
+            );
+        }
+    }
     // A deny rule on one program does not deny the ordinary others, even
     // under --yolo where nothing else stops them.
     let permissions = permissions(DENY_SET, true);

@@ -131,6 +131,67 @@ async fn a_deny_rule_holds_under_yolo_whatever_the_flag_order() {
     }
 }
 
+/// Review 2 of issue #28 through the binary, under `--yolo` with the
+/// reviewer's rules (`*` allowed, `rm *` denied): each line deleted `v`
+/// before. Nothing may delete it, and each result names the deny rule.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deny_holds_for_code_in_words_stdin_shells_rebound_names_and_find_exec() {
+    let attacks = [
+        "echo 'rm -rf v' | bash",
+        "bash < <(echo rm -rf v)",
+        ". <(echo rm -rf v)",
+        "hash -p /bin/rm del; del -rf v",
+        "mapfile -C 'rm -rf v #' -c 1 <<< x",
+        "find . -maxdepth 1 -name v -exec rm -rf {} +",
+        "tar -cf /dev/null --checkpoint=1 --checkpoint-action=exec='rm -rf v' keep",
+        "ed -s keep.txt <<< '!rm -rf v'",
+        "sqlite3 :memory: '.shell rm -rf v'",
+    ];
+    let mut script: Vec<_> = attacks
+        .iter()
+        .enumerate()
+        .map(|(i, command)| {
+            tool_call(
+                &format!("call_{i}"),
+                "bash",
+                json!({ "command": command }),
+                1_000,
+            )
+        })
+        .collect();
+    script.push(text("Done.", 1_000));
+    let server = ScriptedServer::start(script).await;
+    let project = Project::new();
+    project.use_scripted_with(
+        &server,
+        "",
+        "[permission.bash]\n\"*\" = \"allow\"\n\"rm *\" = \"deny\"\n",
+    );
+    let dir = project.path("v");
+    std::fs::create_dir(&dir).expect("create v");
+    std::fs::write(dir.join("keep.txt"), "keep").expect("write keep.txt");
+
+    let output = project
+        .cairn(&["run", "--yolo", "--sandbox", "off", "clean up"])
+        .await;
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let ran: Vec<String> = attacks
+        .iter()
+        .enumerate()
+        .map(|(i, command)| (command, tool_result(&server, &format!("call_{i}"))))
+        .filter(|(_, result)| !result.contains("\"rm *\" = \"deny\""))
+        .map(|(command, result)| format!("{command}: {result}"))
+        .collect();
+    assert!(
+        ran.is_empty() && dir.join("keep.txt").exists(),
+        "{} of {} not denied (v deleted: {}):\n{}",
+        ran.len(),
+        attacks.len(),
+        !dir.join("keep.txt").exists(),
+        ran.join("\n")
+    );
+}
+
 /// Headless stays fail-closed, and the refusal names the exact config lines
 /// that would allow the call, whole, on stderr and in the model's result
 /// (stderr showed only the first line, cut before the config).
