@@ -629,6 +629,48 @@ mod tests {
         assert!(!could_match("rm -r x", "rm -rf *"));
     }
 
+    fn denied_by(spellings: &[String], rule: &str) -> bool {
+        spellings.iter().any(|s| could_match(s, rule))
+    }
+
+    #[test]
+    fn literal_text_is_read_as_code_after_an_equals_sign_or_a_prefix() {
+        for text in [
+            "!rm -rf v",
+            "+!rm -rf v",
+            ".shell rm -rf v",
+            "ProxyCommand=rm -rf v",
+            "--checkpoint-action=exec=rm -rf v",
+            "alias.x=!rm -rf v",
+            "rm -rf v #",
+            "1d\n!rm -rf v\nq",
+        ] {
+            assert!(
+                denied_by(&text_spellings(text), "rm -rf *"),
+                "{text:?}: {:?}",
+                text_spellings(text)
+            );
+        }
+    }
+
+    #[test]
+    fn ordinary_text_reads_as_nothing_a_deny_rule_matches() {
+        for text in [
+            "fix: a = b",
+            "a $b",
+            "$HOME is set",
+            "it's (not) code",
+            "echo rm",
+            "x=1 y=2",
+        ] {
+            assert!(
+                !denied_by(&text_spellings(text), "rm *"),
+                "{text:?}: {:?}",
+                text_spellings(text)
+            );
+        }
+    }
+
     #[test]
     fn getopt_abbreviations_are_read_when_unambiguous() {
         assert_eq!(short_flag("rm", "--rec"), Some('r'));

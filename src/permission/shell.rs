@@ -566,6 +566,23 @@ mod tests {
     }
 
     #[test]
+    fn here_strings_and_here_documents_are_text_parts() {
+        let texts = |line: &str| -> Vec<String> {
+            parse(line)
+                .expect("parses")
+                .into_iter()
+                .filter_map(|p| match p {
+                    Part::Text(text) => Some(text),
+                    _ => None,
+                })
+                .collect()
+        };
+        assert_eq!(texts("ed -s a <<< '!rm x'"), ["!rm x"]);
+        assert_eq!(texts("ed -s a <<'EOF'\n!rm x\nEOF"), ["!rm x\n"]);
+        assert!(texts("ls").is_empty());
+    }
+
+    #[test]
     fn standalone_assignments_are_parts() {
         let parts = parse("PATH=./bin; ls").expect("parses");
         assert_eq!(parts[0], Part::Assign("PATH".to_string()));
