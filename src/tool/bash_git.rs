@@ -1,6 +1,8 @@
 //! Whether a `git` command of a bash line would run a program its
 //! repository names (issue #28): a textconv or external diff, a filter, an
-//! fsmonitor hook, a pager, an ssh command, hooks. Reads the configuration
+//! fsmonitor hook, a pager, an ssh command, an alias for the subcommand,
+//! a partial clone's lazy fetch, hooks (for every command), and submodules,
+//! whose own configuration it does not read. Reads the configuration
 //! the way git will (`git config` in the same directory with the same
 //! `-C`/`--git-dir`/`--work-tree`, which follows `.git` files and includes),
 //! so a bare repository shipped inside the project is read too.
@@ -125,6 +127,18 @@ fn git(dir: &Path, options: &[String]) -> tokio::process::Command {
 /// Whether the hooks directory git would use holds a hook (a file that is
 /// not one of git's `.sample`s).
 async fn has_hooks(dir: &Path, options: &[String]) -> bool {
+    // A `core.hooksPath` of the user's own (global or system) names the
+    // user's hooks, not the repository's; a local one was a reason already.
+    if let Ok(output) = git(dir, options)
+        .args(["config", "--show-scope", "--get", "core.hooksPath"])
+        .output()
+        .await
+        && output.status.success()
+        && !String::from_utf8_lossy(&output.stdout).starts_with("local")
+        && !String::from_utf8_lossy(&output.stdout).starts_with("worktree")
+    {
+        return false;
+    }
     let Ok(output) = git(dir, options)
         .args(["rev-parse", "--git-path", "hooks"])
         .output()
