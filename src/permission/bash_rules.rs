@@ -13,7 +13,7 @@
 
 use std::path::Path;
 
-pub use super::deny_spellings::{HOLE, could_match, spellings};
+pub use super::deny_spellings::{HOLE, could_match, spellings, text_spellings};
 use super::deny_spellings::{RUNNERS, WRAPPERS, base_name, joined, unwrap};
 use super::shell::{self, Command, Part, Word};
 use super::{is_external, resolve_path};
@@ -42,6 +42,9 @@ pub struct GitCall {
     /// Where the line's last `cd` before it goes (relative to the cwd), if
     /// one does: git then runs there.
     pub cd: Option<String>,
+    /// The command passes `--ignore-submodules` (`=all`), so git does not
+    /// look into submodules, whose own configuration cairn does not read.
+    pub ignores_submodules: bool,
 }
 
 impl BashPlan {
@@ -205,6 +208,8 @@ pub fn plan(command: &str, cwd: &Path, root: &Path) -> BashPlan {
                 format!("it sets `{name}`, which can change what the commands after it run"),
             ),
             Part::Assign(_) => {}
+            // `ed <<< '!rm -rf x'`, `bash <<'EOF'`: for deny rules only.
+            Part::Text(text) => add_spellings(text_spellings(text), &mut bash),
             Part::Opaque { reason } => {
                 bash.force(line, reason.clone());
                 // What the construct runs is unknown, so any deny rule may
@@ -281,11 +286,15 @@ fn git_call(cmd: &Command, bash: &Ask, cd: Option<String>) -> Option<GitCall> {
             }
         }
     }
+    let ignores_submodules = words
+        .iter()
+        .any(|w| matches!(w.text(), "--ignore-submodules" | "--ignore-submodules=all"));
     Some(GitCall {
         pattern,
         options,
         subcommand,
         cd,
+        ignores_submodules,
     })
 }
 
@@ -365,13 +374,7 @@ fn add_command(cmd: &Command, cwd: &Path, root: &Path, bash: &mut Ask, external:
         .clone()
         .unwrap_or_else(|| format!("`{}`", short(&text)));
     bash.push(&text, Some(reason));
-    for spelling in spellings(&cmd.words) {
-        if spelling.contains(HOLE) {
-            push_unique(&mut bash.templates, spelling);
-        } else if spelling != text && !bash.spellings.contains(&spelling) {
-            bash.spellings.push(spelling);
-        }
-    }
+    add_spellings(spellings(&cmd.words), bash);
     if let Some(why) = opaque_reason(cmd) {
         bash.force(&text, why);
     }
@@ -396,6 +399,18 @@ fn add_command(cmd: &Command, cwd: &Path, root: &Path, bash: &mut Ask, external:
     }
     for path in touched_paths(unwrap(&cmd.words)) {
         add_external(&path, cwd, root, external);
+    }
+}
+
+/// Adds deny-only spellings to the `bash` ask: templates (with [`HOLE`]s)
+/// apart, and none that is already one of its patterns.
+fn add_spellings(found: Vec<String>, bash: &mut Ask) {
+    for spelling in found {
+        if spelling.contains(HOLE) {
+            push_unique(&mut bash.templates, spelling);
+        } else if !bash.patterns.contains(&spelling) && !bash.spellings.contains(&spelling) {
+            bash.spellings.push(spelling);
+        }
     }
 }
 
@@ -638,8 +653,10 @@ fn touched_paths(words: &[Word]) -> Vec<String> {
 fn broad_offer(parts: &[Part]) -> Vec<String> {
     let mut broad = Vec::new();
     for part in parts {
-        let Part::Run(cmd) = part else {
-            return Vec::new();
+        let cmd = match part {
+            Part::Run(cmd) => cmd,
+            Part::Text(_) => continue,
+            _ => return Vec::new(),
         };
         if cmd.words.iter().any(|w| w.literal.is_none()) || !cmd.assignments.is_empty() {
             return Vec::new();

@@ -1,9 +1,11 @@
 //! The spellings a `deny` rule is matched against for one command: as
 //! written, without the executable's directory, through wrappers and
 //! runners (`env`, `sudo`, `setsid`, `taskset`, ...), inside code given as
-//! text (`sh -c`, `eval`, `env -S`, `trap`), with flag clusters reordered and
-//! long options (and their getopt abbreviations) read as short ones; and
-//! templates, whose [`HOLE`]s stand for words known only at run time.
+//! text (`sh -c`, `eval`, `env -S`, `trap`, `find -exec`), inside any
+//! literal word or input text that reads as code (`vim -c '!rm …'`), with
+//! flag clusters reordered and long options (and their getopt
+//! abbreviations) read as short ones; and templates, whose [`HOLE`]s stand
+//! for words known only at run time.
 //!
 //! Deny only: nothing here ever allows. Pure. Key fns: [`spellings`],
 //! [`could_match`].
@@ -145,6 +147,21 @@ fn code_spellings(words: &[Word], depth: usize) -> Vec<String> {
         return vec![HOLE.to_string()];
     }
     let mut out = Vec::new();
+    if (is_shell && shell_reads_stdin(words)) || rebinds_or_reads_code(name, &words[1..]) {
+        // Code from stdin or a rebound name: it may be anything.
+        out.push(HOLE.to_string());
+    }
+    if name == "find" {
+        for command in find_commands(&words[1..]) {
+            out.extend(spellings_at(command, depth + 1));
+        }
+    }
+    for word in &words[1..] {
+        // `vim -c '!rm -rf x'`, `ssh -o ProxyCommand='rm -rf x'`.
+        if word.literal.is_some() {
+            out.extend(text_spellings_at(word.text(), depth + 1));
+        }
+    }
     let runs_any = match name {
         "awk" | "gawk" | "mawk" | "nawk" => words[1..]
             .iter()
@@ -211,8 +228,143 @@ fn parsed_spellings(code: &str, depth: usize) -> Vec<String> {
         match part {
             Part::Run(cmd) => out.extend(spellings_at(&cmd.words, depth + 1)),
             Part::Opaque { .. } => out.push(HOLE.to_string()),
+            Part::Text(text) => out.extend(text_spellings_at(&text, depth + 1)),
             Part::Write { .. } | Part::Assign(_) => {}
         }
+    }
+    out
+}
+
+/// Prefixes under which programs take a shell command in an option or on
+/// their input: vim's `!cmd` and `+!cmd`, sqlite's `.shell`/`.system`,
+/// tar's `exec=`, mutt's `:!`.
+const CODE_PREFIXES: &[&str] = &["+!", ":!", "!", ".shell ", ".system ", "exec="];
+
+/// Most `=` signs of one word whose right-hand sides are read as code.
+const MAX_VALUE_SPLITS: usize = 3;
+
+/// Most lines of one input text read as code.
+const MAX_TEXT_LINES: usize = 200;
+
+/// The spellings of the commands a literal text would be if a program ran
+/// it as shell code: the text itself, what follows each of its first `=`
+/// signs (`ProxyCommand=rm …`, `--checkpoint-action=exec=rm …`), each line,
+/// and each of these without a [`CODE_PREFIXES`] prefix. Text that does not
+/// parse, or parses into nothing checkable, adds nothing: this only widens
+/// what a deny rule sees, never what runs unasked, so a false reading can
+/// only deny more, and only when a deny rule matches it. Templates that
+/// start with a [`HOLE`] (`echo '$x'`) are dropped: they would deny every
+/// quoted variable under any deny rule.
+pub fn text_spellings(text: &str) -> Vec<String> {
+    text_spellings_at(text, 0)
+}
+
+fn text_spellings_at(text: &str, depth: usize) -> Vec<String> {
+    if depth >= MAX_CODE_DEPTH {
+        return Vec::new();
+    }
+    let mut candidates: Vec<&str> = vec![text];
+    candidates.extend(text.lines().take(MAX_TEXT_LINES).filter(|l| *l != text));
+    let mut with_values = Vec::new();
+    for candidate in candidates {
+        with_values.push(candidate);
+        let splits = candidate.match_indices('=').take(MAX_VALUE_SPLITS);
+        with_values.extend(splits.map(|(at, _)| &candidate[at + 1..]));
+    }
+    let mut codes: Vec<&str> = Vec::new();
+    for candidate in with_values {
+        let candidate = candidate.trim_start();
+        codes.push(candidate);
+        if let Some(rest) = CODE_PREFIXES.iter().find_map(|p| candidate.strip_prefix(p)) {
+            codes.push(rest);
+        }
+    }
+    codes.retain(|code| code.contains(char::is_whitespace));
+    codes.dedup();
+    let mut out = Vec::new();
+    for code in codes {
+        let Ok(parts) = shell::parse(code) else {
+            continue;
+        };
+        for part in parts {
+            match part {
+                Part::Run(cmd) => out.extend(
+                    spellings_at(&cmd.words, depth + 1)
+                        .into_iter()
+                        .filter(|s| !s.starts_with(HOLE)),
+                ),
+                Part::Text(text) => out.extend(text_spellings_at(&text, depth + 1)),
+                Part::Write { .. } | Part::Assign(_) | Part::Opaque { .. } => {}
+            }
+        }
+    }
+    out
+}
+
+/// Whether a shell invoked with `words` reads its code from standard input
+/// (a pipe, a here-string, `< <(...)`): no `-c` and no script operand.
+fn shell_reads_stdin(words: &[Word]) -> bool {
+    let mut args = words[1..].iter().map(Word::text);
+    while let Some(arg) = args.next() {
+        match arg {
+            "--" => return args.next().is_none(),
+            "-s" => return true,
+            "-o" | "-O" | "+o" | "+O" | "--rcfile" | "--init-file" => {
+                args.next();
+            }
+            _ if arg.starts_with('-') && !arg.starts_with("--") && arg.contains('c') => {
+                return false;
+            }
+            _ if arg.starts_with(['-', '+']) => {}
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// Commands after which names the line runs are unknowable from its text:
+/// `hash -p PATH NAME` and `alias NAME=...` rebind a name, `mapfile -C`
+/// runs a callback; and `source`/`.` reading stdin, a pipe or a process
+/// substitution runs code that is not in the line.
+fn rebinds_or_reads_code(name: &str, args: &[Word]) -> bool {
+    let short_flag = |letter: char| {
+        args.iter().any(|w| {
+            let t = w.text();
+            t.starts_with('-') && !t.starts_with("--") && t.contains(letter)
+        })
+    };
+    match name {
+        "hash" => short_flag('p'),
+        "mapfile" | "readarray" => short_flag('C'),
+        "alias" => args
+            .iter()
+            .any(|w| w.text().contains('=') || w.literal.is_none()),
+        "source" | "." => args.first().is_some_and(|file| {
+            file.literal.is_none()
+                || matches!(file.text(), "-" | "/dev/stdin")
+                || file.text().starts_with("/dev/fd/")
+                || file.text().starts_with("/proc/self/fd/")
+        }),
+        _ => false,
+    }
+}
+
+/// The commands `find` runs with `-exec`/`-execdir`/`-ok`/`-okdir`, each up
+/// to its `;` or `+`.
+fn find_commands(args: &[Word]) -> Vec<&[Word]> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        if matches!(args[i].text(), "-exec" | "-execdir" | "-ok" | "-okdir") {
+            let start = i + 1;
+            let len = args[start..]
+                .iter()
+                .position(|w| matches!(w.text(), ";" | "+"))
+                .unwrap_or(args.len() - start);
+            out.push(&args[start..start + len]);
+            i = start + len;
+        }
+        i += 1;
     }
     out
 }
@@ -475,6 +627,48 @@ mod tests {
         assert!(!could_match(&format!("echo {hole}"), "rm -rf *"));
         assert!(could_match("rm -rf x", "rm -rf *"));
         assert!(!could_match("rm -r x", "rm -rf *"));
+    }
+
+    fn denied_by(spellings: &[String], rule: &str) -> bool {
+        spellings.iter().any(|s| could_match(s, rule))
+    }
+
+    #[test]
+    fn literal_text_is_read_as_code_after_an_equals_sign_or_a_prefix() {
+        for text in [
+            "!rm -rf v",
+            "+!rm -rf v",
+            ".shell rm -rf v",
+            "ProxyCommand=rm -rf v",
+            "--checkpoint-action=exec=rm -rf v",
+            "alias.x=!rm -rf v",
+            "rm -rf v #",
+            "1d\n!rm -rf v\nq",
+        ] {
+            assert!(
+                denied_by(&text_spellings(text), "rm -rf *"),
+                "{text:?}: {:?}",
+                text_spellings(text)
+            );
+        }
+    }
+
+    #[test]
+    fn ordinary_text_reads_as_nothing_a_deny_rule_matches() {
+        for text in [
+            "fix: a = b",
+            "a $b",
+            "$HOME is set",
+            "it's (not) code",
+            "echo rm",
+            "x=1 y=2",
+        ] {
+            assert!(
+                !denied_by(&text_spellings(text), "rm *"),
+                "{text:?}: {:?}",
+                text_spellings(text)
+            );
+        }
     }
 
     #[test]

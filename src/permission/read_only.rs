@@ -141,6 +141,7 @@ fn line_cannot_write(command: &str) -> bool {
         && parts.iter().all(|part| match part {
             Part::Run(cmd) => runs_read_only(cmd),
             Part::Write { target, .. } => target.literal.as_deref() == Some("/dev/null"),
+            Part::Text(_) => true,
             Part::Assign(_) | Part::Opaque { .. } => false,
         })
 }

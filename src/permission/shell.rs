@@ -56,6 +56,10 @@ pub enum Part {
     Opaque {
         reason: String,
     },
+    /// Literal text a command reads on its input: a here-string's value or
+    /// a here-document's body. Read for deny rules as possible code (`ed`
+    /// and `bash` run lines of it), never to allow.
+    Text(String),
 }
 
 /// Why a command line could not be parsed into parts.
@@ -214,6 +218,20 @@ impl Walker<'_> {
                 self.opaque("the line holds an unquoted here-document that expands text, so it is code cairn cannot check".to_string());
                 self.children(node, context, heredoc);
             }
+            "heredoc_body" => {
+                self.parts.push(Part::Text(self.text(node)));
+                self.children(node, context, heredoc);
+            }
+            "herestring_redirect" => {
+                let mut cursor = node.walk();
+                let value = node
+                    .named_children(&mut cursor)
+                    .find_map(|child| self.literal(child));
+                if let Some(value) = value {
+                    self.parts.push(Part::Text(value));
+                }
+                self.children(node, context, heredoc);
+            }
             "command" => self.command(node, context, heredoc),
             "redirected_statement" => self.redirected(node, context),
             "file_redirect" => self.redirect(node, context),
@@ -326,18 +344,31 @@ impl Walker<'_> {
         if let Some(target) = node.child_by_field_name("destination") {
             self.visit(target, context, false);
             let text = self.text(target);
-            if ["/dev/tcp/", "/dev/udp/"]
-                .iter()
-                .any(|dev| text.trim_matches(['\'', '"']).starts_with(dev))
-            {
-                self.opaque(format!(
-                    "the line redirects `{operator}` to `{}`, which opens a network connection",
-                    excerpt(&text)
-                ));
-            }
             let is_output = operator.contains('>');
             let is_fd_dup = operator.ends_with('&') && target.kind() == "number"
-                || matches!(self.text(target).as_str(), "-");
+                || matches!(text.as_str(), "-");
+            // Bash opens the target's value after quote removal, so
+            // `/dev/"tcp"/h/p` and `/dev/tc\p/h/p` connect too (#28).
+            match self.literal(target) {
+                Some(value)
+                    if ["/dev/tcp/", "/dev/udp/"]
+                        .iter()
+                        .any(|dev| value.starts_with(dev)) =>
+                {
+                    self.opaque(format!(
+                        "the line redirects `{operator}` to `{}`, which opens a network connection",
+                        excerpt(&text)
+                    ));
+                }
+                Some(_) => {}
+                // An output's unknown target is asked about as a write; an
+                // input's may be a connection.
+                None if !is_output && !is_fd_dup => self.opaque(format!(
+                    "the line redirects `{operator}` from `{}`, known only when it runs",
+                    excerpt(&text)
+                )),
+                None => {}
+            }
             if is_output && !is_fd_dup {
                 self.parts.push(Part::Write {
                     operator,
@@ -532,6 +563,23 @@ mod tests {
         assert_eq!(words("rm{,} x")[0].literal, None);
         assert_eq!(words("/bin/r? x")[0].literal, None);
         assert_eq!(words("ls *.rs")[1].literal.as_deref(), Some("*.rs"));
+    }
+
+    #[test]
+    fn here_strings_and_here_documents_are_text_parts() {
+        let texts = |line: &str| -> Vec<String> {
+            parse(line)
+                .expect("parses")
+                .into_iter()
+                .filter_map(|p| match p {
+                    Part::Text(text) => Some(text),
+                    _ => None,
+                })
+                .collect()
+        };
+        assert_eq!(texts("ed -s a <<< '!rm x'"), ["!rm x"]);
+        assert_eq!(texts("ed -s a <<'EOF'\n!rm x\nEOF"), ["!rm x\n"]);
+        assert!(texts("ls").is_empty());
     }
 
     #[test]

@@ -259,7 +259,8 @@ const NOT_DENIED: &[&str] = &[
     "rm x",
     "rm -r x",
     "echo rm -rf x",
-    "ls 'rm -rf x'",
+    // Not `ls 'rm -rf x'`: every literal word is read as possible code for
+    // deny rules (issue #28, review 2), so that one is denied on purpose.
     "rmdir x",
     "rm --recursive x",
 ];
@@ -556,6 +557,11 @@ const HIDDEN_CODE: &[&str] = &[
     "cat </dev/udp/10.0.0.1/53",
     "cat 3<>/dev/tcp/example.com/80",
     "echo x > /dev/tcp/example.com/80",
+    // the target's value after quote removal, not its text (#28, review 2)
+    "cat < /dev/\"tcp\"/127.0.0.1/29999",
+    "cat < /dev/tc\\p/127.0.0.1/29999",
+    "cat 0</dev/t'c'p/127.0.0.1/29999",
+    "cat < \"$F\"",
     // git that runs the configured tool
     "git difftool",
     "git difftool -y HEAD",
@@ -687,6 +693,35 @@ const DENY_EVASIONS: &[&str] = &[
     "awk 'BEGIN { system(\"rm -rf x\") }'",
     "make -f - <<< 'all: ; rm -rf x'",
     "watch -n1 'rm -rf x'",
+    // review 2: programs that run a shell command from an option or input
+    "vim -es -c '!rm -rf v' -c q",
+    "vim --cmd '!rm -rf v'",
+    "vim -es '+!rm -rf v' +q",
+    "vi -c '!rm -rf v'",
+    "ex -c '!rm -rf v'",
+    "ed -s a.txt <<< '!rm -rf v'",
+    "echo 'exec rm -rf v' | tclsh",
+    "sqlite3 :memory: '.shell rm -rf v'",
+    "tar -cf a.tar a --checkpoint=1 --checkpoint-action=exec='rm -rf v'",
+    "tar -I 'rm -rf v #' -cf a.tar a",
+    "ssh -o ProxyCommand='rm -rf v' x",
+    "zip a.zip a -T -TT 'rm -rf v #'",
+    "git -c alias.x='!rm -rf v' x",
+    "ed -s a.txt <<'EOF'\n!rm -rf v\nEOF",
+    // review 2: shells fed code on stdin, a pipe or a process substitution
+    "echo 'rm -rf v' | bash",
+    "bash <<< 'rm -rf v'",
+    "bash < <(echo rm -rf v)",
+    "printf 'rm -rf v' | sh",
+    ". <(echo rm -rf v)",
+    "source /dev/stdin <<< 'rm -rf v'",
+    // review 2: names that later words resolve through
+    "hash -p /usr/bin/rm del; del -rf v",
+    "mapfile -C 'rm -rf v #' -c 1 <<< x",
+    "shopt -s expand_aliases; alias d='rm -rf v'; eval d",
+    // review 2: the command `find` runs
+    "find . -maxdepth 1 -name v -exec rm -rf {} +",
+    "find . -name v -execdir rm -rf {} \\;",
 ];
 
 #[test]
@@ -706,6 +741,23 @@ fn deny_holds_for_the_forms_the_readme_lists() {
             DENY_EVASIONS.len(),
             missed.join("\n")
         );
+    }
+    // The reviewer's other rule set: everything allowed but `rm *`.
+    for yolo in [false, true] {
+        let permissions = permissions(&[("*", Allow), ("rm *", Deny)], yolo);
+        let missed: Vec<&str> = DENY_EVASIONS
+            .iter()
+            .filter(|command| verdict(command, &permissions, root.path()) != Deny)
+            .copied()
+            .collect();
+        assert!(missed.is_empty(), "rm * yolo={yolo}: {missed:?}");
+        for command in ORDINARY {
+            assert_eq!(
+                verdict(command, &permissions, root.path()),
+                Allow,
+                "{command:?} under rm *"
+            );
+        }
     }
     // A deny rule on one program does not deny the ordinary others, even
     // under --yolo where nothing else stops them.

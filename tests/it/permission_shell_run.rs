@@ -131,6 +131,67 @@ async fn a_deny_rule_holds_under_yolo_whatever_the_flag_order() {
     }
 }
 
+/// Review 2 of issue #28 through the binary, under `--yolo` with the
+/// reviewer's rules (`*` allowed, `rm *` denied): each line deleted `v`
+/// before. Nothing may delete it, and each result names the deny rule.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deny_holds_for_code_in_words_stdin_shells_rebound_names_and_find_exec() {
+    let attacks = [
+        "echo 'rm -rf v' | bash",
+        "bash < <(echo rm -rf v)",
+        ". <(echo rm -rf v)",
+        "hash -p /bin/rm del; del -rf v",
+        "mapfile -C 'rm -rf v #' -c 1 <<< x",
+        "find . -maxdepth 1 -name v -exec rm -rf {} +",
+        "tar -cf /dev/null --checkpoint=1 --checkpoint-action=exec='rm -rf v' keep",
+        "ed -s keep.txt <<< '!rm -rf v'",
+        "sqlite3 :memory: '.shell rm -rf v'",
+    ];
+    let mut script: Vec<_> = attacks
+        .iter()
+        .enumerate()
+        .map(|(i, command)| {
+            tool_call(
+                &format!("call_{i}"),
+                "bash",
+                json!({ "command": command }),
+                1_000,
+            )
+        })
+        .collect();
+    script.push(text("Done.", 1_000));
+    let server = ScriptedServer::start(script).await;
+    let project = Project::new();
+    project.use_scripted_with(
+        &server,
+        "",
+        "[permission.bash]\n\"*\" = \"allow\"\n\"rm *\" = \"deny\"\n",
+    );
+    let dir = project.path("v");
+    std::fs::create_dir(&dir).expect("create v");
+    std::fs::write(dir.join("keep.txt"), "keep").expect("write keep.txt");
+
+    let output = project
+        .cairn(&["run", "--yolo", "--sandbox", "off", "clean up"])
+        .await;
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let ran: Vec<String> = attacks
+        .iter()
+        .enumerate()
+        .map(|(i, command)| (command, tool_result(&server, &format!("call_{i}"))))
+        .filter(|(_, result)| !result.contains("\"rm *\" = \"deny\""))
+        .map(|(command, result)| format!("{command}: {result}"))
+        .collect();
+    assert!(
+        ran.is_empty() && dir.join("keep.txt").exists(),
+        "{} of {} not denied (v deleted: {}):\n{}",
+        ran.len(),
+        attacks.len(),
+        !dir.join("keep.txt").exists(),
+        ran.join("\n")
+    );
+}
+
 /// Headless stays fail-closed, and the refusal names the exact config lines
 /// that would allow the call, whole, on stderr and in the model's result
 /// (stderr showed only the first line, cut before the config).
@@ -410,6 +471,112 @@ async fn git_reads_in_a_plain_repository_run_unasked() {
         assert!(!result.contains("refused"), "{command}: {result}");
     }
     assert!(tool_result(&server, "call_1").contains("three"));
+}
+
+/// Makes `path` an executable shell script running `body`.
+fn write_script(path: &std::path::Path, body: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, format!("#!/bin/sh\n{body}\n")).expect("write script");
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
+/// Review 2 of issue #28: an allowed git read ran a program the repository
+/// names without naming it in a key the probe read: a hook run on the index
+/// refresh of `git status`, a non-`!` alias for the subcommand, and a
+/// submodule's own `core.fsmonitor`. Each setup arms its trap (checked by
+/// running git itself), then cairn must refuse the read headless and no
+/// marker may be written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn git_reads_never_run_hooks_aliases_or_submodule_programs() {
+    type Setup = fn(&Project, &str) -> (&'static str, &'static str);
+    let setups: [(&str, Setup); 3] = [
+        ("hook", |project, marker| {
+            write_script(
+                &project.path(".git/hooks/post-index-change"),
+                &format!("touch {marker}"),
+            );
+            ("git status", "hooks")
+        }),
+        ("alias", |project, marker| {
+            project.git(&[
+                "config",
+                "alias.statusx",
+                &format!("diff --output={marker}"),
+            ]);
+            ("git statusx", "alias.statusx")
+        }),
+        ("submodule", |project, marker| {
+            let sub = project.path("sub");
+            std::fs::create_dir(&sub).expect("sub dir");
+            let git_sub = |args: &[&str]| {
+                let out = std::process::Command::new("git")
+                    .args(args)
+                    .current_dir(&sub)
+                    .output()
+                    .expect("run git");
+                assert!(out.status.success(), "{out:?}");
+            };
+            git_sub(&["init", "-q"]);
+            std::fs::write(sub.join("a"), "a\n").expect("write");
+            git_sub(&["add", "a"]);
+            git_sub(&[
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "commit",
+                "-qm",
+                "a",
+            ]);
+            project.git(&["add", "sub"]);
+            write_script(&project.path("evil.sh"), &format!("touch {marker}"));
+            let evil = project.path("evil.sh").display().to_string();
+            git_sub(&["config", "core.fsmonitor", &evil]);
+            std::fs::write(sub.join("a"), "dirty\n").expect("write");
+            ("git status", "submodules")
+        }),
+    ];
+    let mut ran = Vec::new();
+    for (name, setup) in setups {
+        let project = Project::new();
+        repository_with_history(&project);
+        let marker = project.path("marker").display().to_string();
+        let (command, reason) = setup(&project, &marker);
+        // The test's own check that the trap is armed.
+        let armed = std::process::Command::new("sh")
+            .args(["-c", command])
+            .current_dir(project.path(""))
+            .output()
+            .expect("run git");
+        assert!(
+            std::path::Path::new(&marker).exists(),
+            "{name}: the trap did not fire in the setup: {armed:?}"
+        );
+        std::fs::remove_file(&marker).expect("remove marker");
+        let server = ScriptedServer::start(vec![
+            tool_call("call_0", "bash", json!({ "command": command }), 1_000),
+            text("Done.", 1_000),
+        ])
+        .await;
+        project.use_scripted_with(&server, "", GIT_READ_RULES);
+        let output = project
+            .cairn(&["run", "--sandbox", "off", "look at the status"])
+            .await;
+        assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+        let result = tool_result(&server, "call_0");
+        let written = std::path::Path::new(&marker).exists();
+        if written || !result.contains("refused") || !result.contains(reason) {
+            ran.push(format!(
+                "{name}: `{command}` (marker written: {written}): {result}"
+            ));
+        }
+    }
+    assert!(
+        ran.is_empty(),
+        "{} of 3 ran unasked:\n{}",
+        ran.len(),
+        ran.join("\n")
+    );
 }
 
 /// Issue #28 through the binary: one line per class that wrote a file
