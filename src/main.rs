@@ -292,6 +292,7 @@ fn run_headless(
     mut loaded: Loaded,
 ) -> anyhow::Result<u8> {
     // First: a missing message is a usage error before anything is opened.
+    let piped = headless::is_piped(&args.message);
     let message = match headless::read_message(&args.message) {
         Ok(message) => message,
         Err(error) => return usage_error(&error.to_string(), args.format),
@@ -384,7 +385,7 @@ fn run_headless(
             &handle,
             events,
             &app.store,
-            message,
+            (message, piped),
             args.format,
             &mut stdout,
             &mut stderr,

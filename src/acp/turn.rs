@@ -104,6 +104,7 @@ pub async fn run(
         text,
         agent: Some(open.agent()),
         model: None,
+        piped: false,
     };
     run_command(open, cx, prompt).await
 }

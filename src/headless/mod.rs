@@ -34,7 +34,7 @@ mod hold;
 mod lag;
 pub mod out;
 mod prompt;
-pub use prompt::{MessageError, read_message};
+pub use prompt::{MessageError, is_piped, read_message};
 mod result;
 pub use result::{write_failure as write_failure_result, write_report as write_report_result};
 mod slash;
@@ -100,7 +100,7 @@ pub async fn run(
         handle,
         events,
         store,
-        message,
+        (message, false),
         (format, streams),
         stdout,
         stderr,
@@ -116,7 +116,7 @@ pub async fn run_watching(
     handle: &SessionHandle,
     events: tokio::sync::broadcast::Receiver<Event>,
     store: &Store,
-    message: String,
+    (message, piped): (String, bool),
     format: Format,
     stdout: &mut impl Write,
     stderr: &mut impl Write,
@@ -130,7 +130,7 @@ pub async fn run_watching(
         handle,
         events,
         store,
-        message,
+        (message, piped),
         (format, streams),
         stdout,
         stderr,
@@ -149,11 +149,12 @@ struct Streams {
     stderr_is_terminal: bool,
 }
 
+/// `piped`: the whole message came from stdin (see `Command::Prompt`).
 async fn run_from(
     handle: &SessionHandle,
     events: tokio::sync::broadcast::Receiver<Event>,
     store: &Store,
-    message: String,
+    (message, piped): (String, bool),
     (format, streams): (Format, Streams),
     stdout: &mut impl Write,
     stderr: &mut impl Write,
@@ -179,6 +180,7 @@ async fn run_from(
                 text: message,
                 agent: None,
                 model: None,
+                piped,
             };
             if watch.send(prompt, stderr)? {
                 watch.until_idle(stdout, stderr).await?;

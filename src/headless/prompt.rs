@@ -63,6 +63,12 @@ pub enum MessageError {
     Stdin(String),
 }
 
+/// Whether `cairn run WORDS` takes its whole message from stdin: no words,
+/// or the single word `-`.
+pub fn is_piped(words: &[String]) -> bool {
+    words.is_empty() || words == ["-"]
+}
+
 /// The message from `words` and `stdin`; `stdin` is read only when it is
 /// not a terminal (`stdin_is_terminal` false).
 pub fn message_from(
@@ -75,7 +81,7 @@ pub fn message_from(
     } else {
         read_all(stdin)?
     };
-    let words_given = !(words.is_empty() || words == ["-"]);
+    let words_given = !is_piped(words);
     if !words_given {
         let prompt = piped.trim_end();
         return match prompt.trim_start().is_empty() {

@@ -16,6 +16,10 @@ pub enum Command {
         text: String,
         agent: Option<String>,
         model: Option<ModelRef>,
+        /// The whole text came from stdin (`cat TODO.md | cairn run`):
+        /// someone else may have written it, so its `@` mentions attach
+        /// nothing (issue #28's blind review).
+        piped: bool,
     },
     /// `!cmd`: run a shell command directly, without the model.
     Shell { command: String },

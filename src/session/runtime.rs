@@ -160,8 +160,13 @@ async fn handle(
     command: Command,
 ) -> Result<(), Error> {
     match command {
-        Command::Prompt { text, agent, model } => {
-            write_prompt(ctx, &text, agent, model).await?;
+        Command::Prompt {
+            text,
+            agent,
+            model,
+            piped,
+        } => {
+            write_prompt(ctx, &text, agent, model, piped).await?;
             record_prompt(ctx, &text).await;
             ensure_loop(ctx, running);
         }
@@ -305,6 +310,7 @@ async fn write_prompt(
     text: &str,
     agent: Option<String>,
     model: Option<ModelRef>,
+    piped: bool,
 ) -> Result<(), Error> {
     let previous = last_user_or_default(ctx).await?;
     let agent = agent.unwrap_or(previous.agent);
@@ -349,7 +355,11 @@ async fn write_prompt(
         sandbox: &ctx.settings.sandbox,
         own_outputs: &ctx.settings.tool_output_dir,
     };
-    let attached = crate::session::mention::attachments(text, &reach);
+    let attached = if piped {
+        Vec::new()
+    } else {
+        crate::session::mention::attachments(text, &reach)
+    };
     for kind in attached {
         ctx.writer.part(&Part::new(&message, kind)).await?;
     }

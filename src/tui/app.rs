@@ -570,6 +570,7 @@ impl App {
             text,
             agent: Some(self.agent.clone()),
             model: self.model.clone(),
+            piped: false,
         }
     }
 }

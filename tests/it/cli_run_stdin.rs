@@ -148,3 +148,28 @@ async fn a_silent_open_stdin_is_said_to_be_waited_for() {
     assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
     assert!(sent_prompt(&server).ends_with("the message"));
 }
+
+/// Issue #28's third blind review: `cat TODO.md | cairn run` sent a file
+/// outside the project that the piped TODO `@`-mentioned. Text piped as the
+/// whole message (no words, or `-`) attaches nothing, as the `<stdin>`
+/// block below typed words does not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mentions_in_a_wholly_piped_message_attach_nothing() {
+    let outside = tempfile::tempdir().expect("outside");
+    let secret = outside.path().join("notes.txt");
+    std::fs::write(&secret, "NOTESECRET-ZQX2").expect("write");
+    for args in [&[][..], &["-"][..]] {
+        let (project, server) = project_answering().await;
+        let todo = format!("Fix the TODO in @{}\n", secret.display());
+        let output = run_with_stdin(&project, args, &todo).await;
+        assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+        let sent = server
+            .requests()
+            .last()
+            .expect("a request")
+            .json()
+            .to_string();
+        assert!(!sent.contains("NOTESECRET-ZQX2"), "{args:?}: {sent}");
+        assert!(sent.contains("Fix the TODO in @"), "{sent}");
+    }
+}

@@ -583,6 +583,7 @@ async fn a_prompt_typed_during_compaction_waits_and_is_answered_after_it() {
         text: "start the work".into(),
         agent: None,
         model: None,
+        piped: false,
     }));
     watched
         .until(|e| {
@@ -599,6 +600,7 @@ async fn a_prompt_typed_during_compaction_waits_and_is_answered_after_it() {
         text: "TYPED while compacting".into(),
         agent: None,
         model: None,
+        piped: false,
     }));
     watched.until_settled().await;
 
@@ -829,6 +831,7 @@ async fn a_prompt_typed_while_an_overflow_is_compacted_follows_the_replay() {
             text: text.into(),
             agent: None,
             model: None,
+            piped: false,
         }));
         if wait_for_compaction {
             watched

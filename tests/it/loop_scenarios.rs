@@ -899,6 +899,7 @@ async fn prompt_during_a_shell_command_waits_for_it_and_interrupt_stops_it() {
         text: "switch".into(),
         agent: None,
         model: Some(cairn::message::ModelRef::new("scripted", "other-model")),
+        piped: false,
     }));
     recorder
         .wait_idle(&session.id, 1, Duration::from_secs(10))
@@ -1144,6 +1145,7 @@ async fn an_agents_model_is_used_when_that_agent_runs() {
         text: "plan the change".into(),
         agent: Some("plan".into()),
         model: None,
+        piped: false,
     }));
     recorder
         .wait_idle(&session.id, 1, Duration::from_secs(10))

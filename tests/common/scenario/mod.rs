@@ -171,6 +171,7 @@ pub fn prompt(handle: &SessionHandle, text: &str) {
             text: text.to_string(),
             agent: None,
             model: None,
+            piped: false,
         }),
         "the session runtime is running"
     );
@@ -546,6 +547,7 @@ pub async fn prompt_and_settle(scenario: &Scenario, handle: &SessionHandle, text
             text: text.to_string(),
             agent: None,
             model: None,
+            piped: false,
         },
     )
     .await
