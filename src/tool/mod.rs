@@ -300,7 +300,6 @@ impl ToolScope {
         };
         let mut forced = !first.forced.is_empty();
         let mut reasons = self.asking_reasons(&first);
-        let mut patterns = first.patterns.clone();
         for ask in pending {
             forced |= !ask.forced.is_empty();
             for reason in self.asking_reasons(&ask) {
@@ -308,13 +307,6 @@ impl ToolScope {
                     reasons.push(reason);
                 }
             }
-            patterns.extend(
-                ask.patterns
-                    .iter()
-                    .filter(|p| !patterns.contains(p))
-                    .cloned()
-                    .collect::<Vec<_>>(),
-            );
         }
         let title = match first.permission.as_str() {
             "edit" => format!("Write (from bash): {}", first.patterns.join(", ")),
@@ -336,7 +328,7 @@ impl ToolScope {
             always_broad: first.always_broad,
             reasons,
             title,
-            metadata: json!({ "command": command, "asks_for": patterns }),
+            metadata: json!({ "command": command }),
             preview: Some(Preview::Command {
                 command: command.to_string(),
                 description: description.map(str::to_string),

@@ -147,19 +147,7 @@ async fn deny_holds_for_code_in_words_stdin_shells_rebound_names_and_find_exec()
         "ed -s keep.txt <<< '!rm -rf v'",
         "sqlite3 :memory: '.shell rm -rf v'",
     ];
-    let mut script: Vec<_> = attacks
-        .iter()
-        .enumerate()
-        .map(|(i, command)| {
-            tool_call(
-                &format!("call_{i}"),
-                "bash",
-                json!({ "command": command }),
-                1_000,
-            )
-        })
-        .collect();
-    script.push(text("Done.", 1_000));
+    let script = crate::scenario::bash_calls(attacks.iter().copied());
     let server = ScriptedServer::start(script).await;
     let project = Project::new();
     project.use_scripted_with(
@@ -375,19 +363,7 @@ async fn git_reads_never_run_a_program_the_repository_names() {
         "git --git-dir=shipped.git log -p",
         "git difftool -y --tool=evil",
     ];
-    let mut script: Vec<_> = attacks
-        .iter()
-        .enumerate()
-        .map(|(i, command)| {
-            tool_call(
-                &format!("call_{i}"),
-                "bash",
-                json!({ "command": command }),
-                1_000,
-            )
-        })
-        .collect();
-    script.push(text("Done.", 1_000));
+    let script = crate::scenario::bash_calls(attacks.iter().copied());
     let server = ScriptedServer::start(script).await;
     let project = Project::new();
     project.use_scripted_with(&server, "", GIT_READ_RULES);
@@ -596,19 +572,7 @@ async fn code_hidden_in_expansions_and_environment_does_not_run() {
         "echo \"${x:-`touch p`}\"",
         "cat <<-EOF\n\t$(touch p)\n\tEOF",
     ];
-    let mut script: Vec<_> = attacks
-        .iter()
-        .enumerate()
-        .map(|(i, command)| {
-            tool_call(
-                &format!("call_{i}"),
-                "bash",
-                json!({ "command": command }),
-                1_000,
-            )
-        })
-        .collect();
-    script.push(text("Done.", 1_000));
+    let script = crate::scenario::bash_calls(attacks.iter().copied());
     let server = ScriptedServer::start(script).await;
     let project = Project::new();
     project.use_scripted_with(
@@ -652,19 +616,7 @@ async fn deny_evasions_do_not_delete_under_yolo() {
         "taskset -c 0 rm -rf dir",
         "awk 'BEGIN { system(\"rm -rf dir\") }'",
     ];
-    let mut script: Vec<_> = attacks
-        .iter()
-        .enumerate()
-        .map(|(i, command)| {
-            tool_call(
-                &format!("call_{i}"),
-                "bash",
-                json!({ "command": command }),
-                1_000,
-            )
-        })
-        .collect();
-    script.push(text("Done.", 1_000));
+    let script = crate::scenario::bash_calls(attacks.iter().copied());
     let server = ScriptedServer::start(script).await;
     let project = Project::new();
     project.use_scripted_with(&server, "", "[permission.bash]\n\"rm -rf *\" = \"deny\"\n");

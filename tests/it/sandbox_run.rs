@@ -17,12 +17,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use serde_json::json;
-
 use crate::permission_shell_run::tool_result;
 use crate::project::{Project, describe};
-use crate::scenario::{text, tool_call};
-use crate::support::{ScriptedResponse, ScriptedServer};
+use crate::scenario::bash_calls;
+use crate::support::ScriptedServer;
 
 /// Text that must never reach the model: planted in each secret.
 const SECRET: &str = "SECRET-MARKER-7f3a";
@@ -425,23 +423,6 @@ async fn the_table_catches_attacks_when_the_sandbox_is_off() {
         .into_owned();
     let _ = std::fs::remove_file(format!("/etc/cairn-{name}"));
     let _ = std::fs::remove_file(format!("/var/tmp/cairn-{name}"));
-}
-
-/// One `bash` call per command (`call_0`, `call_1`, ...), then an answer.
-fn bash_calls<'a>(commands: impl Iterator<Item = &'a str>) -> Vec<ScriptedResponse> {
-    let mut script: Vec<_> = commands
-        .enumerate()
-        .map(|(i, command)| {
-            tool_call(
-                &format!("call_{i}"),
-                "bash",
-                json!({ "command": command }),
-                1_000,
-            )
-        })
-        .collect();
-    script.push(text("Done.", 1_000));
-    script
 }
 
 /// Runs `commands` as bash calls through `cairn run --yolo` with `args`

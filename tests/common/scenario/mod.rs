@@ -631,3 +631,20 @@ pub fn said_text(message: &Value) -> String {
 pub fn messages_of(request: &Value) -> Vec<Value> {
     request["messages"].as_array().cloned().unwrap_or_default()
 }
+
+/// One `bash` call per command (`call_0`, `call_1`, ...), then an answer.
+pub fn bash_calls<'a>(commands: impl Iterator<Item = &'a str>) -> Vec<ScriptedResponse> {
+    let mut script: Vec<_> = commands
+        .enumerate()
+        .map(|(i, command)| {
+            tool_call(
+                &format!("call_{i}"),
+                "bash",
+                json!({ "command": command }),
+                1_000,
+            )
+        })
+        .collect();
+    script.push(text("Done.", 1_000));
+    script
+}
