@@ -3,7 +3,7 @@
 # It never touches the user's real config or data: everything lives in $WORK.
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-BIN="$ROOT/target/release/cairn"
+BIN="${BIN:-$ROOT/target/release/cairn}" # BIN=path runs another build
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/cairn-bench.XXXXXX")"
 SERVER_PID=""
 

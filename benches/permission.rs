@@ -2,7 +2,11 @@
 //! line (a pipeline with substitutions, redirections and flag clusters), the
 //! work the bash tool does before every command it runs.
 //!
-//! Run: `cargo bench --bench permission`. Target: under 1 ms per line.
+//! Also a 64 KB here-document (a model writing a file through `cat <<'EOF'`),
+//! the most text the deny reading of words as possible code walks (#28).
+//!
+//! Run: `cargo bench --bench permission`. Target: under 1 ms per 1,000-char
+//! line, under 50 ms for the 64 KB here-document.
 
 use std::hint::black_box;
 
@@ -22,6 +26,23 @@ fn long_command() -> String {
     line
 }
 
+/// `cat > notes.md <<'EOF'` with 64 KB of this repository's README as the
+/// body: prose, code spans, options, quotes and brackets.
+fn long_heredoc() -> String {
+    let readme = include_str!("../README.md");
+    let mut body = String::new();
+    while body.len() < 64 * 1024 {
+        body.push_str(readme);
+    }
+    let mut end = 64 * 1024;
+    while !body.is_char_boundary(end) {
+        end -= 1;
+    }
+    body.truncate(end);
+    body = body.replace("\nEOF\n", "\nEOF.\n");
+    format!("cat > notes.md <<'EOF'\n{body}\nEOF")
+}
+
 fn bench(c: &mut Criterion) {
     let root = tempfile::tempdir().expect("project dir");
     let config: PermissionConfig = toml::from_str(
@@ -34,6 +55,16 @@ fn bench(c: &mut Criterion) {
     c.bench_function("plan_and_check_1000_chars", |b| {
         b.iter(|| {
             let plan = plan(black_box(&command), root.path(), root.path());
+            plan.asks
+                .iter()
+                .map(|ask| permissions.check_planned(ask).0)
+                .collect::<Vec<_>>()
+        });
+    });
+    let heredoc = long_heredoc();
+    c.bench_function("plan_and_check_64k_heredoc", |b| {
+        b.iter(|| {
+            let plan = plan(black_box(&heredoc), root.path(), root.path());
             plan.asks
                 .iter()
                 .map(|ask| permissions.check_planned(ask).0)

@@ -223,6 +223,29 @@ impl App {
         self.config.model.clone().or_else(default_model_from_env)
     }
 
+    /// The model a session's next prompt uses: one chosen with `/model`,
+    /// else that of the last user message in `recent` (the newest page of
+    /// its history), else the default: a reopened session keeps its model.
+    ///
+    /// # Errors
+    /// The store cannot be read.
+    pub async fn next_model(
+        &self,
+        session_id: &str,
+        recent: &[crate::message::MessageWithParts],
+    ) -> Result<Option<ModelRef>, crate::store::Error> {
+        let last = recent
+            .iter()
+            .rev()
+            .find_map(|m| m.message.as_user().map(|user| user.model.clone()));
+        Ok(self
+            .store
+            .chosen_model(session_id)
+            .await?
+            .or(last)
+            .or_else(|| self.default_model()))
+    }
+
     /// What `/model` offers (see `model_choices`), with the models of the
     /// local servers found so far.
     pub fn model_choices(

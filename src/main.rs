@@ -649,18 +649,9 @@ async fn tui_input(
             })
         })
     });
-    // What the next prompt will use: a chosen model, else the session's
-    // last one, else the default (a reopened session keeps its model).
-    let last = history
-        .iter()
-        .rev()
-        .find_map(|m| m.message.as_user().map(|user| user.model.clone()));
     let model = app
-        .store
-        .chosen_model(&session.id)
+        .next_model(&session.id, &history)
         .await?
-        .or(last)
-        .or_else(|| app.default_model())
         .map(|m| m.to_string())
         .unwrap_or_default();
     let sessions = app.store.list_sessions(50).await?;

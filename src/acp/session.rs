@@ -133,6 +133,9 @@ impl Open {
 /// The id of the model's config option.
 pub const MODEL_OPTION: &str = "model";
 
+/// Newest messages read to find a loaded session's last model.
+const RECENT_MESSAGES: usize = 50;
+
 /// Sessions `session/list` returns at most (it offers no paging yet).
 const LIST_LIMIT: usize = 200;
 
@@ -241,8 +244,15 @@ impl Sessions {
         let mut app = App::open(config, cwd.to_path_buf(), &self.data_dir)?;
         app.editor = editor.as_ref().map(|(files, _)| files.clone());
         let (session, handle) = app.start(choice, Mode::Interactive).await?;
+        // A loaded session offers the model its next prompt uses, as the
+        // TUI's status line shows it.
+        let recent = app
+            .store
+            .messages_before(&session.id, None, RECENT_MESSAGES)
+            .await?;
         let model = app
-            .default_model()
+            .next_model(&session.id, &recent)
+            .await?
             .map(|m| m.to_string())
             .unwrap_or_default();
         if let Some((_, id)) = &editor {

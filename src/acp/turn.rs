@@ -6,6 +6,7 @@
 //! `session/cancel` and the answers to permission questions arrive while it
 //! waits.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use agent_client_protocol::v1::ConnectionTo;
@@ -20,6 +21,7 @@ use super::session::Open;
 use super::update::Translator;
 use crate::bus::{Event, SessionStatus};
 use crate::message::{FinishReason, MessageErrorKind, Role};
+use crate::permission_request::PermissionRequest;
 use crate::session::command::Command;
 
 /// The prompt's text: text blocks as they are, an embedded resource (an
@@ -129,17 +131,33 @@ pub async fn run_command(
     let mut translator = Translator::new(&open.cwd());
     let mut stop = StopReason::EndTurn;
     let mut seen_busy = false;
+    // Ids of the questions sent to the editor: after a lag they are looked
+    // up again, and none is asked twice.
+    let mut asked: HashSet<String> = HashSet::new();
     loop {
         let event = match events.recv().await {
             Ok(event) => event,
-            // Only deltas may be lost: the final parts that follow carry
-            // the rest (the translator sends what the deltas did not).
+            // Deltas lost are carried by the final parts that follow (the
+            // translator sends what the deltas did not); a question lost
+            // would wait forever, so the session says which ones wait.
             Err(RecvError::Lagged(missed)) => {
                 tracing::warn!(missed, "the editor's update stream fell behind");
+                for request in pending_asks(open).await {
+                    if asked.insert(request.id.clone()) {
+                        super::ask::forward(cx, open, request)?;
+                    }
+                }
                 continue;
             }
             Err(RecvError::Closed) => break,
         };
+        // The session's bus carries only it and its subagents: a
+        // subagent's question is the editor's to answer too.
+        if let Event::PermissionAsked { request, .. } = &event
+            && asked.insert(request.id.clone())
+        {
+            super::ask::forward(cx, open, request.as_ref().clone())?;
+        }
         if event.session_id() != open.session.id {
             continue;
         }
@@ -149,9 +167,6 @@ pub async fn run_command(
                 ..
             } if seen_busy => break,
             Event::Status { .. } => seen_busy = true,
-            Event::PermissionAsked { request, .. } => {
-                super::ask::forward(cx, open, request.as_ref().clone())?;
-            }
             Event::MessageUpdated { message } => {
                 if let Role::Assistant(assistant) = &message.role
                     && !assistant.summary
@@ -169,6 +184,16 @@ pub async fn run_command(
         return Ok(StopReason::Cancelled);
     }
     Ok(stop)
+}
+
+/// The questions of `open`'s session and its subagents that wait for an
+/// answer (none when the session has stopped).
+async fn pending_asks(open: &Open) -> Vec<PermissionRequest> {
+    let (reply, pending) = tokio::sync::oneshot::channel();
+    if !open.handle.send(Command::PendingAsks { reply }) {
+        return Vec::new();
+    }
+    pending.await.unwrap_or_default()
 }
 
 /// Sends one update for `open`'s session.

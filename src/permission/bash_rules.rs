@@ -14,7 +14,7 @@
 use std::path::Path;
 
 pub use super::deny_spellings::{HOLE, could_match, spellings, text_spellings};
-use super::deny_spellings::{RUNNERS, WRAPPERS, base_name, joined, unwrap};
+use super::deny_spellings::{WRAPPERS, base_name, is_runner, joined, unwrap};
 use super::shell::{self, Command, Part, Word};
 use super::{is_external, resolve_path};
 
@@ -577,6 +577,9 @@ fn opaque_reason(cmd: &Command) -> Option<String> {
         "git" if args.iter().any(|a| matches!(*a, "difftool" | "mergetool")) => {
             reason("difftool and mergetool run the configured tool")
         }
+        "git" if verifies_signatures(&args) => {
+            reason("verifies signatures, which runs gpg (it writes ~/.gnupg)")
+        }
         "trap" => reason("runs its text as code later"),
         _ if EVALUATING_BUILTINS.contains(&name) => {
             reason("evaluates a variable name or subscript as code")
@@ -595,7 +598,7 @@ fn opaque_reason(cmd: &Command) -> Option<String> {
         {
             reason("reads its recipes, which run commands, from standard input")
         }
-        _ if RUNNERS.contains(&name) => reason("runs a command cairn checks only loosely"),
+        _ if is_runner(name) => reason("runs a command cairn checks only loosely"),
         _ if INTERPRETERS.contains(&name) => {
             let code_flag = args.iter().any(|a| {
                 a.starts_with('-') && !a.starts_with("--") && (a.contains('c') || a.contains('e'))
@@ -616,6 +619,19 @@ fn opaque_reason(cmd: &Command) -> Option<String> {
         }
         _ => None,
     }
+}
+
+/// Whether git's arguments make it check signatures: `--show-signature`,
+/// `--verify-signatures`, a `%G` format placeholder, `verify-commit`,
+/// `verify-tag`, `tag -v`. gpg then runs and creates its home.
+fn verifies_signatures(args: &[&str]) -> bool {
+    let subcommand = args.iter().find(|a| !a.starts_with('-'));
+    args.iter().any(|a| {
+        matches!(
+            *a,
+            "--show-signature" | "--verify-signatures" | "verify-commit" | "verify-tag"
+        ) || a.contains("%G")
+    }) || (subcommand == Some(&"tag") && args.iter().any(|a| matches!(*a, "-v" | "--verify")))
 }
 
 /// Path arguments of a file-touching command (after unwrapping).

@@ -102,7 +102,44 @@ pub(super) const RUNNERS: &[&str] = &[
     "gdb",
     "perf",
     "trap",
+    "setpriv",
+    "setarch",
+    "linux32",
+    "linux64",
+    "x86_64",
+    "i386",
+    "i686",
+    "dbus-run-session",
+    "tmux",
+    "screen",
+    "dtach",
+    "sg",
+    "pkexec",
+    "runcon",
+    "chpst",
+    "bwrap",
+    "torsocks",
+    "proxychains",
+    "proxychains4",
+    "unbuffer",
+    "rlwrap",
+    "dumb-init",
+    "tini",
+    "nocache",
+    "cpulimit",
+    "chronic",
+    "ifne",
+    "sem",
+    "busybox",
+    "toybox",
+    "xvfb-run",
 ];
+
+/// Whether `name` runs a command given in its arguments: a [`RUNNERS`] entry
+/// or the dynamic loader (`/lib64/ld-linux-x86-64.so.2 /bin/rm ...`).
+pub(super) fn is_runner(name: &str) -> bool {
+    RUNNERS.contains(&name) || (name.starts_with("ld") && name.contains(".so"))
+}
 
 /// Most words of a runner tried as the start of its command, for deny
 /// rules: bounds the spellings of a long or nested runner line.
@@ -175,7 +212,7 @@ fn code_spellings(words: &[Word], depth: usize) -> Vec<String> {
         // A program that starts commands cairn cannot see.
         out.push(HOLE.to_string());
     }
-    if RUNNERS.contains(&name) || name == "env" {
+    if is_runner(name) || name == "env" {
         // `env -S 'rm -rf x'`, `script -c '...'`, `trap '...' EXIT`.
         for word in words[1..]
             .iter()
@@ -281,7 +318,7 @@ fn text_spellings_at(text: &str, depth: usize) -> Vec<String> {
     }
     codes.retain(|code| code.contains(char::is_whitespace));
     codes.dedup();
-    let mut out = Vec::new();
+    let mut out = embedded_spellings(text, depth);
     for code in codes {
         let Ok(parts) = shell::parse(code) else {
             continue;
@@ -296,6 +333,62 @@ fn text_spellings_at(text: &str, depth: usize) -> Vec<String> {
                 Part::Text(text) => out.extend(text_spellings_at(&text, depth + 1)),
                 Part::Write { .. } | Part::Assign(_) | Part::Opaque { .. } => {}
             }
+        }
+    }
+    out
+}
+
+/// Characters that close a command written inside a text: a quote or a
+/// bracket of the program's own syntax (`system("rm -rf x")`), a shell
+/// operator, a line end.
+const EMBED_ENDS: &[char] = &[
+    '"', '\'', '`', '(', ')', '[', ']', '{', '}', ';', '|', '&', '<', '>', '\n',
+];
+
+/// Most words of a command read from inside a text: enough for its name
+/// and flags, which is what deny rules match.
+const MAX_EMBED_WORDS: usize = 16;
+
+/// The commands a text could hold away from its start, where a program's
+/// own prefix or delimiter leads into shell code: `sed '1e rm …'`,
+/// `s/.*/rm …/e`, `gdb -ex 'shell rm …'`, `vim -c 'call system("rm …")'`,
+/// `sqlite3 '.sh rm …'`, and a value glued to its option (`tar -I'rm …'`,
+/// `script -qc'rm …'`). Every word start is tried (after any character
+/// that is not a letter, digit or `_`, and every position inside an
+/// option's first letters), each read up to the next [`EMBED_ENDS`]
+/// character: linear in the text, and it can only add deny spellings.
+fn embedded_spellings(text: &str, depth: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut previous: Option<char> = None;
+    let mut token_start = 0;
+    for (at, c) in text.char_indices() {
+        if previous.is_some_and(char::is_whitespace) {
+            token_start = at;
+        }
+        let after_boundary = previous.is_some_and(|p| !(p.is_alphanumeric() || p == '_'));
+        let glued = text[token_start..].starts_with('-') && at >= token_start + 2;
+        previous = Some(c);
+        if !(after_boundary || glued) || !(c.is_alphanumeric() || matches!(c, '/' | '.' | '_')) {
+            continue;
+        }
+        let rest = &text[at..];
+        let end = rest.find(EMBED_ENDS).unwrap_or(rest.len());
+        let words: Vec<Word> = rest[..end]
+            .split_whitespace()
+            .take(MAX_EMBED_WORDS)
+            .map(|w| Word {
+                raw: w.to_string(),
+                literal: Some(w.to_string()),
+            })
+            .collect();
+        if words.len() >= 2 {
+            // As in `text_spellings_at`: a hole here would deny any text
+            // that merely names a shell (`'then sh -s'`).
+            out.extend(
+                spellings_at(&words, depth + 1)
+                    .into_iter()
+                    .filter(|s| !s.starts_with(HOLE)),
+            );
         }
     }
     out

@@ -24,7 +24,7 @@ pub mod shell;
 pub use crate::permission_request::{
     Action, PermissionAnswer, PermissionConfig, PermissionRequest, PermissionSetting, Preview,
 };
-pub use path::{is_external, resolve_path};
+pub use path::{is_external, lexical, resolve_path};
 
 /// One line of a ruleset: for `permission` acting on something matching
 /// `pattern`, do `action`. Both fields are wildcards (see [`wildcard_match`]).

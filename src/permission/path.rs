@@ -44,7 +44,8 @@ fn push_lexical(mut base: PathBuf, component: Option<Component<'_>>) -> PathBuf 
     base
 }
 
-fn lexical(path: &Path) -> PathBuf {
+/// `path` with `.` and `..` taken away by its text alone, links not followed.
+pub fn lexical(path: &Path) -> PathBuf {
     path.components().fold(PathBuf::new(), |base, c| match c {
         Component::RootDir | Component::Prefix(_) => PathBuf::from(c.as_os_str()),
         other => push_lexical(base, Some(other)),

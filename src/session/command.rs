@@ -37,6 +37,12 @@ pub enum Command {
         request_id: String,
         answer: PermissionAnswer,
     },
+    /// The questions of this session and its subagents that wait for an
+    /// answer: how a front end that fell behind the bus (and so may have
+    /// missed a `PermissionAsked`) finds them again.
+    PendingAsks {
+        reply: oneshot::Sender<Vec<crate::permission_request::PermissionRequest>>,
+    },
     /// Answered once every command sent before it has been served (commands
     /// are served in order): how `cairn run` knows a `/prune` is done.
     Sync { reply: oneshot::Sender<()> },

@@ -83,9 +83,16 @@ fn refusal(mention: &str, path: &Path, reach: &Reach<'_>) -> Option<String> {
     let written_inside =
         !(mention.starts_with('/') || mention.starts_with('~')) || path.starts_with(reach.root);
     let outside = crate::shared::linked_outside(path, reach.root)?;
+    // `@../notes.txt` leaves the project by its own `..`, not by a link.
+    let lexical = crate::permission::lexical;
+    let how = if lexical(path).starts_with(lexical(reach.root)) {
+        "it is a link out of the project"
+    } else {
+        "it lies outside the project"
+    };
     written_inside.then(|| {
         format!(
-            "@{mention} was not attached: it is a link out of the project (to {}); the read tool can read it, and asks first",
+            "@{mention} was not attached: {how} (at {}); the read tool can read it, and asks first",
             outside.display()
         )
     })
@@ -215,6 +222,9 @@ mod tests {
         let linked = all("summarize @key.txt");
         assert!(!linked.contains("NOTES"), "{linked}");
         assert!(linked.contains("link out of the project"), "{linked}");
+        let dotted = all("summarize @../home/notes.txt");
+        assert!(!dotted.contains("NOTES"), "{dotted}");
+        assert!(dotted.contains("lies outside the project"), "{dotted}");
         let secret = all("look at @~/keys/id");
         assert!(!secret.contains("SSHSECRET"), "{secret}");
         assert!(secret.contains("secret path"), "{secret}");

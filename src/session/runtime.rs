@@ -217,6 +217,9 @@ async fn handle(
         Command::Sync { reply } => {
             let _ = reply.send(());
         }
+        Command::PendingAsks { reply } => {
+            let _ = reply.send(ctx.permissions.pending());
+        }
         Command::Permissions { revoke } => remembered::command(ctx, revoke).await?,
         Command::UseModel { model } => use_model(ctx, model).await?,
         Command::Undo { force, reply } => {

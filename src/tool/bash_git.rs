@@ -22,7 +22,7 @@ use crate::permission::bash_rules::GitCall;
 /// A partial clone (`extensions.partialClone`, a promisor remote) fetches
 /// missing objects on a read, through the remote's url, which may name a
 /// program (`ext::`); `protocol.*.allow` only matters to such a transport.
-const PROGRAM_KEYS: &str = "^(diff\\..*\\.(textconv|command)|diff\\.external|diff\\.tool|difftool\\..*\\.cmd|merge\\..*\\.driver|mergetool\\..*\\.cmd|filter\\..*\\.(clean|smudge|process)|core\\.fsmonitor|core\\.pager|pager\\..*|core\\.sshcommand|core\\.gitproxy|core\\.askpass|core\\.editor|core\\.hookspath|sequence\\.editor|interactive\\.difffilter|credential\\..*helper|gpg\\..*program|gpg\\.program|alias\\..*|uploadpack\\.packobjectshook|remote\\..*\\.(uploadpack|receivepack|vcs|promisor|partialclonefilter|url|pushurl)|extensions\\.partialclone|protocol\\.(.*\\.)?allow|url\\..*\\.insteadof|ssh\\.variant|web\\.browser|browser\\..*\\.cmd|man\\..*\\.cmd)$";
+const PROGRAM_KEYS: &str = "^(diff\\..*\\.(textconv|command)|diff\\.external|diff\\.tool|difftool\\..*\\.cmd|merge\\..*\\.driver|mergetool\\..*\\.cmd|filter\\..*\\.(clean|smudge|process)|core\\.fsmonitor|core\\.pager|pager\\..*|core\\.sshcommand|core\\.gitproxy|core\\.askpass|core\\.editor|core\\.hookspath|sequence\\.editor|interactive\\.difffilter|credential\\..*helper|gpg\\..*program|gpg\\.program|log\\.showsignature|alias\\..*|uploadpack\\.packobjectshook|remote\\..*\\.(uploadpack|receivepack|vcs|promisor|partialclonefilter|url|pushurl)|extensions\\.partialclone|protocol\\.(.*\\.)?allow|url\\..*\\.insteadof|ssh\\.variant|web\\.browser|browser\\..*\\.cmd|man\\..*\\.cmd)$";
 
 /// Why `call`, run in `cwd`, would run a program its repository names, or
 /// `None` when it would not (or there is no repository, so git fails).
@@ -52,6 +52,12 @@ pub async fn named_program(cwd: &Path, call: &GitCall) -> Option<String> {
         let (key, value) = entry.split_once(' ').unwrap_or((entry, ""));
         let names_program = match key {
             "core.fsmonitor" => !matches!(value, "true" | "false" | "1" | "0" | "yes" | "no" | ""),
+            // Verifying signatures runs gpg, which creates its home.
+            // A bare `showSignature` (no value) is true, as git reads it.
+            "log.showsignature" => !matches!(
+                value.to_ascii_lowercase().as_str(),
+                "false" | "0" | "no" | "off"
+            ),
             // Any alias for the subcommand used: `statusx = diff
             // --output=M` writes, `-c core.fsmonitor=... status` runs.
             _ if key.starts_with("alias.") => value.starts_with('!') || key == own_alias,
@@ -194,6 +200,21 @@ mod tests {
                 .as_deref()
                 .is_some_and(|r| r.contains("core.fsmonitor")),
             "{found:?}"
+        );
+    }
+
+    /// Review 3 of #28: `log.showSignature` makes every `git log` run gpg,
+    /// which creates `~/.gnupg`.
+    #[tokio::test]
+    async fn a_repository_that_shows_signatures_runs_gpg() {
+        let repo = tempfile::tempdir().expect("temp dir");
+        git_in(repo.path(), &["init", "-q"]);
+        git_in(repo.path(), &["config", "log.showSignature", "false"]);
+        assert_eq!(named_program(repo.path(), &call("log")).await, None);
+        git_in(repo.path(), &["config", "log.showSignature", "True"]);
+        found(
+            named_program(repo.path(), &call("log")).await,
+            "log.showsignature",
         );
     }
 

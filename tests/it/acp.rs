@@ -543,6 +543,56 @@ async fn asks_go_to_the_editor_and_always_is_remembered() {
     assert_eq!(questions[0].tool_call.tool_call_id.0.as_ref(), "call_1");
 }
 
+/// A subagent's ask reaches the editor too (it has a session of its own,
+/// which the editor never opened): before, the turn waited for an answer
+/// no one was asked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subagents_ask_goes_to_the_editor() {
+    let server = ScriptedServer::start([
+        tool_call(
+            "call_task",
+            "task",
+            json!({"description": "run it", "prompt": "Run echo.", "subagent_type": "general"}),
+            1_000,
+        ),
+        tool_call(
+            "call_child",
+            "bash",
+            json!({"command": "echo from-the-child"}),
+            1_000,
+        ),
+        text("The child ran it.", 1_000),
+        text("Done.", 1_000),
+    ])
+    .await;
+    let project = Project::new();
+    project.use_scripted_with(&server, "", ASK_BASH);
+    let (stop, seen) = editor(
+        &project,
+        Answer::Kind(PermissionOptionKind::AllowOnce),
+        async |cx, _received| {
+            let session = start(&cx, &project).await?;
+            prompt(&cx, &session, vec![text_block("delegate it")]).await
+        },
+    )
+    .await;
+    assert_eq!(stop, StopReason::EndTurn);
+    // The child's last request holds its bash result (the parent's does not).
+    let ran = server.requests().iter().any(|request| {
+        request.json()["messages"]
+            .as_array()
+            .is_some_and(|messages| {
+                messages.iter().any(|m| {
+                    m["tool_call_id"] == "call_child"
+                        && m["content"].to_string().contains("from-the-child")
+                })
+            })
+    });
+    assert!(ran, "the child's command ran after the editor allowed it");
+    let questions = seen.questions.lock().unwrap();
+    assert_eq!(questions.len(), 1, "{questions:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_editor_that_cancels_the_question_rejects() {
     let server = ScriptedServer::start([
@@ -713,6 +763,57 @@ async fn load_replays_an_earlier_session_and_continue_picks_it_up() {
         third.contains("second question"),
         "--continue picks up the ACP session: {third}"
     );
+}
+
+/// A loaded session offers the model its next prompt uses (the one chosen
+/// in it), not the configured default, as the TUI's status line shows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_loaded_session_offers_its_own_model() {
+    let server = ScriptedServer::start([text("From the other model.", 1_000)]).await;
+    let project = Project::new();
+    project.use_scripted_with(
+        &server,
+        "",
+        "[provider.scripted.models.\"other-model\"]\ncontext = 200000\noutput = 32000\n",
+    );
+    let out = project
+        .ok(&[
+            "run",
+            "--model",
+            "scripted/other-model",
+            "--output-format",
+            "json",
+            "hello",
+        ])
+        .await;
+    let result: serde_json::Value = out
+        .lines()
+        .find_map(|line| serde_json::from_str(line).ok())
+        .expect("the result line");
+    let id = result["session_id"]
+        .as_str()
+        .expect("a session id")
+        .to_string();
+    let (options, _) = editor(&project, Answer::Cancelled, async |cx, _received| {
+        cx.send_request(InitializeRequest::new(ProtocolVersion::V1))
+            .block_task()
+            .await?;
+        let loaded = cx
+            .send_request(LoadSessionRequest::new(
+                SessionId::new(id.clone()),
+                project.root.path(),
+            ))
+            .block_task()
+            .await?;
+        Ok(loaded.config_options.expect("config options"))
+    })
+    .await;
+    match &options[0].kind {
+        SessionConfigKind::Select(select) => {
+            assert_eq!(select.current_value.0.as_ref(), "scripted/other-model");
+        }
+        other => panic!("the model is a select: {other:?}"),
+    }
 }
 
 /// Step 6: with `fs` advertised, `read` is served from the editor's unsaved

@@ -263,6 +263,11 @@ const NOT_DENIED: &[&str] = &[
     // deny rules (issue #28, review 2), so that one is denied on purpose.
     "rmdir x",
     "rm --recursive x",
+    // Text that names a shell or a runner inside quotes is not code from
+    // standard input, so no deny rule refuses it (review 3's broader reading).
+    "git commit -m 'run bash -l to get a login shell'",
+    "echo \"watch -n1 ls, then sh -s\"",
+    "grep -n 'tmux new-session' notes.md",
 ];
 
 #[test]
@@ -565,6 +570,12 @@ const HIDDEN_CODE: &[&str] = &[
     // git that runs the configured tool
     "git difftool",
     "git difftool -y HEAD",
+    // git that verifies signatures runs gpg, which writes ~/.gnupg (review 3)
+    "git log --show-signature -1",
+    "git show --show-signature HEAD",
+    "git log --format=%G? -1",
+    "git log --pretty='%h %GS' -1",
+    "git log --format=format:%GK",
 ];
 
 /// What an agent types all day: these stay allowed by their rules.
@@ -722,6 +733,30 @@ const DENY_EVASIONS: &[&str] = &[
     // review 2: the command `find` runs
     "find . -maxdepth 1 -name v -exec rm -rf {} +",
     "find . -name v -execdir rm -rf {} \\;",
+    // review 3: code after a program's own prefix, or inside its quotes
+    "sed -n '1e rm -rf v' a.txt",
+    "sed 's/.*/rm -rf v/e' a.txt",
+    "perl -e 'system(\"rm -rf v\")'",
+    "gdb -batch -ex 'shell rm -rf v'",
+    "vim -es -c 'call system(\"rm -rf v\")' -c q",
+    "vim -es -c 'silent !rm -rf v' -c q",
+    "sqlite3 :memory: '.sh rm -rf v'",
+    // review 3: a value glued to its option
+    "tar -I'rm -rf v #' -cf a.tar a",
+    "git rebase -x'rm -rf v' HEAD~1",
+    "git grep -O'rm -rf v' x",
+    "script -qc'rm -rf v' /dev/null",
+    "ssh -o 'ProxyCommand rm -rf v' x",
+    // review 3: more programs that run their arguments
+    "setpriv --reuid=0 rm -rf v",
+    "setarch x86_64 rm -rf v",
+    "linux32 rm -rf v",
+    "linux64 rm -rf v",
+    "x86_64 rm -rf v",
+    "i386 rm -rf v",
+    "/lib64/ld-linux-x86-64.so.2 /bin/rm -rf v",
+    "tmux new-session -d rm -rf v",
+    "dbus-run-session -- rm -rf v",
 ];
 
 #[test]
