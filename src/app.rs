@@ -165,6 +165,32 @@ pub enum SessionChoice {
     Id(String),
 }
 
+/// [`crate::config::load`], and what only the provider presets can tell: a
+/// `[provider.NAME]` that is a preset's name in another case (`OpenAI`)
+/// configures nothing the user meant, and a model named `openai/...` goes to
+/// the preset's own address. Said, not guessed at.
+///
+/// # Errors
+/// As [`crate::config::load`].
+pub fn load_config(
+    options: &crate::config::LoadOptions,
+) -> Result<crate::config::Loaded, crate::config::Error> {
+    let mut loaded = crate::config::load(options)?;
+    for name in loaded.config.provider.keys() {
+        let preset = crate::provider::presets::PRESETS
+            .iter()
+            .find(|p| p.name != name && p.name.eq_ignore_ascii_case(name));
+        if let Some(preset) = preset {
+            loaded.warnings.push(format!(
+                "[provider.{name}] does not configure `{0}`: provider names are case-sensitive \
+                 (write [provider.{0}])",
+                preset.name
+            ));
+        }
+    }
+    Ok(loaded)
+}
+
 pub struct App {
     pub config: Config,
     pub store: Store,

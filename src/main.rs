@@ -78,7 +78,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             .ok()
             .map(|dir| cairn::trust::Store::in_dir(&dir)),
     };
-    let loaded = config::load(&options)?;
+    let loaded = cairn::app::load_config(&options)?;
     for warning in &loaded.warnings {
         eprintln!("warning: {warning}");
     }

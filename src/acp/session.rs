@@ -174,7 +174,7 @@ impl Sessions {
         }
         let mut options = self.options.clone();
         options.cwd = cwd.to_path_buf();
-        let mut loaded = crate::config::load(&options)?;
+        let mut loaded = crate::app::load_config(&options)?;
         for warning in &loaded.warnings {
             tracing::warn!("{}: {warning}", cwd.display());
         }

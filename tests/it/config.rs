@@ -480,3 +480,30 @@ fn task_limits_are_read_and_a_zero_concurrency_is_named() {
     assert_eq!(loaded.config.task.max_concurrency, 2);
     assert_eq!(loaded.config.task.max_depth, 0);
 }
+
+/// `[provider.OpenAI]` configures a provider named `OpenAI`, not `openai`:
+/// a base_url meant for the local server would not apply to `openai/...`
+/// models, which go to the preset's address. Said on stderr (issue #28's
+/// review), not guessed at.
+#[test]
+fn a_provider_table_in_the_wrong_case_draws_a_warning() {
+    let ws = Workspace::new();
+    ws.write(
+        &ws.global_file(),
+        "[provider.OpenAI]\nbase_url = \"http://127.0.0.1:9/v1\"\n",
+    );
+    let output = ws.cairn(&["config"], &[]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("warning: [provider.OpenAI] does not configure `openai`"),
+        "{stderr}"
+    );
+    let ws = Workspace::new();
+    ws.write(
+        &ws.global_file(),
+        "[provider.openai]\nbase_url = \"http://127.0.0.1:9/v1\"\n",
+    );
+    let output = ws.cairn(&["config"], &[]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("case-sensitive"), "{stderr}");
+}
