@@ -1,12 +1,14 @@
 //! Custom agents from Markdown files with YAML front matter: cairn's
 //! `.cairn/agents/` (from the working directory up to the project root, then
-//! `~/.config/cairn/agents/`) and Claude Code's `.claude/agents/` (same walk,
-//! then `~/.claude/agents/`). The file name is the agent's name unless the
-//! front matter says `name:` (Claude Code's field); the body is its prompt.
+//! `~/.config/cairn/agents/`), OpenCode's `.opencode/agent/` (same walk, then
+//! `~/.config/opencode/agent/`) and Claude Code's `.claude/agents/` (same
+//! walk, then `~/.claude/agents/`). The file name is the agent's name unless
+//! the front matter says `name:` (Claude Code's field); the body is its
+//! prompt.
 //!
 //! A nearer file wins over a farther one of the same name; cairn's own
-//! directories win over Claude Code's. A broken file is a problem to report,
-//! never a reason to refuse to start.
+//! directories win over OpenCode's, and those over Claude Code's. A broken
+//! file is a problem to report, never a reason to refuse to start.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -23,6 +25,9 @@ pub struct Found {
     pub problems: Vec<String>,
 }
 
+/// OpenCode's agent folders inside `.opencode/` (it reads both spellings).
+const OPENCODE_DIRS: [&str; 2] = ["agent", "agents"];
+
 /// Directories searched, in priority order (first wins for a name).
 pub fn directories(env: &Environment) -> Vec<PathBuf> {
     let walk: Vec<&Path> = env
@@ -32,6 +37,17 @@ pub fn directories(env: &Environment) -> Vec<PathBuf> {
         .collect();
     let mut dirs: Vec<PathBuf> = walk.iter().map(|d| d.join(".cairn/agents")).collect();
     dirs.extend(env.config_dir.iter().map(|d| d.join("agents")));
+    dirs.extend(
+        walk.iter()
+            .flat_map(|d| OPENCODE_DIRS.map(|sub| d.join(".opencode").join(sub))),
+    );
+    // OpenCode's global folder sits beside cairn's (`~/.config/opencode`).
+    dirs.extend(
+        env.config_dir
+            .iter()
+            .filter_map(|d| d.parent())
+            .flat_map(|d| OPENCODE_DIRS.map(|sub| d.join("opencode").join(sub))),
+    );
     dirs.extend(walk.iter().map(|d| d.join(".claude/agents")));
     dirs.extend(env.home.iter().map(|h| h.join(".claude/agents")));
     dirs
@@ -43,7 +59,14 @@ pub fn project_directories(env: &Environment) -> Vec<PathBuf> {
     env.cwd
         .ancestors()
         .take_while(|dir| dir.starts_with(&env.root))
-        .flat_map(|dir| [dir.join(".cairn/agents"), dir.join(".claude/agents")])
+        .flat_map(|dir| {
+            [
+                dir.join(".cairn/agents"),
+                dir.join(".opencode/agent"),
+                dir.join(".opencode/agents"),
+                dir.join(".claude/agents"),
+            ]
+        })
         .collect()
 }
 

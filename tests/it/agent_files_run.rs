@@ -192,3 +192,49 @@ async fn model_aliases_map_to_the_providers_models() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!stderr.contains("`sonnet`"), "{}", describe(&output));
 }
+
+/// OpenCode's `.opencode/agent/review.md`, as the poolifier repository has
+/// it: a subagent whose `tools` map turns write, edit and bash off.
+const OPENCODE_REVIEW: &str = "---
+description: Reviews code.
+mode: subagent
+temperature: 0.1
+tools:
+  write: false
+  edit: false
+  bash: false
+---
+
+You are in code review mode. Focus on:
+
+- Code quality
+- Bugs
+";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_opencode_agent_file_is_a_subagent_with_its_tools_off() {
+    let project = Project::new();
+    let dir = project.path(".opencode/agent");
+    std::fs::create_dir_all(&dir).expect("agent dir");
+    std::fs::write(dir.join("review.md"), OPENCODE_REVIEW).expect("agent file");
+    let server = ScriptedServer::start([
+        delegate("review"),
+        text("Reviewed.", 400),
+        text("Done.", 600),
+    ])
+    .await;
+    project.use_scripted(&server);
+    let output = project.cairn(&["run", "review it"]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3, "{}", describe(&output));
+    let result = tool_results(&requests[2]);
+    assert!(!result.contains("Unknown agent"), "{result}");
+    let child = tool_names(&requests[1]);
+    assert!(child.contains(&"read".to_string()), "{child:?}");
+    for gone in ["write", "edit", "bash"] {
+        assert!(!child.contains(&gone.to_string()), "{gone} in {child:?}");
+    }
+    let system = requests[1].json()["messages"][0]["content"].to_string();
+    assert!(system.contains("You are in code review mode"), "{system}");
+}
