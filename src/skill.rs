@@ -458,7 +458,10 @@ mod tests {
         let mut skills = vec![skill("huge", "x".repeat(20_000))];
         skills.extend((0..80).map(|i| skill(&format!("s{i:02}"), "y".repeat(200))));
         let note = cut_note(&skills).expect("a note");
-        assert!(note.starts_with("81 skills; description cut at 1024 characters: huge;"), "{note}");
+        assert!(
+            note.starts_with("81 skills; description cut at 1024 characters: huge;"),
+            "{note}"
+        );
         assert!(note.contains("s79") && !note.contains("s00,"), "{note}");
         let block = prompt_block(&skills).expect("a block");
         assert!(block.contains("<more>Also available") && block.contains("s79"));

@@ -726,7 +726,10 @@ mod tests {
     fn claude_code_mcp_names_map_to_exposed_names() {
         let cases = [
             ("mcp__fixture__echo", Some("fixture_echo".to_string())),
-            ("mcp__github__create_issue", Some("github_create_issue".to_string())),
+            (
+                "mcp__github__create_issue",
+                Some("github_create_issue".to_string()),
+            ),
             ("mcp__github", None),
             ("mcp____echo", None),
             ("mcp__github__", None),

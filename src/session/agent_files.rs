@@ -320,9 +320,8 @@ fn tools(fm: &FrontMatter) -> Option<ToolAccess> {
             .collect();
         (!off.is_empty()).then_some(ToolAccess::AllBut(off))
     } else {
-        fm.list("tools").map(|list| {
-            ToolAccess::Only(list.iter().map(|name| canonical_tool(name)).collect())
-        })
+        fm.list("tools")
+            .map(|list| ToolAccess::Only(list.iter().map(|name| canonical_tool(name)).collect()))
     };
     match (access, denied.is_empty()) {
         (access, true) => access,
@@ -589,7 +588,11 @@ mod tests {
             ]
         );
         assert_eq!(found.problems.len(), 1, "{:?}", found.problems);
-        assert!(found.problems[0].contains("`gpt-5`"), "{:?}", found.problems);
+        assert!(
+            found.problems[0].contains("`gpt-5`"),
+            "{:?}",
+            found.problems
+        );
         let mut found = Found {
             agents: vec![agent("opus")],
             problems: Vec::new(),

@@ -12,7 +12,12 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use crate::session::prompt::Instruction;
+/// One instruction file, as sent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Instruction {
+    pub path: PathBuf,
+    pub content: String,
+}
 
 /// The names a folder's instruction files have; the last only counts in a
 /// folder without either of the first two.
@@ -147,9 +152,9 @@ fn refusal(target: &Path, from_project: bool, reach: Reach<'_>) -> Option<String
     let real = real(target);
     if let Some(home) = reach.home {
         let home_real = home.canonicalize().unwrap_or_else(|_| home.to_path_buf());
-        let secret = crate::sandbox::SECRET_PATHS.iter().any(|rel| {
-            real.starts_with(home_real.join(rel)) || target.starts_with(home.join(rel))
-        });
+        let secret = crate::sandbox::SECRET_PATHS
+            .iter()
+            .any(|rel| real.starts_with(home_real.join(rel)) || target.starts_with(home.join(rel)));
         if secret {
             return Some(format!("{} is a secret path", real.display()));
         }

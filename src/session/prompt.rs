@@ -16,12 +16,7 @@ const BASE_PROMPT: &str = include_str!("../../assets/prompts/system.txt");
 /// (`compaction.lean_prompt_below`): the same rules in a few lines.
 const LEAN_BASE_PROMPT: &str = include_str!("../../assets/prompts/system-lean.txt");
 
-/// One instruction file, as sent.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Instruction {
-    pub path: PathBuf,
-    pub content: String,
-}
+pub use crate::session::instructions::Instruction;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct SystemPrompt {

@@ -470,7 +470,11 @@ impl Worker {
         for problem in &reader.problems {
             self.ctx.report_once(problem);
         }
-        tracing::debug!(tool = name, files = reader.instructions.len(), "folder instructions");
+        tracing::debug!(
+            tool = name,
+            files = reader.instructions.len(),
+            "folder instructions"
+        );
         crate::session::instructions::reminder(&reader.instructions)
     }
 }

@@ -611,14 +611,17 @@ impl Registry {
         filter: impl Fn(&dyn Tool) -> bool,
         mcp: impl Fn(&str) -> bool,
     ) -> Vec<ToolSpec> {
-        self.specs_with(|tool| !LEAN_OMITTED.contains(&tool.name()) && filter(tool), mcp)
-            .into_iter()
-            .map(|spec| ToolSpec {
-                description: first_sentence(&spec.description).to_string(),
-                parameters: without_descriptions(spec.parameters),
-                name: spec.name,
-            })
-            .collect()
+        self.specs_with(
+            |tool| !LEAN_OMITTED.contains(&tool.name()) && filter(tool),
+            mcp,
+        )
+        .into_iter()
+        .map(|spec| ToolSpec {
+            description: first_sentence(&spec.description).to_string(),
+            parameters: without_descriptions(spec.parameters),
+            name: spec.name,
+        })
+        .collect()
     }
 
     /// Runs `name`; its output passes through [`truncate::truncate`] unless

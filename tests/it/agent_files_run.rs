@@ -113,10 +113,7 @@ async fn a_tools_list_with_a_claude_mcp_name_gives_that_mcp_tool() {
         text("Done.", 600),
     ])
     .await;
-    let tables = format!(
-        "[mcp.fixture]\ncommand = {:?}\ntimeout = 20\n",
-        fixture()
-    );
+    let tables = format!("[mcp.fixture]\ncommand = {:?}\ntimeout = 20\n", fixture());
     project.use_scripted_with(&server, "yolo = true\n", &tables);
     let output = project.cairn(&["run", "echo hi"]).await;
     assert_eq!(output.status.code(), Some(0), "{}", describe(&output));

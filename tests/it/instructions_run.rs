@@ -60,10 +60,12 @@ async fn claude_md_imports_follow_claude_codes_rules() {
     write(&project, "span.md", "IMPORT-IN-CODE-SPAN");
     write(&project, "block.md", "IMPORT-IN-CODE-BLOCK");
     write(&project, "loop.md", "IMPORT-LOOP @loop.md");
-    let outside = project.root.path().parent().expect("a parent").join(format!(
-        "outside-{}.md",
-        std::process::id()
-    ));
+    let outside = project
+        .root
+        .path()
+        .parent()
+        .expect("a parent")
+        .join(format!("outside-{}.md", std::process::id()));
     std::fs::write(&outside, "IMPORT-OUTSIDE-PROJECT").expect("outside");
     let claude_md = format!(
         "# Project\n\n@AGENTS.md\n\nStyle: @docs/style.md\n\n- @chain/1.md\n- @loop.md\n\n\
@@ -94,7 +96,11 @@ async fn claude_md_imports_follow_claude_codes_rules() {
         .filter(|(marker, want)| system.contains(marker) != *want)
         .map(|(marker, want)| format!("{marker}: want sent = {want}"))
         .collect();
-    assert!(wrong.is_empty(), "{wrong:#?}\n{system}\n{}", describe(&output));
+    assert!(
+        wrong.is_empty(),
+        "{wrong:#?}\n{system}\n{}",
+        describe(&output)
+    );
     assert_eq!(system.matches("IMPORT-LOOP").count(), 1, "{system}");
     assert_eq!(system.matches("IMPORT-AGENTS-MD").count(), 1, "{system}");
     let stderr = String::from_utf8_lossy(&output.stderr);

@@ -358,10 +358,7 @@ async fn context_names_the_skills_cut_from_the_list() {
 /// skills; its parent is.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_subagent_without_the_skill_tool_is_not_told_about_skills() {
-    for agent in [
-        "tools: Read, Grep",
-        "disallowedTools: Skill",
-    ] {
+    for agent in ["tools: Read, Grep", "disallowedTools: Skill"] {
         let project = Project::new();
         install_pdf_skill(&project.path(".claude/skills"));
         std::fs::create_dir_all(project.path(".claude/agents")).expect("agents dir");
@@ -387,9 +384,15 @@ async fn a_subagent_without_the_skill_tool_is_not_told_about_skills() {
         let requests = server.requests();
         assert_eq!(requests.len(), 3, "{}", describe(&output));
         let (parent, child) = (requests[0].json(), requests[1].json());
-        assert!(parent["messages"][0]["content"].to_string().contains("pdf-processing"));
         assert!(
-            !child["messages"][0]["content"].to_string().contains("pdf-processing"),
+            parent["messages"][0]["content"]
+                .to_string()
+                .contains("pdf-processing")
+        );
+        assert!(
+            !child["messages"][0]["content"]
+                .to_string()
+                .contains("pdf-processing"),
             "{agent}"
         );
         assert!(!child["tools"].to_string().contains("\"skill\""), "{agent}");
