@@ -306,4 +306,44 @@ mod tests {
         std::fs::write(d.join("AGENTS.md"), "a").expect("write");
         assert_eq!(folder_files(d), [d.join("AGENTS.md"), d.join("CLAUDE.md")]);
     }
+
+    /// A file's folders bring their files once; the working directory's
+    /// ancestors (already in the system prompt) and a folder linked out of
+    /// the project bring nothing.
+    #[cfg(unix)]
+    #[test]
+    fn a_files_folders_bring_their_files_once() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (root, home) = (dir.path().join("repo"), dir.path().join("home"));
+        for sub in ["app", "lib/deep", "../home/rules"] {
+            std::fs::create_dir_all(root.join(sub)).expect("dirs");
+        }
+        let put = |path: PathBuf, text: &str| std::fs::write(path, text).expect("write");
+        put(root.join("AGENTS.md"), "ROOT");
+        put(root.join("lib/CLAUDE.md"), "LIB");
+        put(root.join("lib/deep/AGENTS.md"), "DEEP");
+        put(home.join("rules/AGENTS.md"), "HOME");
+        std::os::unix::fs::symlink(home.join("rules"), root.join("linked")).expect("link");
+        let reach = Reach {
+            root: &root,
+            home: Some(&home),
+        };
+        let cwd = root.join("app");
+        let mut attached = BTreeSet::new();
+        let sent = |file: &str, attached: &mut BTreeSet<PathBuf>| -> Vec<String> {
+            for_file(&root.join(file), &cwd, reach, attached)
+                .instructions
+                .into_iter()
+                .map(|i| i.content)
+                .collect()
+        };
+        assert_eq!(sent("lib/deep/x.rs", &mut attached), ["LIB", "DEEP"]);
+        assert!(sent("lib/deep/y.rs", &mut attached).is_empty());
+        assert!(sent("lib/z.rs", &mut attached).is_empty());
+        assert!(
+            sent("x.rs", &mut attached).is_empty(),
+            "the root is the prompt's"
+        );
+        assert!(sent("linked/x.md", &mut attached).is_empty());
+    }
 }
