@@ -75,6 +75,7 @@ fn session_ctx(app: &App, session_id: &str) -> SessionCtx {
         kept_view: Default::default(),
         reported: Default::default(),
         remote_instructions: Default::default(),
+        instruction_folders: Default::default(),
         snapshots: None,
         snapshot_chain: Default::default(),
     }

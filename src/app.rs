@@ -395,11 +395,12 @@ impl App {
         } else {
             crate::session::agent_files::project_directories(&env)
         };
-        let files = crate::session::agent_files::load(
+        let mut files = crate::session::agent_files::load(
             &crate::session::agent_files::directories(&env),
             &untrusted,
             &env.root,
         );
+        crate::session::agent_files::resolve_models(&mut files, &default_model);
         let configured = config.agent.iter().map(|(name, agent)| {
             (
                 name.clone(),
@@ -452,6 +453,7 @@ impl App {
             kept_view: Default::default(),
             reported: Default::default(),
             remote_instructions: Default::default(),
+            instruction_folders: Default::default(),
             snapshots,
             snapshot_chain: Default::default(),
         };

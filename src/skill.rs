@@ -187,6 +187,42 @@ pub const MAX_DESCRIPTION_CHARS: usize = 1_024;
 /// The whole list's descriptions at most; skills past it are named only.
 pub const MAX_LIST_CHARS: usize = 12_000;
 
+/// How each skill appears in the list of [`prompt_block`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Listed {
+    Whole,
+    /// Its description cut at [`MAX_DESCRIPTION_CHARS`].
+    Cut,
+    /// Named without its description: the list was full.
+    NameOnly,
+}
+
+/// The list's plan: each skill with how it appears and, unless named only,
+/// its entry's text. Once the entries hold [`MAX_LIST_CHARS`], the rest are
+/// named only.
+fn plan(skills: &[Skill]) -> Vec<(&Skill, Listed, String)> {
+    let mut size = 0;
+    skills
+        .iter()
+        .map(|skill| {
+            if size > MAX_LIST_CHARS {
+                return (skill, Listed::NameOnly, String::new());
+            }
+            let description = cut(&skill.description, MAX_DESCRIPTION_CHARS);
+            let listed = match description {
+                std::borrow::Cow::Borrowed(_) => Listed::Whole,
+                std::borrow::Cow::Owned(_) => Listed::Cut,
+            };
+            let entry = format!(
+                "\n  <skill>\n    <name>{}</name>\n    <description>{description}</description>\n  </skill>",
+                skill.name
+            );
+            size += entry.len();
+            (skill, listed, entry)
+        })
+        .collect()
+}
+
 /// The system prompt's list of skills, or `None` when there are none.
 /// Descriptions are cut at [`MAX_DESCRIPTION_CHARS`]; once the list holds
 /// [`MAX_LIST_CHARS`], the remaining skills are named without descriptions.
@@ -199,18 +235,12 @@ pub fn prompt_block(skills: &[Skill]) -> Option<String> {
          skill's description, call the `skill` tool with its name before starting, then follow \
          the instructions it returns.\n<available_skills>",
     );
-    let start = block.len();
     let mut unlisted = Vec::new();
-    for skill in skills {
-        if block.len() - start > MAX_LIST_CHARS {
-            unlisted.push(skill.name.as_str());
-            continue;
+    for (skill, listed, entry) in plan(skills) {
+        match listed {
+            Listed::NameOnly => unlisted.push(skill.name.as_str()),
+            Listed::Whole | Listed::Cut => block.push_str(&entry),
         }
-        block.push_str(&format!(
-            "\n  <skill>\n    <name>{}</name>\n    <description>{}</description>\n  </skill>",
-            skill.name,
-            cut(&skill.description, MAX_DESCRIPTION_CHARS)
-        ));
     }
     if !unlisted.is_empty() {
         block.push_str(&format!(
@@ -220,6 +250,33 @@ pub fn prompt_block(skills: &[Skill]) -> Option<String> {
     }
     block.push_str("\n</available_skills>");
     Some(block)
+}
+
+/// What [`prompt_block`] left out, for `/context`: `None` when every skill
+/// is listed whole.
+pub fn cut_note(skills: &[Skill]) -> Option<String> {
+    let plan = plan(skills);
+    let names = |wanted: Listed| -> Vec<&str> {
+        plan.iter()
+            .filter(|(_, listed, _)| *listed == wanted)
+            .map(|(skill, _, _)| skill.name.as_str())
+            .collect()
+    };
+    let (cut, name_only) = (names(Listed::Cut), names(Listed::NameOnly));
+    let mut parts = Vec::new();
+    if !cut.is_empty() {
+        parts.push(format!(
+            "description cut at {MAX_DESCRIPTION_CHARS} characters: {}",
+            cut.join(", ")
+        ));
+    }
+    if !name_only.is_empty() {
+        parts.push(format!(
+            "named without description (the list holds about {MAX_LIST_CHARS} characters): {}",
+            name_only.join(", ")
+        ));
+    }
+    (!parts.is_empty()).then(|| format!("{} skills; {}", skills.len(), parts.join("; ")))
 }
 
 /// `text`'s first `max` characters, with `…` when cut.
@@ -388,5 +445,25 @@ mod tests {
                 .iter()
                 .all(|p| p.contains("links outside the project"))
         );
+    }
+
+    #[test]
+    fn the_cut_note_names_what_the_list_left_out() {
+        let skill = |name: &str, description: String| Skill {
+            name: name.to_string(),
+            description,
+            dir: PathBuf::from(name),
+        };
+        assert_eq!(cut_note(&[skill("a", "short".into())]), None);
+        let mut skills = vec![skill("huge", "x".repeat(20_000))];
+        skills.extend((0..80).map(|i| skill(&format!("s{i:02}"), "y".repeat(200))));
+        let note = cut_note(&skills).expect("a note");
+        assert!(
+            note.starts_with("81 skills; description cut at 1024 characters: huge;"),
+            "{note}"
+        );
+        assert!(note.contains("s79") && !note.contains("s00,"), "{note}");
+        let block = prompt_block(&skills).expect("a block");
+        assert!(block.contains("<more>Also available") && block.contains("s79"));
     }
 }

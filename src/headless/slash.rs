@@ -285,6 +285,9 @@ fn print_breakdown(
         )?;
     }
     let tilde = if gauge.estimated { "~" } else { "" };
+    for note in &breakdown.notes {
+        writeln!(stdout, "{note}")?;
+    }
     writeln!(
         stdout,
         "total {tilde}{} of {} usable ({} window - {} for output)",

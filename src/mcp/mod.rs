@@ -539,6 +539,16 @@ pub fn exposed_name(server: &str, tool: &str) -> String {
     format!("{head}{tag}")
 }
 
+/// Claude Code's spelling of an MCP tool, `mcp__SERVER__TOOL` (in agent
+/// files' `tools:` lists and permission rules), as cairn exposes that tool
+/// ([`exposed_name`]); `None` for any other name, and for the server-wide
+/// `mcp__SERVER` (it names no one tool). The server is what comes before the
+/// first `__`: Claude Code cannot tell `a__b` apart either.
+pub fn from_claude_name(name: &str) -> Option<String> {
+    let (server, tool) = name.strip_prefix("mcp__")?.split_once("__")?;
+    (!server.is_empty() && !tool.is_empty()).then(|| exposed_name(server, tool))
+}
+
 /// FNV-1a, 64 bits: a hash that never changes between builds or Rust
 /// versions (std's `DefaultHasher` may), for names that must be stable.
 fn fnv1a(bytes: &[u8]) -> u64 {
@@ -710,5 +720,24 @@ mod tests {
             "create_or_update_repository_file_contents_v2",
         );
         assert_ne!(long, other, "names cut to the same head stay apart");
+    }
+
+    #[test]
+    fn claude_code_mcp_names_map_to_exposed_names() {
+        let cases = [
+            ("mcp__fixture__echo", Some("fixture_echo".to_string())),
+            (
+                "mcp__github__create_issue",
+                Some("github_create_issue".to_string()),
+            ),
+            ("mcp__github", None),
+            ("mcp____echo", None),
+            ("mcp__github__", None),
+            ("Read", None),
+            ("github_create_issue", None),
+        ];
+        for (name, want) in cases {
+            assert_eq!(from_claude_name(name), want, "{name}");
+        }
     }
 }

@@ -30,8 +30,12 @@ pub enum ToolAccess {
     All,
     ReadOnly,
     None,
-    /// Exactly these tools (an agent file's `tools` list).
+    /// Exactly these tools (an agent file's `tools` list), MCP tools by
+    /// their exposed names.
     Only(BTreeSet<String>),
+    /// Every tool but these (Claude Code's `disallowedTools`, OpenCode's
+    /// `tools: {bash: false}`).
+    AllBut(BTreeSet<String>),
 }
 
 impl ToolAccess {
@@ -42,7 +46,14 @@ impl ToolAccess {
             ToolAccess::ReadOnly => read_only,
             ToolAccess::None => false,
             ToolAccess::Only(names) => names.contains(name),
+            ToolAccess::AllBut(names) => !names.contains(name),
         }
+    }
+
+    /// Whether the MCP tool exposed as `exposed` is available. MCP tools
+    /// may change anything, so a read-only agent has none.
+    pub fn allows_mcp(&self, exposed: &str) -> bool {
+        self.allows(exposed, false)
     }
 }
 
@@ -142,6 +153,11 @@ pub struct AgentOverride {
     pub tools: Option<ToolAccess>,
     /// Permission rules of its own (`permission:` in an agent file).
     pub permission: Option<Vec<crate::permission::Rule>>,
+    /// A model named without its provider (Claude Code's `sonnet`, `opus`,
+    /// `haiku`, `inherit`, or a bare model id), for
+    /// `agent_files::resolve_models` to turn into `model` before
+    /// [`Agents::new`]; it reads only `model`.
+    pub model_alias: Option<String>,
 }
 
 impl Agents {

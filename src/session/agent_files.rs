@@ -1,12 +1,14 @@
 //! Custom agents from Markdown files with YAML front matter: cairn's
 //! `.cairn/agents/` (from the working directory up to the project root, then
-//! `~/.config/cairn/agents/`) and Claude Code's `.claude/agents/` (same walk,
-//! then `~/.claude/agents/`). The file name is the agent's name unless the
-//! front matter says `name:` (Claude Code's field); the body is its prompt.
+//! `~/.config/cairn/agents/`), OpenCode's `.opencode/agent/` (same walk, then
+//! `~/.config/opencode/agent/`) and Claude Code's `.claude/agents/` (same
+//! walk, then `~/.claude/agents/`). The file name is the agent's name unless
+//! the front matter says `name:` (Claude Code's field); the body is its
+//! prompt.
 //!
 //! A nearer file wins over a farther one of the same name; cairn's own
-//! directories win over Claude Code's. A broken file is a problem to report,
-//! never a reason to refuse to start.
+//! directories win over OpenCode's, and those over Claude Code's. A broken
+//! file is a problem to report, never a reason to refuse to start.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -23,6 +25,9 @@ pub struct Found {
     pub problems: Vec<String>,
 }
 
+/// OpenCode's agent folders inside `.opencode/` (it reads both spellings).
+const OPENCODE_DIRS: [&str; 2] = ["agent", "agents"];
+
 /// Directories searched, in priority order (first wins for a name).
 pub fn directories(env: &Environment) -> Vec<PathBuf> {
     let walk: Vec<&Path> = env
@@ -32,6 +37,17 @@ pub fn directories(env: &Environment) -> Vec<PathBuf> {
         .collect();
     let mut dirs: Vec<PathBuf> = walk.iter().map(|d| d.join(".cairn/agents")).collect();
     dirs.extend(env.config_dir.iter().map(|d| d.join("agents")));
+    dirs.extend(
+        walk.iter()
+            .flat_map(|d| OPENCODE_DIRS.map(|sub| d.join(".opencode").join(sub))),
+    );
+    // OpenCode's global folder sits beside cairn's (`~/.config/opencode`).
+    dirs.extend(
+        env.config_dir
+            .iter()
+            .filter_map(|d| d.parent())
+            .flat_map(|d| OPENCODE_DIRS.map(|sub| d.join("opencode").join(sub))),
+    );
     dirs.extend(walk.iter().map(|d| d.join(".claude/agents")));
     dirs.extend(env.home.iter().map(|h| h.join(".claude/agents")));
     dirs
@@ -43,7 +59,14 @@ pub fn project_directories(env: &Environment) -> Vec<PathBuf> {
     env.cwd
         .ancestors()
         .take_while(|dir| dir.starts_with(&env.root))
-        .flat_map(|dir| [dir.join(".cairn/agents"), dir.join(".claude/agents")])
+        .flat_map(|dir| {
+            [
+                dir.join(".cairn/agents"),
+                dir.join(".opencode/agent"),
+                dir.join(".opencode/agents"),
+                dir.join(".claude/agents"),
+            ]
+        })
         .collect()
 }
 
@@ -163,10 +186,12 @@ pub fn parse(stem: &str, text: &str, claude: bool) -> Result<(String, AgentOverr
         None => claude.then_some(Mode::Subagent),
     };
     let body = fm.body.trim();
+    let (model, model_alias) = model(&fm)?;
     Ok((
         name,
         AgentOverride {
-            model: model(&fm)?,
+            model,
+            model_alias,
             steps: fm.number("steps").map(|n| n.max(1.0) as u32),
             temperature: fm.number("temperature").map(|t| t as f32),
             prompt: (!body.is_empty()).then(|| body.to_string()),
@@ -218,48 +243,108 @@ fn permission(fm: &FrontMatter) -> Result<Option<Vec<crate::permission::Rule>>, 
     Ok(Some(crate::permission::config_rules(&config)))
 }
 
-/// `provider/model`; Claude Code's aliases (`sonnet`, `opus`, `haiku`,
-/// `inherit`) name no provider, so they mean the session's model.
-fn model(fm: &FrontMatter) -> Result<Option<ModelRef>, String> {
+/// `provider/model` as a model; any other value (Claude Code's `sonnet`,
+/// `inherit`, a bare id) as an alias for [`resolve_models`].
+fn model(fm: &FrontMatter) -> Result<(Option<ModelRef>, Option<String>), String> {
     match fm.string("model") {
         Some(text) if text.contains('/') => ModelRef::parse(&text)
-            .map(Some)
+            .map(|model| (Some(model), None))
             .map_err(|e| format!("model: {e}")),
-        _ => Ok(None),
+        Some(text) if !text.is_empty() => Ok((None, Some(text))),
+        _ => Ok((None, None)),
+    }
+}
+
+/// Claude Code's model aliases per provider: (provider, alias, that
+/// provider's model). One table, shown in the README; an alias with no row
+/// for the session's provider runs on the session's model, with a notice.
+pub const MODEL_ALIASES: &[(&str, &str, &str)] = &[
+    ("anthropic", "sonnet", "claude-sonnet-4-5"),
+    ("anthropic", "opus", "claude-opus-4-5"),
+    ("anthropic", "haiku", "claude-haiku-4-5"),
+    ("openrouter", "sonnet", "anthropic/claude-sonnet-4.5"),
+    ("openrouter", "opus", "anthropic/claude-opus-4.5"),
+    ("openrouter", "haiku", "anthropic/claude-haiku-4.5"),
+];
+
+/// Turns each agent's `model_alias` into a model of `session`'s provider
+/// through [`MODEL_ALIASES`]: `inherit` is the session's model (no model of
+/// its own); a bare id is taken as the session provider's model when that
+/// provider's catalog serves it. Whatever has no mapping is reported in
+/// `found.problems` and runs on the session's model: never silently.
+pub fn resolve_models(found: &mut Found, session: &ModelRef) {
+    let provider = session.provider.as_str();
+    for (name, agent) in &mut found.agents {
+        let Some(alias) = agent.model_alias.take() else {
+            continue;
+        };
+        if alias == "inherit" {
+            continue;
+        }
+        let mapped = MODEL_ALIASES
+            .iter()
+            .find(|(p, a, _)| *p == provider && *a == alias)
+            .map(|(_, _, model)| *model)
+            .or_else(|| {
+                crate::provider::catalog::served_by(provider)
+                    .iter()
+                    .find(|served| **served == alias)
+                    .copied()
+            });
+        match mapped {
+            Some(model) => agent.model = Some(ModelRef::new(provider, model)),
+            None => found.problems.push(format!(
+                "agent {name}: model `{alias}` has no mapping for provider `{provider}` \
+                 (cairn maps sonnet, opus and haiku for anthropic and openrouter); \
+                 it runs on the session's model {session}"
+            )),
+        }
     }
 }
 
 /// `tools:` as a list (Claude Code: `Read, Grep, Glob`) or as OpenCode's map
-/// of `name: true/false` (false turns a tool off, the rest stay).
+/// of `name: true/false` (false turns a tool off, the rest stay), then
+/// Claude Code's `disallowedTools` list taken away from either.
 fn tools(fm: &FrontMatter) -> Option<ToolAccess> {
-    if let Some(map) = fm.map("tools") {
+    let denied: BTreeSet<String> = fm
+        .list("disallowedTools")
+        .unwrap_or_default()
+        .iter()
+        .map(|name| canonical_tool(name))
+        .collect();
+    let access = if let Some(map) = fm.map("tools") {
         let off: BTreeSet<String> = map
             .iter()
             .filter(|(_, on)| on == "false")
             .map(|(name, _)| canonical_tool(name))
             .collect();
-        if off.is_empty() {
-            return None;
+        (!off.is_empty()).then_some(ToolAccess::AllBut(off))
+    } else {
+        fm.list("tools")
+            .map(|list| ToolAccess::Only(list.iter().map(|name| canonical_tool(name)).collect()))
+    };
+    match (access, denied.is_empty()) {
+        (access, true) => access,
+        (None, false) => Some(ToolAccess::AllBut(denied)),
+        (Some(ToolAccess::Only(on)), false) => {
+            Some(ToolAccess::Only(on.difference(&denied).cloned().collect()))
         }
-        let on = crate::tool::Registry::builtin()
-            .names()
-            .into_iter()
-            .map(str::to_string)
-            .chain([crate::session::agent::TASK_TOOL.to_string()])
-            .filter(|name| !off.contains(name))
-            .collect();
-        return Some(ToolAccess::Only(on));
+        (Some(ToolAccess::AllBut(off)), false) => {
+            Some(ToolAccess::AllBut(off.union(&denied).cloned().collect()))
+        }
+        (Some(other), false) => Some(other),
     }
-    let list = fm.list("tools")?;
-    Some(ToolAccess::Only(
-        list.iter().map(|name| canonical_tool(name)).collect(),
-    ))
 }
 
-/// Claude Code names tools in CamelCase (`Read`, `Bash`, `LS`, `MultiEdit`);
-/// cairn's are lower case. `Task` is cairn's `task`.
+/// Claude Code names tools in CamelCase (`Read`, `Bash`, `LS`, `MultiEdit`)
+/// and MCP tools `mcp__server__tool`; cairn's are lower case and MCP tools
+/// go by their exposed names. `Task` is cairn's `task`.
 fn canonical_tool(name: &str) -> String {
-    match name.trim() {
+    let name = name.trim();
+    if let Some(exposed) = crate::mcp::from_claude_name(name) {
+        return exposed;
+    }
+    match name {
         "LS" => "list".to_string(),
         "MultiEdit" => "edit".to_string(),
         "TodoWrite" => "todowrite".to_string(),
@@ -310,10 +395,11 @@ mod tests {
         assert_eq!(agent.mode, Some(Mode::Primary));
         assert_eq!(agent.model.unwrap().to_string(), "anthropic/claude-x");
         assert_eq!(agent.steps, Some(3));
-        let Some(ToolAccess::Only(tools)) = agent.tools else {
+        let Some(access) = agent.tools else {
             panic!("a tool set")
         };
-        assert!(tools.contains("read") && !tools.contains("bash") && !tools.contains("write"));
+        assert!(access.allows("read", true) && access.allows("task", false));
+        assert!(!access.allows("bash", false) && !access.allows("write", false));
         let bad = parse("x", "---\nmode: boss\n---\nhi", false).unwrap_err();
         assert!(bad.contains("mode `boss`"), "{bad}");
         let bad = parse("x", "---\nname: two words\n---\n", false).unwrap_err();
@@ -426,5 +512,93 @@ mod tests {
             "{:?}",
             found.problems
         );
+    }
+
+    /// Claude Code's `disallowedTools` (both spellings seen in public
+    /// repositories) and `mcp__server__tool` names in `tools:`.
+    #[test]
+    fn disallowed_tools_and_claude_mcp_names() {
+        let cases: &[(&str, &[&str], &[&str])] = &[
+            (
+                "disallowedTools: Write, Edit, Bash",
+                &["read", "grep", "task", "fixture_echo"],
+                &["write", "edit", "bash"],
+            ),
+            (
+                "disallowedTools: [\"Write\", \"MultiEdit\"]",
+                &["read", "bash"],
+                &["write", "edit"],
+            ),
+            (
+                "tools: Read, Bash, Edit\ndisallowedTools: Bash",
+                &["read", "edit"],
+                &["bash", "write", "fixture_echo"],
+            ),
+            (
+                "tools: Read, mcp__fixture__echo",
+                &["read", "fixture_echo"],
+                &["fixture_fail", "write"],
+            ),
+            (
+                "tools:\n  bash: false\ndisallowedTools: Write",
+                &["read", "edit", "fixture_echo"],
+                &["bash", "write"],
+            ),
+        ];
+        for (front, on, off) in cases {
+            let text = format!("---\ndescription: d\n{front}\n---\nBody.\n");
+            let (_, agent) = parse("x", &text, true).expect("parses");
+            let access = agent.tools.expect("tool access");
+            for name in *on {
+                assert!(access.allows(name, false), "{front}: {name} kept");
+            }
+            for name in *off {
+                assert!(!access.allows(name, false), "{front}: {name} gone");
+            }
+        }
+    }
+
+    #[test]
+    fn model_aliases_go_through_the_table_or_are_reported() {
+        let agent = |model: &str| {
+            let text = format!("---\ndescription: d\nmodel: {model}\n---\nBody.\n");
+            parse("a", &text, true).expect("parses")
+        };
+        let session = ModelRef::new("anthropic", "claude-sonnet-4-5");
+        let mut found = Found {
+            agents: ["sonnet", "haiku", "inherit", "claude-opus-4-1", "gpt-5"]
+                .map(agent)
+                .into(),
+            problems: Vec::new(),
+        };
+        resolve_models(&mut found, &session);
+        let models: Vec<Option<String>> = found
+            .agents
+            .iter()
+            .map(|(_, a)| a.model.as_ref().map(ToString::to_string))
+            .collect();
+        assert_eq!(
+            models,
+            [
+                Some("anthropic/claude-sonnet-4-5".to_string()),
+                Some("anthropic/claude-haiku-4-5".to_string()),
+                None,
+                Some("anthropic/claude-opus-4-1".to_string()),
+                None,
+            ]
+        );
+        assert_eq!(found.problems.len(), 1, "{:?}", found.problems);
+        assert!(
+            found.problems[0].contains("`gpt-5`"),
+            "{:?}",
+            found.problems
+        );
+        let mut found = Found {
+            agents: vec![agent("opus")],
+            problems: Vec::new(),
+        };
+        resolve_models(&mut found, &ModelRef::new("ollama", "qwen3"));
+        assert_eq!(found.agents[0].1.model, None);
+        assert!(found.problems[0].contains("provider `ollama`"));
     }
 }

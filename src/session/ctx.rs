@@ -103,6 +103,9 @@ pub struct SessionCtx {
     pub reported: Mutex<std::collections::HashSet<String>>,
     /// `instructions` given as URLs, fetched once for the session.
     pub remote_instructions: crate::session::remote_instructions::RemoteInstructions,
+    /// The folders whose AGENTS.md / CLAUDE.md a tool result already
+    /// brought (`session::instructions::for_file`): once per session.
+    pub instruction_folders: Mutex<std::collections::BTreeSet<std::path::PathBuf>>,
     /// The project's snapshot store; `None` when snapshots are off.
     pub snapshots: Option<crate::snapshot::Snapshots>,
     /// The newest snapshot the session's steps left, maybe still being

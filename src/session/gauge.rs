@@ -680,6 +680,7 @@ async fn with_next_request<R>(
 pub async fn breakdown(ctx: &SessionCtx, model: &ResolvedModel) -> Result<ContextBreakdown, Error> {
     let last_compaction = *lock(&ctx.accounting.last_compaction);
     let next = with_next_request(ctx, model, |_, _, request| request.clone()).await?;
+    let lists_skills = next.tools.iter().any(|tool| tool.name == "skill");
     let fixed_exact = fixed_exact(ctx, model, &next).await;
     with_next_request(ctx, model, |read, history, request| {
         // Prune walks back from the newest message to the latest summary,
@@ -689,7 +690,7 @@ pub async fn breakdown(ctx: &SessionCtx, model: &ResolvedModel) -> Result<Contex
             prune::plan_prune(read, limits, |part| view::part_tokens(part).0).freed_tokens;
         let gauge = measure(ctx, model, history, request);
         let (base, instructions) = request.system.split_at(1.min(request.system.len()));
-        view::build_breakdown(&BreakdownInput {
+        let mut breakdown = view::build_breakdown(&BreakdownInput {
             base_prompt: base,
             instruction_files: instructions,
             tools: &request.tools,
@@ -698,7 +699,15 @@ pub async fn breakdown(ctx: &SessionCtx, model: &ResolvedModel) -> Result<Contex
             gauge,
             last_compaction,
             fixed_exact,
-        })
+        });
+        // The request lists skills exactly when it offers the skill tool.
+        if lists_skills {
+            let skills = crate::skill::discover(&ctx.env.skill_roots());
+            breakdown.notes.extend(
+                crate::skill::cut_note(&skills.skills).map(|note| format!("skills: {note}")),
+            );
+        }
+        breakdown
     })
     .await
 }

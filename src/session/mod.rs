@@ -10,6 +10,8 @@
 //! - `agent`           build / plan / general / explore / compaction
 //! - `agent_files`     custom agents from Markdown files (.cairn, .claude)
 //! - `prompt`          the system prompt and instruction files
+//! - `instructions`    which AGENTS.md / CLAUDE.md a folder gives, `@path`
+//!   imports, a subfolder's files on the first read there
 //! - `models`          provider/model -> client, limits, prices
 //! - `model_choices`   what `/model` offers (keyed, configured, local models)
 //! - `gauge`           the gauge, overflow and `/context` for this session
@@ -40,6 +42,7 @@ pub mod ctx;
 pub mod doom;
 pub mod export;
 pub mod gauge;
+pub mod instructions;
 pub mod lock;
 pub mod mention;
 pub mod model_choices;

@@ -16,17 +16,7 @@ const BASE_PROMPT: &str = include_str!("../../assets/prompts/system.txt");
 /// (`compaction.lean_prompt_below`): the same rules in a few lines.
 const LEAN_BASE_PROMPT: &str = include_str!("../../assets/prompts/system-lean.txt");
 
-/// Project instruction file names, in priority order: the first name found
-/// anywhere between the working directory and the project root wins, so
-/// AGENTS.md and CLAUDE.md are not stacked (spec 5.3).
-const PROJECT_INSTRUCTION_NAMES: [&str; 3] = ["AGENTS.md", "CLAUDE.md", "CONTEXT.md"];
-
-/// One instruction file, as sent.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Instruction {
-    pub path: PathBuf,
-    pub content: String,
-}
+pub use crate::session::instructions::Instruction;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct SystemPrompt {
@@ -179,8 +169,12 @@ fn lean_environment_block(env: &Environment) -> String {
 /// Global, then project (nearest first), then config files; empty files
 /// skipped. Also returns what went wrong with the configured ones.
 fn instruction_files(env: &Environment) -> (Vec<Instruction>, Vec<String>) {
-    let mut problems = Vec::new();
-    let mut paths = Vec::new();
+    use crate::session::instructions::{Reach, Reader, project_files};
+    let mut reader = Reader::default();
+    let reach = Reach {
+        root: &env.root,
+        home: env.home.as_deref(),
+    };
     let global = [
         env.config_dir.as_ref().map(|dir| dir.join("AGENTS.md")),
         env.home
@@ -188,17 +182,17 @@ fn instruction_files(env: &Environment) -> (Vec<Instruction>, Vec<String>) {
             .map(|home| home.join(".claude").join("CLAUDE.md")),
     ];
     if let Some(first) = global.into_iter().flatten().find(|p| p.is_file()) {
-        paths.push(first);
+        reader.add(&first, reach);
     }
-    for path in project_instruction_files(&env.cwd, &env.root) {
+    for path in project_files(&env.cwd, &env.root) {
         match crate::shared::linked_outside(&path, &env.root) {
-            Some(target) => problems.push(format!(
+            Some(target) => reader.problems.push(format!(
                 "instruction file {} is a link to {}, outside the project: not sent to the model \
                  (a repository, or a command, could point it at your keys)",
                 path.display(),
                 target.display()
             )),
-            None => paths.push(path),
+            None => reader.add(&path, reach),
         }
     }
     for extra in &env.extra_instructions {
@@ -213,46 +207,25 @@ fn instruction_files(env: &Environment) -> (Vec<Instruction>, Vec<String>) {
         };
         if !is_glob(extra) {
             if !path.is_file() {
-                problems.push(format!(
+                reader.problems.push(format!(
                     "instruction file {} (config `instructions`) does not exist",
                     path.display()
                 ));
             }
-            paths.push(path);
+            reader.add_plain(&path);
             continue;
         }
         match expand_glob(&path) {
-            Ok(matches) if matches.is_empty() => problems.push(format!(
+            Ok(matches) if matches.is_empty() => reader.problems.push(format!(
                 "instructions glob {extra:?} (config `instructions`) matches no file"
             )),
-            Ok(matches) => paths.extend(matches),
-            Err(error) => problems.push(format!(
+            Ok(matches) => matches.iter().for_each(|path| reader.add_plain(path)),
+            Err(error) => reader.problems.push(format!(
                 "instructions glob {extra:?} (config `instructions`) is not valid: {error}"
             )),
         }
     }
-    let mut seen = Vec::new();
-    let mut out = Vec::new();
-    for path in paths {
-        let canonical = path.canonicalize().unwrap_or_else(|_| path.clone());
-        if seen.contains(&canonical) {
-            continue;
-        }
-        seen.push(canonical);
-        match std::fs::read_to_string(&path) {
-            Ok(content) if !content.trim().is_empty() => out.push(Instruction { path, content }),
-            Ok(_) => {}
-            Err(error) if path.exists() => {
-                tracing::warn!(path = %path.display(), %error, "cannot read instruction file");
-                problems.push(format!(
-                    "cannot read instruction file {}: {error}",
-                    path.display()
-                ));
-            }
-            Err(_) => {} // missing: reported above when configured, optional otherwise
-        }
-    }
-    (out, problems)
+    (reader.instructions, reader.problems)
 }
 
 /// Most files one `instructions` glob adds: each one is sent with every
@@ -288,24 +261,6 @@ fn expand_glob(pattern: &Path) -> Result<Vec<PathBuf>, globset::Error> {
     Ok(found)
 }
 
-fn project_instruction_files(cwd: &Path, root: &Path) -> Vec<PathBuf> {
-    let dirs: Vec<&Path> = cwd
-        .ancestors()
-        .take_while(|dir| dir.starts_with(root))
-        .collect();
-    for name in PROJECT_INSTRUCTION_NAMES {
-        let found: Vec<PathBuf> = dirs
-            .iter()
-            .map(|dir| dir.join(name))
-            .filter(|path| path.is_file())
-            .collect();
-        if !found.is_empty() {
-            return found;
-        }
-    }
-    Vec::new()
-}
-
 /// Today's date as `YYYY-MM-DD` (UTC), without pulling in a date crate.
 fn today() -> String {
     let days = crate::clock::now_millis().div_euclid(86_400_000);
@@ -336,7 +291,7 @@ mod tests {
     }
 
     #[test]
-    fn agents_md_wins_over_claude_md_and_all_levels_are_read() {
+    fn every_level_gives_its_agents_and_claude_md() {
         let tmp = tempfile::tempdir().expect("tempdir");
         let root = tmp.path();
         let sub = root.join("crates/core");
@@ -344,6 +299,8 @@ mod tests {
         std::fs::write(root.join("AGENTS.md"), "root rules").expect("write");
         std::fs::write(sub.join("AGENTS.md"), "core rules").expect("write");
         std::fs::write(root.join("CLAUDE.md"), "claude rules").expect("write");
+        // A copy of a file already sent is not sent twice.
+        std::fs::write(sub.join("CLAUDE.md"), "core rules\n").expect("write");
         let agents = Agents::builtin();
         let prompt = build(
             agents.get("build"),
@@ -355,7 +312,7 @@ mod tests {
             .iter()
             .map(|i| i.content.as_str())
             .collect();
-        assert_eq!(contents, ["core rules", "root rules"]);
+        assert_eq!(contents, ["core rules", "root rules", "claude rules"]);
         let blocks = prompt.blocks();
         assert_eq!(blocks.len(), 2);
         assert!(blocks[1].starts_with("Instructions from: "));
@@ -399,7 +356,7 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn every_instruction_file_name_linked_outside_is_not_sent() {
-        for name in PROJECT_INSTRUCTION_NAMES {
+        for name in ["AGENTS.md", "CLAUDE.md", "CONTEXT.md"] {
             let tmp = tempfile::tempdir().expect("tempdir");
             let outside = tempfile::tempdir().expect("outside");
             std::fs::write(outside.path().join("id_rsa"), "PRIVATE KEY").expect("write");

@@ -59,10 +59,11 @@ pub fn build_request(
     }
     let allowed =
         |tool: &dyn crate::tool::Tool| agent.tools.allows(tool.name(), tool.is_read_only());
+    let mcp_allowed = |exposed: &str| agent.tools.allows_mcp(exposed);
     let mut tools = if lean {
-        ctx.tools.lean_specs(allowed)
+        ctx.tools.lean_specs(allowed, mcp_allowed)
     } else {
-        ctx.tools.specs(allowed)
+        ctx.tools.specs_with(allowed, mcp_allowed)
     };
     // Subagents need a window of their own to be worth it: not in the lean
     // prompt; nor offered where a call could only be refused (max depth).

@@ -215,6 +215,7 @@ fn child_ctx(parent: &SessionCtx, child_id: &str, agent: &Agent) -> SessionCtx {
         kept_view: Default::default(),
         reported: Default::default(),
         remote_instructions: Default::default(),
+        instruction_folders: Default::default(),
         snapshots: parent.snapshots.clone(),
         snapshot_chain: Default::default(),
     }

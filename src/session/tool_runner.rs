@@ -317,6 +317,9 @@ impl Worker {
             None if signature.tool == crate::session::agent::TASK_TOOL => {
                 self.access.allows(crate::session::agent::TASK_TOOL, false)
             }
+            None if tools.mcp().is_some_and(|hub| hub.has_tool(&signature.tool)) => {
+                self.access.allows_mcp(&signature.tool)
+            }
             None => true, // the registry answers unknown tools with the list of real ones
             Some(tool) => self.access.allows(tool.name(), tool.is_read_only()),
         };
@@ -409,6 +412,10 @@ impl Worker {
             sandbox: self.ctx.settings.sandbox.clone(),
             editor: self.ctx.settings.editor.clone(),
         };
+        let file = FILE_TOOLS
+            .contains(&name)
+            .then(|| file_argument(&input))
+            .flatten();
         let result = if name == crate::session::agent::TASK_TOOL {
             let (progress_tx, progress_rx) = mpsc::unbounded_channel();
             let mut tool_ctx = tool_ctx;
@@ -423,13 +430,64 @@ impl Worker {
             run_showing_progress(&self.ctx, part, name, input, tool_ctx).await
         };
         match result {
-            Ok(output) => (Ok(output), false),
+            Ok(mut output) => {
+                if let Some(reminder) = self.folder_instructions(name, &file) {
+                    output.output.push_str("\n\n");
+                    output.output.push_str(&reminder);
+                }
+                (Ok(output), false)
+            }
             Err(error) => {
                 let blocked = matches!(error, ToolError::PermissionRejected { message: None });
                 (Err(error.into()), blocked)
             }
         }
     }
+}
+
+impl Worker {
+    /// The AGENTS.md / CLAUDE.md of `file`'s folders that the system prompt
+    /// does not send, the first time this session works there, as a
+    /// reminder for the tool's result (how Claude Code brings a subfolder's
+    /// CLAUDE.md: with the read that reached it, not in every request).
+    fn folder_instructions(&self, name: &str, file: &Option<String>) -> Option<String> {
+        let file = file.as_deref()?;
+        let env = &self.ctx.env;
+        let path = crate::paths::expand_home(file, env.home.as_deref());
+        let reach = crate::session::instructions::Reach {
+            root: &env.root,
+            home: env.home.as_deref(),
+        };
+        let reader = {
+            let mut attached = lock(&self.ctx.instruction_folders);
+            crate::session::instructions::for_file(
+                &env.cwd.join(path),
+                &env.cwd,
+                reach,
+                &mut attached,
+            )
+        };
+        for problem in &reader.problems {
+            self.ctx.report_once(problem);
+        }
+        tracing::debug!(
+            tool = name,
+            files = reader.instructions.len(),
+            "folder instructions"
+        );
+        crate::session::instructions::reminder(&reader.instructions)
+    }
+}
+
+/// The tools whose file brings its folder's instruction files.
+const FILE_TOOLS: [&str; 3] = ["read", "edit", "write"];
+
+/// The file a file tool was called on (`path`, or the peers' spellings).
+fn file_argument(input: &Value) -> Option<String> {
+    ["path", "file_path", "filePath"]
+        .iter()
+        .find_map(|key| input.get(key)?.as_str())
+        .map(str::to_string)
 }
 
 /// Waits for every concurrent `task` call; true when one must stop the loop.

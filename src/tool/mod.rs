@@ -573,6 +573,20 @@ impl Registry {
     /// then the ready MCP tools (never read-only: they are kept only when
     /// `filter` keeps the write tools, i.e. not for the plan agent).
     pub fn specs(&self, filter: impl Fn(&dyn Tool) -> bool) -> Vec<ToolSpec> {
+        let writes_allowed = self
+            .tools
+            .get("write")
+            .is_some_and(|write| filter(write.as_ref()));
+        self.specs_with(filter, |_| writes_allowed)
+    }
+
+    /// [`Registry::specs`] with the MCP tools chosen by exposed name: an
+    /// agent's `tools: Read, mcp__srv__tool` gets that one MCP tool.
+    pub fn specs_with(
+        &self,
+        filter: impl Fn(&dyn Tool) -> bool,
+        mcp: impl Fn(&str) -> bool,
+    ) -> Vec<ToolSpec> {
         let mut specs: Vec<ToolSpec> = self
             .tools
             .values()
@@ -583,12 +597,8 @@ impl Registry {
                 parameters: tool.parameters(),
             })
             .collect();
-        let writes_allowed = self
-            .tools
-            .get("write")
-            .is_some_and(|write| filter(write.as_ref()));
-        if let Some(hub) = self.mcp.as_ref().filter(|_| writes_allowed) {
-            specs.extend(hub.specs());
+        if let Some(hub) = self.mcp.as_ref() {
+            specs.extend(hub.specs().into_iter().filter(|spec| mcp(&spec.name)));
         }
         specs
     }
@@ -596,15 +606,22 @@ impl Registry {
     /// [`Registry::specs`] for a small window: no tool in [`LEAN_OMITTED`],
     /// each description cut to its first sentence and the parameters'
     /// descriptions dropped (names and types say enough).
-    pub fn lean_specs(&self, filter: impl Fn(&dyn Tool) -> bool) -> Vec<ToolSpec> {
-        self.specs(|tool| !LEAN_OMITTED.contains(&tool.name()) && filter(tool))
-            .into_iter()
-            .map(|spec| ToolSpec {
-                description: first_sentence(&spec.description).to_string(),
-                parameters: without_descriptions(spec.parameters),
-                name: spec.name,
-            })
-            .collect()
+    pub fn lean_specs(
+        &self,
+        filter: impl Fn(&dyn Tool) -> bool,
+        mcp: impl Fn(&str) -> bool,
+    ) -> Vec<ToolSpec> {
+        self.specs_with(
+            |tool| !LEAN_OMITTED.contains(&tool.name()) && filter(tool),
+            mcp,
+        )
+        .into_iter()
+        .map(|spec| ToolSpec {
+            description: first_sentence(&spec.description).to_string(),
+            parameters: without_descriptions(spec.parameters),
+            name: spec.name,
+        })
+        .collect()
     }
 
     /// Runs `name`; its output passes through [`truncate::truncate`] unless
@@ -688,7 +705,7 @@ mod tests {
     fn lean_specs_drop_todowrite_skill_and_long_descriptions() {
         let registry = Registry::builtin();
         let full = registry.specs(|_| true);
-        let lean = registry.lean_specs(|_| true);
+        let lean = registry.lean_specs(|_| true, |_| true);
         for omitted in LEAN_OMITTED {
             assert!(full.iter().any(|s| s.name == *omitted), "{omitted}");
             assert!(lean.iter().all(|s| s.name != *omitted), "{omitted}");

@@ -292,6 +292,7 @@ fn context_overlay_bars_add_up_to_the_gauge() {
             read: 41_000,
             write: 2_100,
         }),
+        notes: Vec::new(),
     })));
     assert_snapshot!(render(&mut app, 80, 24));
 }

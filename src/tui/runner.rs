@@ -651,6 +651,7 @@ mod tests {
             gauge: gauge(62_000),
             last_compaction: None,
             last_cache: None,
+            notes: Vec::new(),
         };
         reply.send(breakdown.clone()).expect("the TUI is waiting");
         let message = internal_rx.recv().await.expect("the reply comes back");

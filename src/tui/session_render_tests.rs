@@ -59,6 +59,7 @@ fn context_shows_the_provider_difference_as_its_own_row() {
                 gauge: gauge(62_000),
                 last_compaction: None,
                 last_cache: None,
+                notes: Vec::new(),
             },
         )));
         app

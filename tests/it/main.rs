@@ -23,6 +23,7 @@ mod support;
 mod tools_common;
 
 mod acp;
+mod agent_files_run;
 mod cli;
 mod cli_run;
 mod cli_run_count;
@@ -47,6 +48,7 @@ mod hardening_hangs;
 mod hardening_secrets;
 mod hardening_soak;
 mod hardening_streams;
+mod instructions_run;
 mod layering;
 mod loop_failures;
 mod loop_scenarios;

@@ -208,28 +208,45 @@ async fn slash_skills_lists_them_without_calling_the_model() {
     assert!(server.requests().is_empty(), "no model call for /skills");
 }
 
+/// The description of the eighth of [`install_fifty_skills`]: 19.6 KB.
+fn huge_description() -> String {
+    "Handles every kind of document. ".repeat(610)
+}
+
+fn fifty_description(i: usize) -> String {
+    if i == 7 {
+        huge_description()
+    } else {
+        format!(
+            "Skill number {i}: what it does, in one long sentence of about two hundred characters, written the way real skill authors write their descriptions for the model to match on."
+        )
+    }
+}
+
+/// 50 skills in `.claude/skills/`, the eighth (`skill-07`) with a 19.6 KB
+/// description.
+fn install_fifty_skills(project: &Project) {
+    for i in 0..50 {
+        let dir = project.path(&format!(".claude/skills/skill-{i:02}"));
+        std::fs::create_dir_all(&dir).expect("skill dir");
+        std::fs::write(
+            dir.join("SKILL.md"),
+            format!(
+                "---\nname: skill-{i:02}\ndescription: {}\n---\nBody {i}.\n",
+                fifty_description(i)
+            ),
+        )
+        .expect("SKILL.md");
+    }
+}
+
 /// 50 skills, one with a 19.6 KB description: the list in the system prompt
 /// is bounded (each description cut at 1,024 characters, the whole list at
 /// about 12,000), and every skill is still named.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fifty_skills_and_a_huge_description_do_not_swamp_the_prompt() {
     let project = Project::new();
-    for i in 0..50 {
-        let description = if i == 7 {
-            "Handles every kind of document. ".repeat(610)
-        } else {
-            format!(
-                "Skill number {i}: what it does, in one long sentence of about two hundred characters, written the way real skill authors write their descriptions for the model to match on."
-            )
-        };
-        let dir = project.path(&format!(".claude/skills/skill-{i:02}"));
-        std::fs::create_dir_all(&dir).expect("skill dir");
-        std::fs::write(
-            dir.join("SKILL.md"),
-            format!("---\nname: skill-{i:02}\ndescription: {description}\n---\nBody {i}.\n"),
-        )
-        .expect("SKILL.md");
-    }
+    install_fifty_skills(&project);
     let server = ScriptedServer::start([text("Hi.", 500)]).await;
     project.use_scripted(&server);
     project.ok(&["run", "hello"]).await;
@@ -274,4 +291,110 @@ async fn only_an_agent_with_the_skill_tool_is_told_about_skills() {
     let system = |i: usize| server.requests()[i].json()["messages"][0]["content"].to_string();
     assert!(!system(0).contains("pdf-processing"), "{}", system(0));
     assert!(system(1).contains("pdf-processing"), "{}", system(1));
+}
+
+/// The 50 skills again: `/context` says which descriptions were cut and
+/// which skills are named only, and the `skill` tool's description says the
+/// list may name skills without their descriptions. The system prompt's
+/// size is counted with cairn's own counter, against the whole list as it
+/// was sent before the caps (every description whole).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn context_names_the_skills_cut_from_the_list() {
+    let project = Project::new();
+    let bare = ScriptedServer::start([text("Hi.", 500)]).await;
+    project.use_scripted(&bare);
+    project.ok(&["run", "hello"]).await;
+    let bare_system = bare.requests()[0].json()["messages"][0]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    install_fifty_skills(&project);
+    let server = ScriptedServer::start([text("Hi.", 500)]).await;
+    project.use_scripted(&server);
+    project.ok(&["run", "hello"]).await;
+    let request = server.requests()[0].json();
+    let system = request["messages"][0]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let whole_list: String = (0..50)
+        .map(|i| {
+            format!(
+                "\n  <skill>\n    <name>skill-{i:02}</name>\n    <description>{}</description>\n  </skill>",
+                fifty_description(i)
+            )
+        })
+        .collect();
+    let (bare_tokens, after) = (
+        cairn::token::count(&bare_system),
+        cairn::token::count(&system),
+    );
+    let before = bare_tokens + cairn::token::count(&whole_list);
+    eprintln!(
+        "system prompt tokens: no skills {bare_tokens}, 50 skills uncapped {before}, capped {after}"
+    );
+    assert!(after < bare_tokens + 4_000, "{after} tokens");
+    let skill_tool = request["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .find(|t| t["function"]["name"] == "skill")
+        .expect("the skill tool")["function"]["description"]
+        .to_string();
+    assert!(skill_tool.contains("named only"), "{skill_tool}");
+    let context = project.ok(&["run", "--continue", "/context"]).await;
+    let note = context
+        .lines()
+        .find(|line| line.starts_with("skills:"))
+        .unwrap_or_else(|| panic!("no skills line in:\n{context}"));
+    assert!(note.contains("50 skills"), "{note}");
+    assert!(note.contains("skill-07"), "{note}");
+    assert!(note.contains("skill-49"), "{note}");
+    assert!(!note.contains("skill-00"), "{note}");
+}
+
+/// A subagent started with `task` that has no `skill` tool (Claude Code's
+/// `tools: Read, Grep`, or `disallowedTools: Skill`) is not told about
+/// skills; its parent is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subagent_without_the_skill_tool_is_not_told_about_skills() {
+    for agent in ["tools: Read, Grep", "disallowedTools: Skill"] {
+        let project = Project::new();
+        install_pdf_skill(&project.path(".claude/skills"));
+        std::fs::create_dir_all(project.path(".claude/agents")).expect("agents dir");
+        std::fs::write(
+            project.path(".claude/agents/reader.md"),
+            format!("---\nname: reader\ndescription: Reads code.\n{agent}\n---\nYou read code.\n"),
+        )
+        .expect("agent");
+        let server = ScriptedServer::start([
+            tool_call(
+                "call_task",
+                "task",
+                json!({ "description": "read", "prompt": "Read it.", "subagent_type": "reader" }),
+                500,
+            ),
+            text("Read.", 500),
+            text("Done.", 500),
+        ])
+        .await;
+        project.use_scripted(&server);
+        let output = project.cairn(&["run", "delegate"]).await;
+        assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+        let requests = server.requests();
+        assert_eq!(requests.len(), 3, "{}", describe(&output));
+        let (parent, child) = (requests[0].json(), requests[1].json());
+        assert!(
+            parent["messages"][0]["content"]
+                .to_string()
+                .contains("pdf-processing")
+        );
+        assert!(
+            !child["messages"][0]["content"]
+                .to_string()
+                .contains("pdf-processing"),
+            "{agent}"
+        );
+        assert!(!child["tools"].to_string().contains("\"skill\""), "{agent}");
+    }
 }

@@ -36,6 +36,10 @@ pub struct ContextBreakdown {
     /// What the last answered request read from and wrote to the provider's
     /// prompt cache; `None` when it used no cache.
     pub last_cache: Option<CacheTokens>,
+    /// What the fixed part left out to stay small, one line each (the
+    /// skills whose descriptions were cut or left out of the list).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 impl ContextBreakdown {
@@ -137,6 +141,7 @@ pub fn build_breakdown(input: &BreakdownInput<'_>) -> ContextBreakdown {
         gauge: input.gauge,
         last_compaction: input.last_compaction,
         last_cache: last_cache(input.history),
+        notes: Vec::new(),
     }
 }
 

@@ -120,6 +120,7 @@ pub fn breakdown_lines(b: &ContextBreakdown) -> Vec<Line<'static>> {
         short(b.fixed()),
         b.fixed() as f64 * 100.0 / usable as f64
     )));
+    lines.extend(b.notes.iter().map(|note| Line::raw(note.clone())));
     lines.push(Line::raw(match b.gauge.compact_at {
         Some(at) => format!("automatic compaction at {} ({percent}% there)", short(at)),
         None => "automatic compaction is off".to_string(),
