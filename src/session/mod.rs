@@ -40,6 +40,7 @@ pub mod ctx;
 pub mod doom;
 pub mod export;
 pub mod gauge;
+pub mod hook_calls;
 pub mod lock;
 pub mod mention;
 pub mod model_choices;

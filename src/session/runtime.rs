@@ -79,6 +79,13 @@ async fn serve(ctx: Arc<SessionCtx>, mut commands: mpsc::UnboundedReceiver<Comma
     if let Err(error) = crate::session::recovery::repair(&ctx).await {
         report(&ctx, &error);
     }
+    let resumed = ctx
+        .writer
+        .store
+        .messages_before(&ctx.session_id, None, 1)
+        .await
+        .is_ok_and(|messages| !messages.is_empty());
+    ctx.hook_caller().session_start(resumed).await;
     // A front end opening a session shows its gauge before the first message.
     let opening = ctx.clone();
     tokio::spawn(async move { gauge::refresh_opening(&opening).await });
@@ -166,7 +173,21 @@ async fn handle(
             model,
             piped,
         } => {
-            write_prompt(ctx, &text, agent, model, piped).await?;
+            let context = match ctx.hook_caller().user_prompt(&text).await {
+                Ok(context) => context,
+                Err(reason) => {
+                    // Refused before it was written: the model never sees
+                    // it. Busy then idle, so `cairn run` ends (with 1).
+                    ctx.set_status(SessionStatus::Busy);
+                    ctx.writer.error(
+                        &ctx.session_id,
+                        format!("a UserPromptSubmit hook refused the prompt: {reason}"),
+                    );
+                    ctx.set_status(SessionStatus::Idle);
+                    return Ok(());
+                }
+            };
+            write_prompt(ctx, &text, agent, model, piped, &context).await?;
             record_prompt(ctx, &text).await;
             ensure_loop(ctx, running);
         }
@@ -311,6 +332,7 @@ async fn write_prompt(
     agent: Option<String>,
     model: Option<ModelRef>,
     piped: bool,
+    context: &[String],
 ) -> Result<(), Error> {
     let previous = last_user_or_default(ctx).await?;
     let agent = agent.unwrap_or(previous.agent);
@@ -348,6 +370,17 @@ async fn write_prompt(
         }),
     );
     ctx.writer.part(&part).await?;
+    // The hooks' context goes with the prompt, marked as cairn's, not typed.
+    for text in context {
+        let hooked = TextPart {
+            text: format!("<user-prompt-submit-hook>\n{text}\n</user-prompt-submit-hook>"),
+            synthetic: true,
+            ..Default::default()
+        };
+        ctx.writer
+            .part(&Part::new(&message, PartKind::Text(hooked)))
+            .await?;
+    }
     let reach = crate::session::mention::Reach {
         cwd: &ctx.env.cwd,
         home: ctx.env.home.as_deref(),

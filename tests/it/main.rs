@@ -47,6 +47,7 @@ mod hardening_hangs;
 mod hardening_secrets;
 mod hardening_soak;
 mod hardening_streams;
+mod hooks_run;
 mod layering;
 mod loop_failures;
 mod loop_scenarios;
