@@ -4,8 +4,8 @@
 
 use serde_json::Value;
 
+use super::event::{Event, Hook};
 use super::process::Finish;
-use super::{Event, Hook};
 
 /// The hooks' answers for one event, merged: any block wins over allows.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -162,7 +162,7 @@ mod tests {
             event: Event::PreToolUse,
             matcher: None,
             command: "check.sh".into(),
-            timeout: super::super::DEFAULT_TIMEOUT,
+            timeout: std::time::Duration::from_secs(60),
         }
     }
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
-use super::Hook;
+use super::event::Hook;
 
 /// Most bytes kept of a hook's stdout or stderr: a decision is short, and a
 /// chatty hook must not fill memory.

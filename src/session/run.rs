@@ -181,13 +181,7 @@ async fn decide_and_act(
     let history = read.messages();
     let latest = Latest::of(history);
     if latest.is_done() {
-        // Only a turn that worked asks its Stop hooks (not the re-check
-        // after a message queued while busy).
-        if *step > 0 && stop_hooks_continue(ctx, cancel, &latest, stop_blocks).await? {
-            return Ok(Next::Continue);
-        }
-        gauge::reset_guard(ctx);
-        return Ok(Next::Exit);
+        return end_of_turn(ctx, cancel, &latest, *step, stop_blocks).await;
     }
     let Some(user_message) = latest.user else {
         return Ok(Next::Exit);
@@ -296,6 +290,23 @@ async fn decide_and_act(
     )
     .await?;
     after_step(ctx, cancel, &model, &user, &assistant_id, outcome, retries).await
+}
+
+/// The turn is done: exit, unless a Stop hook gives a reason to go on.
+/// Only a turn that worked asks (not the re-check after a message queued
+/// while busy).
+async fn end_of_turn(
+    ctx: &SessionCtx,
+    cancel: &CancellationToken,
+    latest: &Latest<'_>,
+    step: u32,
+    stop_blocks: &mut u32,
+) -> Result<Next, Error> {
+    if step > 0 && stop_hooks_continue(ctx, cancel, latest, stop_blocks).await? {
+        return Ok(Next::Continue);
+    }
+    gauge::reset_guard(ctx);
+    Ok(Next::Exit)
 }
 
 /// Asks the Stop (or, in a subagent, SubagentStop) hooks whether the turn

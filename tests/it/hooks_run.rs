@@ -66,15 +66,6 @@ fn events(log: &[Value]) -> Vec<String> {
         .collect()
 }
 
-fn all_text(server: &ScriptedServer) -> String {
-    server
-        .requests()
-        .iter()
-        .map(|r| r.json().to_string())
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_event_fires_with_claude_codes_json_on_stdin() {
     let server = ScriptedServer::start(vec![
