@@ -302,7 +302,12 @@ async fn end_of_turn(
     step: u32,
     stop_blocks: &mut u32,
 ) -> Result<Next, Error> {
-    if step > 0 && stop_hooks_continue(ctx, cancel, latest, stop_blocks).await? {
+    // A summary (`/compact`) is not an answer the agent would stop after.
+    let answered = latest
+        .assistant
+        .and_then(|m| m.message.as_assistant())
+        .is_some_and(|a| !a.summary);
+    if step > 0 && answered && stop_hooks_continue(ctx, cancel, latest, stop_blocks).await? {
         return Ok(Next::Continue);
     }
     gauge::reset_guard(ctx);

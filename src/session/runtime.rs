@@ -86,6 +86,7 @@ async fn serve(ctx: Arc<SessionCtx>, mut commands: mpsc::UnboundedReceiver<Comma
         .await
         .is_ok_and(|messages| !messages.is_empty());
     ctx.hook_caller().session_start(resumed).await;
+    let notifier = notify_asks(&ctx);
     // A front end opening a session shows its gauge before the first message.
     let opening = ctx.clone();
     tokio::spawn(async move { gauge::refresh_opening(&opening).await });
@@ -115,6 +116,35 @@ async fn serve(ctx: Arc<SessionCtx>, mut commands: mpsc::UnboundedReceiver<Comma
         running.cancel.cancel();
         let _ = running.task.await;
     }
+    if let Some(notifier) = notifier {
+        notifier.abort();
+    }
+}
+
+/// Fires the Notification hooks each time the session waits for the
+/// user's answer to a permission question (Claude Code's "needs your
+/// permission"); None when no hook listens.
+fn notify_asks(ctx: &Arc<SessionCtx>) -> Option<JoinHandle<()>> {
+    if !ctx.settings.hooks.any(crate::hook::Event::Notification) {
+        return None;
+    }
+    let mut events = ctx.writer.bus.subscribe();
+    let ctx = ctx.clone();
+    Some(tokio::spawn(async move {
+        loop {
+            match events.recv().await {
+                Ok(crate::bus::Event::PermissionAsked {
+                    session_id,
+                    request,
+                }) if session_id == ctx.session_id => {
+                    let message = format!("cairn needs your permission: {}", request.title);
+                    ctx.hook_caller().notification(&message).await;
+                }
+                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+            }
+        }
+    }))
 }
 
 fn report(ctx: &SessionCtx, error: &Error) {

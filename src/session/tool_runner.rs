@@ -433,7 +433,7 @@ impl Worker {
         };
         match self
             .permissions
-            .ask_cancellable(request, &self.cancel)
+            .ask_even_if_allowed(request, &self.cancel)
             .await
         {
             Ok(()) => Ok(input),

@@ -443,3 +443,140 @@ async fn the_users_own_hooks_and_cairns_table_run_untrusted_projects_or_not() {
         "{cairn}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subagent_stop_and_pre_compact_fire() {
+    let server = ScriptedServer::start(vec![
+        tool_call(
+            "call_task",
+            "task",
+            json!({ "description": "look", "prompt": "What is here?", "subagent_type": "explore" }),
+            1_000,
+        ),
+        text("Nothing much.", 800),
+        text("The child found nothing.", 1_200),
+        text("SUMMARY: nothing found.", 400),
+    ])
+    .await;
+    let project = Project::new();
+    script(&project, "log.sh", LOG);
+    let log = run("log.sh");
+    settings(
+        &project,
+        json!({
+            "SubagentStop": [group(None, &log)],
+            "Stop": [group(None, &log)],
+            "PreCompact": [group(Some("manual"), &log)],
+        }),
+    );
+    project.use_scripted(&server);
+    let output = project.cairn(&["run", "delegate it"]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let output = project
+        .cairn(&["run", "--continue", "/compact keep the findings"])
+        .await;
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let log = logged(&project);
+    assert_eq!(
+        events(&log),
+        ["SubagentStop", "Stop", "PreCompact"],
+        "{log:#?}"
+    );
+    assert_ne!(
+        log[0]["session_id"], log[1]["session_id"],
+        "the child's own session"
+    );
+    assert_eq!(log[2]["trigger"], "manual");
+    assert_eq!(log[2]["custom_instructions"], "keep the findings");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn edit_or_write_matches_claude_codes_names_and_an_ask_nobody_answers_refuses() {
+    let server = ScriptedServer::start(vec![
+        tool_call(
+            "call_0",
+            "write",
+            json!({ "path": "a.txt", "content": "x" }),
+            1_000,
+        ),
+        tool_call("call_1", "read", json!({ "path": "notes.txt" }), 1_000),
+        text("Done.", 1_000),
+    ])
+    .await;
+    let project = Project::new();
+    std::fs::write(project.path("notes.txt"), "notes").expect("notes");
+    script(
+        &project,
+        "ask.sh",
+        &format!(
+            "{LOG}\nprintf '%s' '{{\"hookSpecificOutput\":{{\"hookEventName\":\"PreToolUse\",\"permissionDecision\":\"ask\",\"permissionDecisionReason\":\"writes need a look\"}}}}'"
+        ),
+    );
+    settings(
+        &project,
+        json!({ "PreToolUse": [group(Some("Edit|Write"), &run("ask.sh"))] }),
+    );
+    project.use_scripted(&server);
+    let output = project.cairn(&["run", "write a"]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    assert!(
+        !project.path("a.txt").exists(),
+        "an ask nobody answered let the write through"
+    );
+    let result = tool_result(&server, "call_0");
+    assert!(result.contains("writes need a look"), "{result}");
+    let log = logged(&project);
+    assert_eq!(log.len(), 1, "the read is not Edit|Write: {log:#?}");
+    assert_eq!(log[0]["tool_name"], "Write");
+    let root = std::fs::canonicalize(project.root.path()).expect("root");
+    assert_eq!(
+        Path::new(log[0]["tool_input"]["file_path"].as_str().unwrap_or("")),
+        root.join("a.txt")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn notification_fires_when_a_permission_question_waits() {
+    let seen = tempfile::tempdir().expect("dir");
+    let file = seen.path().join("notified.json");
+    let command = format!("cat > '{}.tmp' && mv '{0}.tmp' '{0}'", file.display());
+    let scenario = crate::scenario::Scenario::with_config(
+        vec![tool_call(
+            "call_0",
+            "bash",
+            json!({ "command": "touch asked" }),
+            1_000,
+        )],
+        |config| {
+            config.yolo = false;
+            let table = json!({ "Notification": [group(None, &command)] });
+            config.hooks = serde_json::from_value(table).expect("hooks");
+        },
+    )
+    .await;
+    let (session, handle) = scenario.session(cairn::permission::Mode::Interactive).await;
+    let recorder = scenario.record();
+    crate::scenario::prompt(&handle, "touch it");
+    recorder
+        .wait_for(Duration::from_secs(20), |event| {
+            matches!(event, cairn::bus::Event::PermissionAsked { .. })
+        })
+        .await;
+    // The hook runs beside the question: wait for its file, bounded.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !file.exists() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let text = std::fs::read_to_string(&file).expect("the Notification hook ran");
+    let input: Value = serde_json::from_str(&text).expect("json");
+    assert_eq!(input["hook_event_name"], "Notification");
+    assert_eq!(input["session_id"], session.id.as_str());
+    assert!(
+        input["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("needs your permission"),
+        "{input}"
+    );
+    handle.send(cairn::session::command::Command::Interrupt);
+}
