@@ -44,7 +44,7 @@ pub struct Hooks {
     /// Where hooks run, and their input's `cwd`.
     cwd: PathBuf,
     /// The input's `transcript_path`: the sessions database (cairn keeps
-    /// no JSONL transcript; `cairn export SESSION` prints one session).
+    /// no JSONL transcript; `/export` writes one session as Markdown).
     transcript_path: PathBuf,
     /// SessionStart's context, kept for the next prompt.
     pending: Arc<std::sync::Mutex<Vec<String>>>,
