@@ -239,7 +239,7 @@ fn hook_of(
     matcher: Option<&str>,
     command: &HookCommand,
 ) -> Option<Result<Hook, String>> {
-    if command.command.trim().is_empty() {
+    if command.kind == "command" && command.command.trim().is_empty() {
         return None;
     }
     let Some(event) = Event::from_name(event) else {

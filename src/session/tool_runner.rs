@@ -418,6 +418,10 @@ impl Worker {
             .hook_caller()
             .pre_tool_use(&names, input, &call_id, &self.ctx.env.cwd, &self.cancel)
             .await?;
+        // Interrupted while its hooks ran: the call must not start after all.
+        if self.cancel.is_cancelled() {
+            return Err("interrupted".into());
+        }
         let Some(reason) = ask else {
             return Ok(input);
         };

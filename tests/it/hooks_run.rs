@@ -580,3 +580,54 @@ async fn notification_fires_when_a_permission_question_waits() {
     );
     handle.send(cairn::session::command::Command::Interrupt);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn continue_false_system_message_and_what_cannot_run_are_said() {
+    let server = ScriptedServer::start(vec![
+        tool_call(
+            "call_0",
+            "bash",
+            json!({ "command": "touch stopped" }),
+            1_000,
+        ),
+        text("Done.", 1_000),
+    ])
+    .await;
+    let project = Project::new();
+    script(
+        &project,
+        "halt.sh",
+        r#"cat > /dev/null; printf '%s' '{"continue":false,"stopReason":"freeze in effect","systemMessage":"deploy freeze until Monday"}'"#,
+    );
+    settings(
+        &project,
+        json!({
+            "PreToolUse": [group(Some("Bash"), &run("halt.sh"))],
+            "SessionEnd": [group(None, "true")],
+            "Stop": [{ "hooks": [{ "type": "prompt", "prompt": "is it done?" }] }],
+        }),
+    );
+    project.use_scripted(&server);
+    let output = project.cairn(&["run", "touch it"]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    assert!(
+        !project.path("stopped").exists(),
+        "continue:false let the call run"
+    );
+    let result = tool_result(&server, "call_0");
+    assert!(result.contains("freeze in effect"), "{result}");
+    let stderr = text_of(&output.stderr);
+    assert!(
+        stderr.contains("deploy freeze until Monday"),
+        "{}",
+        describe(&output)
+    );
+    assert!(
+        stderr.contains("SessionEnd"),
+        "an unknown event was not reported: {stderr}"
+    );
+    assert!(
+        stderr.contains("`prompt` hook"),
+        "a prompt hook was not reported: {stderr}"
+    );
+}
