@@ -302,7 +302,11 @@ async fn a_slow_hook_is_stopped_and_a_failing_one_reported() {
     ])
     .await;
     let project = Project::new();
-    script(&project, "slow.sh", "sleep 30 & sleep 30");
+    script(
+        &project,
+        "slow.sh",
+        "sleep 30 & echo $! > \"$CLAUDE_PROJECT_DIR/slow.pid\"; wait",
+    );
     script(
         &project,
         "fail.sh",
@@ -336,6 +340,39 @@ async fn a_slow_hook_is_stopped_and_a_failing_one_reported() {
         "{}",
         describe(&output)
     );
+    let pid = project.read("slow.pid").unwrap_or_default();
+    assert!(
+        gone(pid.trim()).await,
+        "the hook's background sleep {pid} outlived its timeout"
+    );
+}
+
+/// Whether process `pid` has ended (gone, or a zombie waiting for its
+/// reaper), waiting for it at most 5 s.
+async fn gone(pid: &str) -> bool {
+    let stat = format!("/proc/{pid}/stat");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let ended = match std::fs::read_to_string(&stat) {
+            Err(_) => true,
+            Ok(text) => text
+                .rsplit_once(')')
+                .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+        };
+        if ended || Instant::now() > deadline {
+            return ended;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Waits (at most 20 s) for a file a hook writes.
+async fn appears(path: &Path) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !path.exists() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    path.exists()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -563,10 +600,7 @@ async fn notification_fires_when_a_permission_question_waits() {
         })
         .await;
     // The hook runs beside the question: wait for its file, bounded.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !file.exists() && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    assert!(appears(&file).await, "the Notification hook did not run");
     let text = std::fs::read_to_string(&file).expect("the Notification hook ran");
     let input: Value = serde_json::from_str(&text).expect("json");
     assert_eq!(input["hook_event_name"], "Notification");
@@ -629,5 +663,51 @@ async fn continue_false_system_message_and_what_cannot_run_are_said() {
     assert!(
         stderr.contains("`prompt` hook"),
         "a prompt hook was not reported: {stderr}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupt_stops_a_running_hook_and_its_call() {
+    let seen = tempfile::tempdir().expect("dir");
+    let pid_file = seen.path().join("hook.pid");
+    let command = format!(
+        "sleep 30 & echo $! > '{}.tmp' && mv '{0}.tmp' '{0}'; wait",
+        pid_file.display()
+    );
+    let table = json!({ "PreToolUse": [group(Some("Bash"), &command)] });
+    let scenario = crate::scenario::Scenario::with_config(
+        vec![tool_call(
+            "call_0",
+            "bash",
+            json!({ "command": "touch late" }),
+            1_000,
+        )],
+        |config| config.hooks = serde_json::from_value(table).expect("hooks"),
+    )
+    .await;
+    let (_session, handle) = scenario.session(cairn::permission::Mode::Headless).await;
+    let recorder = scenario.record();
+    crate::scenario::prompt(&handle, "touch it");
+    assert!(appears(&pid_file).await, "the hook did not start");
+    let pid = std::fs::read_to_string(&pid_file).expect("pid");
+    handle.send(cairn::session::command::Command::Interrupt);
+    recorder
+        .wait_for(Duration::from_secs(10), |event| {
+            matches!(
+                event,
+                cairn::bus::Event::Status {
+                    status: cairn::bus::SessionStatus::Idle,
+                    ..
+                }
+            )
+        })
+        .await;
+    assert!(
+        gone(pid.trim()).await,
+        "the interrupted hook's sleep {pid} still runs"
+    );
+    assert!(
+        !scenario.path("late").exists(),
+        "the call ran after the interrupt"
     );
 }
