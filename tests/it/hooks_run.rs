@@ -465,7 +465,13 @@ async fn the_users_own_hooks_and_cairns_table_run_untrusted_projects_or_not() {
         ),
     )
     .expect("user config");
-    project.use_scripted(&server);
+    let project_log = project.path("project.log");
+    let tables = format!(
+        "[[hooks.PostToolUse]]\nmatcher = \"Read\"\n[[hooks.PostToolUse.hooks]]\ntype = \"command\"\ncommand = \"cat >> '{}'\"\n",
+        project_log.display()
+    );
+    // The project's cairn.toml hooks (trusted) run after the user's, not instead.
+    project.use_scripted_with(&server, "yolo = true\n", &tables);
     let output = project.cairn(&["run", "read the notes"]).await;
     assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
     let user = std::fs::read_to_string(&user_log).unwrap_or_default();
@@ -478,6 +484,11 @@ async fn the_users_own_hooks_and_cairns_table_run_untrusted_projects_or_not() {
     assert!(
         cairn.contains("\"hook_event_name\":\"PostToolUse\""),
         "{cairn}"
+    );
+    let from_project = std::fs::read_to_string(&project_log).unwrap_or_default();
+    assert!(
+        from_project.contains("\"tool_name\":\"Read\""),
+        "{from_project}"
     );
 }
 
