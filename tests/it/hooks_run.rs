@@ -722,3 +722,38 @@ async fn an_interrupt_stops_a_running_hook_and_its_call() {
         "the call ran after the interrupt"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_tool_is_matched_by_claude_codes_mcp_name() {
+    let server = ScriptedServer::start(vec![
+        tool_call("call_0", "fixture_echo", json!({ "text": "hi" }), 1_000),
+        text("Done.", 1_000),
+    ])
+    .await;
+    let project = Project::new();
+    script(
+        &project,
+        "mcp.sh",
+        &format!("{LOG}\necho 'no MCP calls in this repository' >&2; exit 2"),
+    );
+    settings(
+        &project,
+        json!({ "PreToolUse": [group(Some("mcp__fixture__.*"), &run("mcp.sh"))] }),
+    );
+    let tables = format!(
+        "[mcp.fixture]\ncommand = {:?}\ntimeout = 20\n",
+        crate::mcp_client::fixture()
+    );
+    project.use_scripted_with(&server, "yolo = true\n", &tables);
+    let output = project.cairn(&["run", "use the fixture"]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let result = tool_result(&server, "call_0");
+    assert!(
+        result.contains("no MCP calls in this repository"),
+        "{result}"
+    );
+    let log = logged(&project);
+    assert_eq!(log.len(), 1, "{log:#?}");
+    assert_eq!(log[0]["tool_name"], "mcp__fixture__echo");
+    assert_eq!(log[0]["tool_input"]["text"], "hi");
+}
