@@ -145,6 +145,10 @@ impl ProjectRisks {
         }
         let agents = crate::session::agent_files::project_risks(&env);
         risks.add(&agents, !config.trust.trusts(&agents));
+        for hook in crate::hook::project_risks(&env.root) {
+            let pending = !config.trust.trusts(std::slice::from_ref(&hook));
+            risks.add(std::slice::from_ref(&hook), pending);
+        }
         risks
     }
 
@@ -420,6 +424,13 @@ impl App {
             .data_dir
             .join(crate::paths::TOOL_OUTPUT_DIR)
             .join(&session.id);
+        // The user's own hooks always; a repository's once trusted.
+        let hooks = crate::hook::discover(
+            &config.hooks,
+            &env.root,
+            crate::paths::home().as_deref(),
+            |risk| config.trust.trusts(std::slice::from_ref(risk)),
+        );
         let settings = Settings {
             compaction: config.compaction.clone(),
             doom_threshold: config.doom_loop.threshold as usize,
@@ -436,8 +447,15 @@ impl App {
             small_model: config.small_model.clone(),
             sandbox: Arc::new(sandbox),
             editor: self.editor.clone(),
+            hooks: Arc::new(crate::hook::Hooks::new(
+                hooks.hooks,
+                env.root.clone(),
+                env.cwd.clone(),
+                self.data_dir.join("cairn.db"),
+            )),
         };
         let snapshots = self.snapshots(session);
+        let hooks_problems = hooks.problems;
         let ctx = SessionCtx {
             session_id: session.id.clone(),
             depth: 0,
@@ -457,7 +475,7 @@ impl App {
             snapshots,
             snapshot_chain: Default::default(),
         };
-        for problem in &files.problems {
+        for problem in files.problems.iter().chain(&hooks_problems) {
             ctx.report_once(problem);
         }
         if let Some(warning) = ctx.settings.sandbox.warning() {

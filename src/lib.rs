@@ -9,8 +9,9 @@
 //! - `app`        assembly: config -> a running session, for every front end
 //! - `session`    the agent loop with I/O: runtime, loop, stream processor, tool
 //!   runner, the tasks that apply prune and compaction, undo
-//! - `snapshot`   private snapshots of the working tree, for patches and /undo,
-//!   and pre-images of the files cairn's own tools write
+//! - `snapshot`, `hook`   private snapshots of the working tree, for patches
+//!   and /undo, and pre-images of the files cairn's own tools write; the
+//!   user's hook programs (Claude Code's format) run at the session's events
 //! - `context`    the pure rules of what the model sees and how the window is
 //!   managed: model view, counting, gauge and overflow, prune, compaction
 //! - `provider`, `tool`, `mcp`, `store`, `permission`, `secret`   LLM backends
@@ -49,6 +50,7 @@ pub mod context;
 pub mod frontmatter;
 pub mod gauge;
 pub mod headless;
+pub mod hook;
 pub mod id;
 pub mod mcp;
 pub mod message;

@@ -470,6 +470,13 @@ fn merge(
             (Some(Value::Table(existing)), Value::Table(incoming)) => {
                 merge(existing, incoming, path, origin, origins);
             }
+            // Hooks add up: a later file's hooks for an event run after the
+            // user's, never instead of them (a guard hook stays).
+            (Some(Value::Array(existing)), Value::Array(incoming))
+                if path.len() == 2 && path[0] == "hooks" =>
+            {
+                existing.extend(incoming);
+            }
             (_, value) => {
                 // What was there (maybe a whole table) is gone: forget its origins.
                 let prefix = dotted(path);

@@ -6,6 +6,7 @@
 //! and never decides behaviour: the session, tools and TUI read the values.
 
 mod error;
+pub mod hooks;
 mod instruction_paths;
 mod load;
 mod locate;
@@ -63,6 +64,10 @@ pub struct Config {
     /// `[mcp.NAME]`: MCP servers to start in the background.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub mcp: BTreeMap<String, mcp::ServerConfig>,
+    /// `[[hooks.EVENT]]`: commands run at the session's events, in Claude
+    /// Code's shape (see `crate::hook`).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub hooks: hooks::HookTable,
     /// An untrusted project file's `ask`/`deny` permission entries: they
     /// only make answers stricter (never written in a file).
     #[serde(skip)]
@@ -97,6 +102,7 @@ impl Default for Config {
             snapshot: SnapshotConfig::default(),
             task: TaskConfig::default(),
             mcp: BTreeMap::new(),
+            hooks: BTreeMap::new(),
             restrictions: PermissionConfig::new(),
             trust: Trust::default(),
             held_mcp: Vec::new(),

@@ -9,6 +9,7 @@
 //!   project's `bash = "ask"` would replace the user's `"rm *" = "deny"`).
 //! - `mcp.*`: starts a process or connects somewhere.
 //! - `sandbox.*`: loosens what every command may reach.
+//! - `hooks.*`: runs its commands at every matching event.
 //! - `snapshot.enabled = false` and a shorter `snapshot.max_age_days`: they
 //!   take undo history away.
 //! - `base_url`, `headers`, `api_key_env`, `api_key` of a provider that
@@ -119,6 +120,7 @@ pub fn split(mut table: Table, cx: &Context<'_>) -> Split {
     gate_providers(&mut table, cx, &mut split, &risk);
     gate_snapshot(&mut table, cx, &mut split, &risk);
     gate_sandbox(&mut table, cx.trusted, &mut split, &risk);
+    gate_hooks(&mut table, cx.trusted, &mut split, &risk);
     if cx.trusted {
         split.restrictions.clear();
     }
@@ -245,6 +247,33 @@ fn gate_sandbox(
     }
     if !trusted {
         table.remove("sandbox");
+    }
+}
+
+/// `[hooks]`: each command runs on the user's machine, unsandboxed, at every
+/// matching event, so each waits for trust, shown whole.
+fn gate_hooks(
+    table: &mut Table,
+    trusted: bool,
+    split: &mut Split,
+    risk: &dyn Fn(Vec<String>, String) -> Risk,
+) {
+    let Some(hooks) = table.get("hooks") else {
+        return;
+    };
+    match hooks.clone().try_into::<super::hooks::HookTable>() {
+        Ok(parsed) => {
+            for (event, summary) in super::hooks::summaries(&parsed) {
+                split.risks.push(risk(vec!["hooks".into(), event], summary));
+            }
+        }
+        // Not a table of hooks: validation names the error; nothing of it runs.
+        Err(error) => split
+            .risks
+            .push(risk(vec!["hooks".into()], format!("(unreadable: {error})"))),
+    }
+    if !trusted {
+        table.remove("hooks");
     }
 }
 

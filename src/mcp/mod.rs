@@ -312,6 +312,13 @@ impl Hub {
         })
     }
 
+    /// Claude Code's name of an exposed tool, `mcp__server__tool`, for
+    /// hook matchers written for it.
+    pub fn claude_name(&self, exposed: &str) -> Option<String> {
+        let (server, tool) = self.resolve(exposed)?;
+        Some(format!("mcp__{}__{tool}", server.name))
+    }
+
     pub fn has_tool(&self, exposed: &str) -> bool {
         self.resolve(exposed).is_some()
     }

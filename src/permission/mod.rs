@@ -567,6 +567,35 @@ impl Permissions {
         self.wait_for_answer(request, cancel).await
     }
 
+    /// Asks the user even where the rules (or yolo) allow: a PreToolUse
+    /// hook asked for a human look. A deny rule still refuses, and with
+    /// nobody to answer (headless) the call is refused.
+    ///
+    /// # Errors
+    /// As [`Self::ask_cancellable`].
+    pub async fn ask_even_if_allowed(
+        &self,
+        request: PermissionRequest,
+        cancel: &CancellationToken,
+    ) -> Result<(), PermissionError> {
+        match self.check(&request) {
+            (Action::Deny, rule) => {
+                let message = denied_message(
+                    &request.permission,
+                    &request.patterns.join(", "),
+                    rule.as_ref(),
+                );
+                return Err(PermissionError::Denied { message, rule });
+            }
+            (_, rule) if self.mode == Mode::Headless => {
+                let message = headless_message(&request);
+                return Err(self.unanswered(request, message, rule));
+            }
+            _ => {}
+        }
+        self.wait_for_answer(request, cancel).await
+    }
+
     /// Publishes the question and waits for its answer or for `cancel`.
     async fn wait_for_answer(
         &self,

@@ -44,6 +44,9 @@ pub async fn run(
     ) else {
         return Ok(StepOutcome::Stop);
     };
+    ctx.hook_caller()
+        .pre_compact(part.auto, part.instructions.as_deref(), cancel)
+        .await;
     ctx.set_status(SessionStatus::Compacting);
     let model_ref = ctx
         .settings

@@ -77,6 +77,8 @@ pub struct Settings {
     pub sandbox: std::sync::Arc<crate::sandbox::Policy>,
     /// The editor's files (`cairn acp`), for `read`, `edit` and `write`.
     pub editor: Option<std::sync::Arc<dyn crate::tool::EditorFiles>>,
+    /// The user's hook programs (see `crate::hook`).
+    pub hooks: std::sync::Arc<crate::hook::Hooks>,
 }
 
 /// Everything the loop of one session needs.
@@ -148,6 +150,15 @@ impl SessionCtx {
             tracing::warn!(session = %self.session_id, problem, "configuration problem");
             self.writer
                 .notice(&self.session_id, format!("warning: {problem}"));
+        }
+    }
+
+    /// Fires this session's hooks (see `hook_calls`).
+    pub fn hook_caller(&self) -> crate::session::hook_calls::Caller<'_> {
+        crate::session::hook_calls::Caller {
+            hooks: &self.settings.hooks,
+            writer: &self.writer,
+            session_id: &self.session_id,
         }
     }
 

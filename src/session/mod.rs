@@ -42,6 +42,7 @@ pub mod ctx;
 pub mod doom;
 pub mod export;
 pub mod gauge;
+pub mod hook_calls;
 pub mod instructions;
 pub mod lock;
 pub mod mention;

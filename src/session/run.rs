@@ -29,6 +29,11 @@ use crate::store::LiveView;
 /// How many recent tool calls the doom-loop detector looks back over.
 const DOOM_HISTORY: usize = 24;
 
+/// How many times Stop hooks may make one turn go on. Claude Code leaves
+/// the loop guard to the hook (`stop_hook_active`); a hook that ignores it
+/// must still not keep cairn calling the model for ever.
+const MAX_STOP_BLOCKS: u32 = 5;
+
 /// The newest messages that matter to the loop's decision.
 pub struct Latest<'a> {
     pub user: Option<&'a MessageWithParts>,
@@ -139,12 +144,13 @@ async fn iterate(
     step: &mut u32,
     retries: &mut u32,
 ) -> Result<(), Error> {
+    let mut stop_blocks = 0;
     loop {
         if cancel.is_cancelled() {
             return Ok(());
         }
         let mut context = ctx.read_view().await?;
-        let next = decide_and_act(ctx, cancel, &mut context, step, retries).await;
+        let next = decide_and_act(ctx, cancel, &mut context, step, retries, &mut stop_blocks).await;
         ctx.keep_view(context);
         if next? == Next::Exit {
             return Ok(());
@@ -169,13 +175,13 @@ async fn decide_and_act(
     read: &mut LiveView,
     step: &mut u32,
     retries: &mut u32,
+    stop_blocks: &mut u32,
 ) -> Result<Next, Error> {
     let cut = read.was_cut();
     let history = read.messages();
     let latest = Latest::of(history);
     if latest.is_done() {
-        gauge::reset_guard(ctx);
-        return Ok(Next::Exit);
+        return end_of_turn(ctx, cancel, &latest, *step, stop_blocks).await;
     }
     let Some(user_message) = latest.user else {
         return Ok(Next::Exit);
@@ -284,6 +290,56 @@ async fn decide_and_act(
     )
     .await?;
     after_step(ctx, cancel, &model, &user, &assistant_id, outcome, retries).await
+}
+
+/// The turn is done: exit, unless a Stop hook gives a reason to go on.
+/// Only a turn that worked asks (not the re-check after a message queued
+/// while busy).
+async fn end_of_turn(
+    ctx: &SessionCtx,
+    cancel: &CancellationToken,
+    latest: &Latest<'_>,
+    step: u32,
+    stop_blocks: &mut u32,
+) -> Result<Next, Error> {
+    // A summary (`/compact`) is not an answer the agent would stop after.
+    let answered = latest
+        .assistant
+        .and_then(|m| m.message.as_assistant())
+        .is_some_and(|a| !a.summary);
+    if step > 0 && answered && stop_hooks_continue(ctx, cancel, latest, stop_blocks).await? {
+        return Ok(Next::Continue);
+    }
+    gauge::reset_guard(ctx);
+    Ok(Next::Exit)
+}
+
+/// Asks the Stop (or, in a subagent, SubagentStop) hooks whether the turn
+/// may end; true when one gave a reason to go on, written as a new user
+/// message for the next step.
+async fn stop_hooks_continue(
+    ctx: &SessionCtx,
+    cancel: &CancellationToken,
+    latest: &Latest<'_>,
+    stop_blocks: &mut u32,
+) -> Result<bool, Error> {
+    let caller = ctx.hook_caller();
+    let Some(reason) = caller.stop(ctx.depth > 0, *stop_blocks > 0, cancel).await else {
+        return Ok(false);
+    };
+    if *stop_blocks >= MAX_STOP_BLOCKS {
+        ctx.writer.notice(
+            &ctx.session_id,
+            format!("warning: a Stop hook asked to go on {MAX_STOP_BLOCKS} times this turn; stopped anyway"),
+        );
+        return Ok(false);
+    }
+    let Some(user) = latest.user.and_then(|m| m.message.as_user()) else {
+        return Ok(false);
+    };
+    *stop_blocks += 1;
+    caller.continue_with(user, &reason).await?;
+    Ok(true)
 }
 
 /// `Some(diagnosis)` when the window is too small for the request the

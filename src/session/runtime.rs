@@ -79,6 +79,14 @@ async fn serve(ctx: Arc<SessionCtx>, mut commands: mpsc::UnboundedReceiver<Comma
     if let Err(error) = crate::session::recovery::repair(&ctx).await {
         report(&ctx, &error);
     }
+    let resumed = ctx
+        .writer
+        .store
+        .messages_before(&ctx.session_id, None, 1)
+        .await
+        .is_ok_and(|messages| !messages.is_empty());
+    ctx.hook_caller().session_start(resumed).await;
+    let notifier = notify_asks(&ctx);
     // A front end opening a session shows its gauge before the first message.
     let opening = ctx.clone();
     tokio::spawn(async move { gauge::refresh_opening(&opening).await });
@@ -108,6 +116,35 @@ async fn serve(ctx: Arc<SessionCtx>, mut commands: mpsc::UnboundedReceiver<Comma
         running.cancel.cancel();
         let _ = running.task.await;
     }
+    if let Some(notifier) = notifier {
+        notifier.abort();
+    }
+}
+
+/// Fires the Notification hooks each time the session waits for the
+/// user's answer to a permission question (Claude Code's "needs your
+/// permission"); None when no hook listens.
+fn notify_asks(ctx: &Arc<SessionCtx>) -> Option<JoinHandle<()>> {
+    if !ctx.settings.hooks.any(crate::hook::Event::Notification) {
+        return None;
+    }
+    let mut events = ctx.writer.bus.subscribe();
+    let ctx = ctx.clone();
+    Some(tokio::spawn(async move {
+        loop {
+            match events.recv().await {
+                Ok(crate::bus::Event::PermissionAsked {
+                    session_id,
+                    request,
+                }) if session_id == ctx.session_id => {
+                    let message = format!("cairn needs your permission: {}", request.title);
+                    ctx.hook_caller().notification(&message).await;
+                }
+                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+            }
+        }
+    }))
 }
 
 fn report(ctx: &SessionCtx, error: &Error) {
@@ -166,7 +203,21 @@ async fn handle(
             model,
             piped,
         } => {
-            write_prompt(ctx, &text, agent, model, piped).await?;
+            let context = match ctx.hook_caller().user_prompt(&text).await {
+                Ok(context) => context,
+                Err(reason) => {
+                    // Refused before it was written: the model never sees
+                    // it. Busy then idle, so `cairn run` ends (with 1).
+                    ctx.set_status(SessionStatus::Busy);
+                    ctx.writer.error(
+                        &ctx.session_id,
+                        format!("a UserPromptSubmit hook refused the prompt: {reason}"),
+                    );
+                    ctx.set_status(SessionStatus::Idle);
+                    return Ok(());
+                }
+            };
+            write_prompt(ctx, &text, agent, model, piped, &context).await?;
             record_prompt(ctx, &text).await;
             ensure_loop(ctx, running);
         }
@@ -314,6 +365,7 @@ async fn write_prompt(
     agent: Option<String>,
     model: Option<ModelRef>,
     piped: bool,
+    context: &[String],
 ) -> Result<(), Error> {
     let previous = last_user_or_default(ctx).await?;
     let agent = agent.unwrap_or(previous.agent);
@@ -351,6 +403,17 @@ async fn write_prompt(
         }),
     );
     ctx.writer.part(&part).await?;
+    // The hooks' context goes with the prompt, marked as cairn's, not typed.
+    for text in context {
+        let hooked = TextPart {
+            text: format!("<user-prompt-submit-hook>\n{text}\n</user-prompt-submit-hook>"),
+            synthetic: true,
+            ..Default::default()
+        };
+        ctx.writer
+            .part(&Part::new(&message, PartKind::Text(hooked)))
+            .await?;
+    }
     let reach = crate::session::mention::Reach {
         cwd: &ctx.env.cwd,
         home: ctx.env.home.as_deref(),

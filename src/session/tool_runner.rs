@@ -263,7 +263,7 @@ impl Worker {
         let ToolCall {
             mut part,
             name,
-            input,
+            mut input,
             refusal,
         } = call;
         let start = now_millis();
@@ -291,7 +291,16 @@ impl Worker {
             Some(refusal) => (Err(refusal.into()), false),
             None => match self.guard(&part, &signature).await {
                 Some(refusal) => refusal,
-                None => self.execute(&part, &name, input.clone()).await,
+                None => match self.hooked(&part, &name, &input).await {
+                    Err(refusal) => (Err(refusal.into()), false),
+                    Ok(changed) => {
+                        // What ran is what the part records: a hook's
+                        // `updatedInput`, not the model's.
+                        input = changed;
+                        let (result, blocked) = self.execute(&part, &name, input.clone()).await;
+                        (self.after(&part, &name, &input, result).await, blocked)
+                    }
+                },
             },
         };
         let result = redact_result(result);
@@ -386,6 +395,100 @@ impl Worker {
                 }
             }
         }
+    }
+
+    /// The call's names for hook matchers: cairn's, then Claude Code's.
+    fn hook_names(&self, name: &str) -> Vec<String> {
+        let claude = crate::hook::claude_tool_name(name)
+            .map(str::to_string)
+            .or_else(|| self.ctx.tools.mcp()?.claude_name(name));
+        std::iter::once(name.to_string()).chain(claude).collect()
+    }
+
+    /// PreToolUse: `Err` when a hook blocks the call (or the user refuses
+    /// what a hook asked), else the input to run. A hook's `allow` only
+    /// means it has no objection: the permission rules still decide, so a
+    /// deny rule holds whatever a hook says.
+    async fn hooked(&self, part: &Part, name: &str, input: &Value) -> Result<Value, String> {
+        let names = self.hook_names(name);
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let call_id = part
+            .as_tool()
+            .map(|t| t.call_id.clone())
+            .unwrap_or_default();
+        let (input, ask) = self
+            .ctx
+            .hook_caller()
+            .pre_tool_use(&names, input, &call_id, &self.ctx.env.cwd, &self.cancel)
+            .await?;
+        // Interrupted while its hooks ran: the call must not start after all.
+        if self.cancel.is_cancelled() {
+            return Err("interrupted".into());
+        }
+        let Some(reason) = ask else {
+            return Ok(input);
+        };
+        let request = PermissionRequest {
+            id: crate::id::call_id(),
+            session_id: self.ctx.session_id.clone(),
+            call_id: Some(call_id),
+            permission: "hook".into(),
+            patterns: vec![name.to_string()],
+            title: format!("A PreToolUse hook asks before {name}: {reason}"),
+            metadata: json!({ "tool": name, "input": input, "reason": reason }),
+            ..Default::default()
+        };
+        match self
+            .permissions
+            .ask_even_if_allowed(request, &self.cancel)
+            .await
+        {
+            Ok(()) => Ok(input),
+            Err(PermissionError::Rejected {
+                message: Some(feedback),
+            }) => Err(feedback),
+            Err(error) => Err(format!("A PreToolUse hook asked first ({reason}): {error}")),
+        }
+    }
+
+    /// PostToolUse: what its hooks say is added to a completed call's output.
+    async fn after(
+        &self,
+        part: &Part,
+        name: &str,
+        input: &Value,
+        result: Result<crate::tool::ToolOutput, ToolFailure>,
+    ) -> Result<crate::tool::ToolOutput, ToolFailure> {
+        let Ok(mut output) = result else {
+            return result;
+        };
+        let names = self.hook_names(name);
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let call_id = part
+            .as_tool()
+            .map(|t| t.call_id.clone())
+            .unwrap_or_default();
+        let response = crate::session::hook_calls::tool_response(
+            &output.output,
+            &output.title,
+            &output.metadata,
+        );
+        if let Some(said) = self
+            .ctx
+            .hook_caller()
+            .post_tool_use(
+                &names,
+                input,
+                &call_id,
+                response,
+                &self.ctx.env.cwd,
+                &self.cancel,
+            )
+            .await
+        {
+            output.output = format!("{}\n\n{said}", output.output);
+        }
+        Ok(output)
     }
 
     async fn execute(

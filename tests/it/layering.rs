@@ -21,7 +21,7 @@ const LAYERS: &[&[&str]] = &[
     &["tui", "headless", "acp"],
     &["app"],
     &["session"],
-    &["snapshot"],
+    &["snapshot", "hook"],
     &["context"],
     &["provider", "tool", "mcp", "store", "permission", "secret"],
     &["sandbox"],

@@ -48,6 +48,7 @@ mod hardening_hangs;
 mod hardening_secrets;
 mod hardening_soak;
 mod hardening_streams;
+mod hooks_run;
 mod instructions_run;
 mod layering;
 mod loop_failures;
