@@ -145,6 +145,8 @@ impl ProjectRisks {
         }
         let agents = crate::session::agent_files::project_risks(&env);
         risks.add(&agents, !config.trust.trusts(&agents));
+        let commands = command_risks(&env);
+        risks.add(&commands, !config.trust.trusts(&commands));
         risks
     }
 
@@ -154,6 +156,26 @@ impl ProjectRisks {
             self.pending.extend_from_slice(risks);
         }
     }
+}
+
+/// The custom commands for a session in `env` (see `crate::custom_command`).
+fn discover_commands(env: &Environment) -> crate::custom_command::Discovered {
+    crate::custom_command::discover(&crate::custom_command::CommandRoots {
+        cwd: env.cwd.clone(),
+        root: env.root.clone(),
+        home: env.home.clone(),
+        config_dir: crate::paths::config_dir(),
+    })
+}
+
+/// The custom commands in `cwd`, for `/help` and completion.
+pub fn custom_commands(cwd: &Path) -> crate::custom_command::Discovered {
+    discover_commands(&Environment::discover(cwd))
+}
+
+/// The `allowed-tools` of the project's custom commands in `env`.
+fn command_risks(env: &Environment) -> Vec<crate::trust::Risk> {
+    crate::custom_command::project_risks(&discover_commands(env), &env.root)
 }
 
 /// Which session to open.
@@ -386,6 +408,7 @@ impl App {
             small_model: config.small_model.clone(),
             sandbox: Arc::new(sandbox),
             editor: self.editor.clone(),
+            commands_trusted: config.trust.trusts(&command_risks(&env)),
         };
         let snapshots = self.snapshots(session);
         let ctx = SessionCtx {

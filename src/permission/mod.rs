@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 use crate::bus::{Bus, Event};
 
 pub mod bash_rules;
+pub mod claude_rules;
 mod deny_spellings;
 mod path;
 pub mod read_only;

@@ -77,6 +77,9 @@ pub struct Settings {
     pub sandbox: std::sync::Arc<crate::sandbox::Policy>,
     /// The editor's files (`cairn acp`), for `read`, `edit` and `write`.
     pub editor: Option<std::sync::Arc<dyn crate::tool::EditorFiles>>,
+    /// The project's custom commands' `allowed-tools` are trusted (see
+    /// `crate::custom_command::project_risks`): their grants apply.
+    pub commands_trusted: bool,
 }
 
 /// Everything the loop of one session needs.
