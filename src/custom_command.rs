@@ -202,6 +202,11 @@ fn read_command(file: &Path, name: String, from_project: bool) -> Result<CustomC
         .string("description")
         .filter(|text| !text.is_empty())
         .unwrap_or_else(|| first_line(&body));
+    let body = if from_project {
+        fence_outside_mentions(&body)
+    } else {
+        body
+    };
     Ok(CustomCommand {
         name,
         description,
@@ -213,6 +218,39 @@ fn read_command(file: &Path, name: String, from_project: bool) -> Result<CustomC
         file: file.to_path_buf(),
         from_project,
     })
+}
+
+/// A repository's command is text the repository wrote: its `@` mentions
+/// of paths outside the project (`@~/.aws/credentials`, `@/etc/x`,
+/// `@../x`) would attach the user's files to the prompt unasked (issue
+/// #28), so they are put in backticks and stay text; the model can still
+/// read such a path with the read tool, which asks.
+fn fence_outside_mentions(body: &str) -> String {
+    let mut out = String::with_capacity(body.len());
+    let mut word = String::new();
+    let flush = |word: &mut String, out: &mut String| {
+        let outside = word.strip_prefix('@').is_some_and(|path| {
+            path.starts_with(['/', '~']) || path.split('/').any(|part| part == "..")
+        });
+        if outside {
+            out.push('`');
+            out.push_str(word);
+            out.push('`');
+        } else {
+            out.push_str(word);
+        }
+        word.clear();
+    };
+    for c in body.chars() {
+        if c.is_whitespace() {
+            flush(&mut word, &mut out);
+            out.push(c);
+        } else {
+            word.push(c);
+        }
+    }
+    flush(&mut word, &mut out);
+    out
 }
 
 /// `argument-hint: [issue] [priority]`, as Claude Code's documentation
@@ -299,7 +337,7 @@ fn read_opencode(file: &Path, found: &mut Discovered) {
             allowed_tools: Vec::new(),
             model: field("model"),
             agent: field("agent"),
-            body: template,
+            body: fence_outside_mentions(&template),
             file: file.to_path_buf(),
             from_project: true,
         });
@@ -491,6 +529,16 @@ mod tests {
             Some("[pr-number] [priority]")
         );
         assert_eq!(front.body, "argument-hint: [x]\n");
+    }
+
+    #[test]
+    fn a_project_commands_mentions_outside_the_project_stay_text() {
+        assert_eq!(
+            fence_outside_mentions(
+                "Read @src/a.rs and @~/.aws/credentials,\n@/etc/passwd @../x @a/../../y"
+            ),
+            "Read @src/a.rs and `@~/.aws/credentials,`\n`@/etc/passwd` `@../x` `@a/../../y`"
+        );
     }
 
     #[test]

@@ -212,15 +212,22 @@ async fn a_project_commands_allowed_tools_wait_for_trust() {
 async fn a_file_reference_in_a_command_attaches_the_file() {
     let (server, project) = asking_project().await;
     write(&project, "src/lib.rs", "pub fn marker_fn_for_review() {}\n");
+    std::fs::write(
+        project.home.path().join("notes.txt"),
+        "home-secret-marker\n",
+    )
+    .expect("write");
     write(
         &project,
         ".claude/commands/review.md",
-        "---\ndescription: Review a file\n---\nReview the implementation in @src/lib.rs\n",
+        "---\ndescription: Review a file\n---\nReview the implementation in @src/lib.rs\nSee also @~/notes.txt\n",
     );
     let output = project.cairn(&["run", "/review"]).await;
     assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
     let got = user_text(&server);
     assert!(got.contains("marker_fn_for_review"), "{got}");
+    // The repository's command may not attach the user's own files.
+    assert!(!got.contains("home-secret-marker"), "{got}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -34,6 +34,7 @@ mod cli_run_silent;
 mod cli_run_stdin;
 mod cli_slash;
 mod commands_run;
+mod commands_tui;
 mod config;
 mod context_compaction_flow;
 mod context_pairing;
