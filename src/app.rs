@@ -7,6 +7,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+pub mod claude_permissions;
+
 use anyhow::Context;
 
 use crate::bus::Bus;
@@ -147,6 +149,8 @@ impl ProjectRisks {
         risks.add(&agents, !config.trust.trusts(&agents));
         let commands = command_risks(&env);
         risks.add(&commands, !config.trust.trusts(&commands));
+        let claude = claude_permissions::gather(&env.root, env.home.as_deref(), |_| false);
+        risks.add(&claude.risks, !config.trust.trusts(&claude.risks));
         risks
     }
 
@@ -349,12 +353,17 @@ impl App {
 
     fn session_ctx(&self, session: &Session, mode: Mode, default_model: ModelRef) -> SessionCtx {
         let config = &self.config;
-        let rules = crate::permission::ruleset(&config.permission, config.yolo);
-        let restrictions = crate::permission::config_rules(&config.restrictions);
+        let mut env = Environment::discover(Path::new(&session.directory));
+        let claude = claude_permissions::gather(&env.root, env.home.as_deref(), |risks| {
+            config.trust.trusts(risks)
+        });
+        let rules =
+            crate::permission::ruleset_with_imported(&config.permission, claude.rules, config.yolo);
+        let mut restrictions = crate::permission::config_rules(&config.restrictions);
+        restrictions.extend(claude.restrictions);
         let permissions = Arc::new(
             Permissions::new(rules, self.bus.clone(), mode).with_restrictions(restrictions),
         );
-        let mut env = Environment::discover(Path::new(&session.directory));
         env.config_dir = crate::paths::config_dir();
         env.extra_instructions = config.instructions.clone();
         let sandbox = self.sandbox_policy(&env.root);
@@ -429,7 +438,7 @@ impl App {
             snapshots,
             snapshot_chain: Default::default(),
         };
-        for problem in &files.problems {
+        for problem in files.problems.iter().chain(&claude.warnings) {
             ctx.report_once(problem);
         }
         if let Some(warning) = ctx.settings.sandbox.warning() {

@@ -23,6 +23,7 @@ mod support;
 mod tools_common;
 
 mod acp;
+mod claude_settings_run;
 mod cli;
 mod cli_run;
 mod cli_run_count;
