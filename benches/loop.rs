@@ -68,6 +68,7 @@ fn session_ctx(app: &App, session_id: &str) -> SessionCtx {
                 std::slice::from_ref(&app.data_dir),
             )),
             editor: None,
+            commands_trusted: false,
         },
         env: Environment::discover(&app.cwd),
         default_model: history::model(),

@@ -197,35 +197,7 @@ async fn handle(
             agent,
             model,
             piped,
-        } => {
-            // Piped text is someone else's: its `/word` runs nothing.
-            let command = if piped {
-                None
-            } else {
-                custom::prepare(ctx, &text)
-            };
-            match command {
-                Some(command) if command.has_shell => match running {
-                    Some(_) => ctx.writer.error(&ctx.session_id, BUSY_COMMAND),
-                    None => {
-                        record_prompt(ctx, &text).await;
-                        *running = Some(start_custom(ctx, command));
-                    }
-                },
-                Some(command) => {
-                    let agent = command.agent.or(agent);
-                    let model = command.model.or(model);
-                    write_prompt(ctx, &command.text, agent, model, false).await?;
-                    record_prompt(ctx, &text).await;
-                    ensure_loop(ctx, running);
-                }
-                None => {
-                    write_prompt(ctx, &text, agent, model, piped).await?;
-                    record_prompt(ctx, &text).await;
-                    ensure_loop(ctx, running);
-                }
-            }
-        }
+        } => prompt(ctx, running, text, (agent, model), piped).await?,
         Command::Shell { command } => match running {
             Some(_) => ctx.writer.error(&ctx.session_id, BUSY_SHELL),
             None => {
@@ -297,6 +269,46 @@ async fn handle(
             tokio::spawn(async move {
                 let _ = reply.send(undo::patch_diff(snapshots.as_ref(), patch).await);
             });
+        }
+    }
+    Ok(())
+}
+
+/// A user message: written (the loop starts or picks it up), or, when its
+/// first word names a custom command, that command's prompt; one with
+/// shell lines runs them first, in the loop's slot.
+async fn prompt(
+    ctx: &Arc<SessionCtx>,
+    running: &mut Option<RunningLoop>,
+    text: String,
+    (agent, model): (Option<String>, Option<ModelRef>),
+    piped: bool,
+) -> Result<(), Error> {
+    // Piped text is someone else's: its `/word` runs nothing.
+    let command = if piped {
+        None
+    } else {
+        custom::prepare(ctx, &text)
+    };
+    match command {
+        Some(command) if command.has_shell => match running {
+            Some(_) => ctx.writer.error(&ctx.session_id, BUSY_COMMAND),
+            None => {
+                record_prompt(ctx, &text).await;
+                *running = Some(start_custom(ctx, command));
+            }
+        },
+        Some(command) => {
+            let agent = command.agent.or(agent);
+            let model = command.model.or(model);
+            write_prompt(ctx, &command.text, agent, model, false).await?;
+            record_prompt(ctx, &text).await;
+            ensure_loop(ctx, running);
+        }
+        None => {
+            write_prompt(ctx, &text, agent, model, piped).await?;
+            record_prompt(ctx, &text).await;
+            ensure_loop(ctx, running);
         }
     }
     Ok(())

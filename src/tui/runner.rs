@@ -277,7 +277,11 @@ fn apply_internal(app: &mut App, message: Internal) -> Vec<Effect> {
             super::undo::patch_diff_answered(app, &part_id, result)
         }
         Internal::Files(files) => app.files = Arc::new(files),
-        Internal::CustomCommands(commands) => app.custom_commands = commands,
+        Internal::CustomCommands(commands) => {
+            app.custom_commands = commands;
+            // A `/fr` typed before the list arrived gets its popup now.
+            super::update::refresh_completion(app);
+        }
         Internal::Context(Some(breakdown)) => {
             if matches!(app.overlay, Some(super::app::Overlay::Context(None))) {
                 app.overlay = Some(super::app::Overlay::Context(Some(breakdown)));

@@ -328,7 +328,7 @@ fn completion_key(app: &mut App, action: &Action) -> Option<Vec<Effect>> {
     Some(Vec::new())
 }
 
-fn refresh_completion(app: &mut App) {
+pub(super) fn refresh_completion(app: &mut App) {
     let candidates = match app.composer.token_at_cursor() {
         Some((0, token)) if token.starts_with('/') && !app.composer.text().contains(' ') => {
             let mut candidates = slash_candidates(token);
