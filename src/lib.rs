@@ -23,12 +23,12 @@
 //! - `token`      tokenizer counts and estimates (pure)
 //! - `message`, `bus`, `gauge`, `permission_request`, `id`, `clock`,
 //!   `config`, `trust`, `paths`, `cli`, `slash`, `custom_command`, `skill`,
-//!   `frontmatter`, `shared`   the data model, the change broadcast and two values it
-//!   carries (the context gauge, a permission question and its answer), ids,
-//!   time, configuration, the record of trusted projects, file locations, the
-//!   command line, the slash-command table, custom commands and skills found
-//!   on disk, Markdown
-//!   front matter, small helpers with no layer of their own
+//!   `frontmatter`, `shared`   the data model, the change broadcast and two
+//!   values it carries (the context gauge, a permission question and its
+//!   answer), ids, time, configuration, the record of trusted projects, file
+//!   locations, the command line, the slash-command table, custom commands
+//!   and skills found on disk, Markdown front matter, small helpers with no
+//!   layer of their own
 //!
 //! Dependencies point down this list, never up: `tests/it/layering.rs` reads
 //! every module path in `src/` and checks it against the same list, and
