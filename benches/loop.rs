@@ -69,6 +69,7 @@ fn session_ctx(app: &App, session_id: &str) -> SessionCtx {
             )),
             editor: None,
             hooks: Default::default(),
+            commands_trusted: false,
         },
         env: Environment::discover(&app.cwd),
         default_model: history::model(),

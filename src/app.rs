@@ -7,6 +7,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+pub mod claude_permissions;
+
 use anyhow::Context;
 
 use crate::bus::Bus;
@@ -149,6 +151,10 @@ impl ProjectRisks {
             let pending = !config.trust.trusts(std::slice::from_ref(&hook));
             risks.add(std::slice::from_ref(&hook), pending);
         }
+        let commands = command_risks(&env);
+        risks.add(&commands, !config.trust.trusts(&commands));
+        let claude = claude_permissions::gather(&env.root, env.home.as_deref(), |_| false);
+        risks.add(&claude.risks, !config.trust.trusts(&claude.risks));
         risks
     }
 
@@ -158,6 +164,26 @@ impl ProjectRisks {
             self.pending.extend_from_slice(risks);
         }
     }
+}
+
+/// The custom commands for a session in `env` (see `crate::custom_command`).
+fn discover_commands(env: &Environment) -> crate::custom_command::Discovered {
+    crate::custom_command::discover(&crate::custom_command::CommandRoots {
+        cwd: env.cwd.clone(),
+        root: env.root.clone(),
+        home: env.home.clone(),
+        config_dir: crate::paths::config_dir(),
+    })
+}
+
+/// The custom commands in `cwd`, for `/help` and completion.
+pub fn custom_commands(cwd: &Path) -> crate::custom_command::Discovered {
+    discover_commands(&Environment::discover(cwd))
+}
+
+/// The `allowed-tools` of the project's custom commands in `env`.
+fn command_risks(env: &Environment) -> Vec<crate::trust::Risk> {
+    crate::custom_command::project_risks(&discover_commands(env), &env.root)
 }
 
 /// Which session to open.
@@ -378,33 +404,25 @@ impl App {
         crate::sandbox::Policy::new(&self.config.sandbox, root, &own_dirs(&self.data_dir))
     }
 
-    fn session_ctx(&self, session: &Session, mode: Mode, default_model: ModelRef) -> SessionCtx {
+    /// The session's agents: agent files first (a repository's once
+    /// trusted), config `[agent.NAME]` last, since the config has the last
+    /// word; with what the files could not give.
+    fn agents(&self, env: &Environment, default_model: &ModelRef) -> (Agents, Vec<String>) {
         let config = &self.config;
-        let rules = crate::permission::ruleset(&config.permission, config.yolo);
-        let restrictions = crate::permission::config_rules(&config.restrictions);
-        let permissions = Arc::new(
-            Permissions::new(rules, self.bus.clone(), mode).with_restrictions(restrictions),
-        );
-        let mut env = Environment::discover(Path::new(&session.directory));
-        env.config_dir = crate::paths::config_dir();
-        env.extra_instructions = config.instructions.clone();
-        let sandbox = self.sandbox_policy(&env.root);
-        env.sandbox = sandbox.for_model();
-        // Agent files first, config `[agent.NAME]` last: the config has the last word.
         let untrusted = if config
             .trust
-            .trusts(&crate::session::agent_files::project_risks(&env))
+            .trusts(&crate::session::agent_files::project_risks(env))
         {
             Vec::new()
         } else {
-            crate::session::agent_files::project_directories(&env)
+            crate::session::agent_files::project_directories(env)
         };
         let mut files = crate::session::agent_files::load(
-            &crate::session::agent_files::directories(&env),
+            &crate::session::agent_files::directories(env),
             &untrusted,
             &env.root,
         );
-        crate::session::agent_files::resolve_models(&mut files, &default_model);
+        crate::session::agent_files::resolve_models(&mut files, default_model);
         let configured = config.agent.iter().map(|(name, agent)| {
             (
                 name.clone(),
@@ -418,6 +436,27 @@ impl App {
             )
         });
         let agents = Agents::new(files.agents.into_iter().chain(configured));
+        (agents, files.problems)
+    }
+
+    fn session_ctx(&self, session: &Session, mode: Mode, default_model: ModelRef) -> SessionCtx {
+        let config = &self.config;
+        let mut env = Environment::discover(Path::new(&session.directory));
+        let claude = claude_permissions::gather(&env.root, env.home.as_deref(), |risks| {
+            config.trust.trusts(risks)
+        });
+        let rules =
+            crate::permission::ruleset_with_imported(&config.permission, claude.rules, config.yolo);
+        let mut restrictions = crate::permission::config_rules(&config.restrictions);
+        restrictions.extend(claude.restrictions);
+        let permissions = Arc::new(
+            Permissions::new(rules, self.bus.clone(), mode).with_restrictions(restrictions),
+        );
+        env.config_dir = crate::paths::config_dir();
+        env.extra_instructions = config.instructions.clone();
+        let sandbox = self.sandbox_policy(&env.root);
+        env.sandbox = sandbox.for_model();
+        let (agents, agent_problems) = self.agents(&env, &default_model);
         // One directory per session: the model may page through its own
         // saved outputs unasked, not through other sessions' (or projects').
         let tool_output_dir = self
@@ -453,6 +492,7 @@ impl App {
                 env.cwd.clone(),
                 self.data_dir.join("cairn.db"),
             )),
+            commands_trusted: config.trust.trusts(&command_risks(&env)),
         };
         let snapshots = self.snapshots(session);
         let hooks_problems = hooks.problems;
@@ -475,7 +515,11 @@ impl App {
             snapshots,
             snapshot_chain: Default::default(),
         };
-        for problem in files.problems.iter().chain(&hooks_problems) {
+        for problem in agent_problems
+            .iter()
+            .chain(&hooks_problems)
+            .chain(&claude.warnings)
+        {
             ctx.report_once(problem);
         }
         if let Some(warning) = ctx.settings.sandbox.warning() {

@@ -23,12 +23,13 @@
 //!   seccomp, a private mount namespace)
 //! - `token`      tokenizer counts and estimates (pure)
 //! - `message`, `bus`, `gauge`, `permission_request`, `id`, `clock`,
-//!   `config`, `trust`, `paths`, `cli`, `slash`, `skill`, `frontmatter`,
-//!   `shared`   the data model, the change broadcast and two values it
-//!   carries (the context gauge, a permission question and its answer), ids,
-//!   time, configuration, the record of trusted projects, file locations, the
-//!   command line, the slash-command table, skills found on disk, Markdown
-//!   front matter, small helpers with no layer of their own
+//!   `config`, `trust`, `paths`, `cli`, `slash`, `custom_command`, `skill`,
+//!   `frontmatter`, `shared`   the data model, the change broadcast and two
+//!   values it carries (the context gauge, a permission question and its
+//!   answer), ids, time, configuration, the record of trusted projects, file
+//!   locations, the command line, the slash-command table, custom commands
+//!   and skills found on disk, Markdown front matter, small helpers with no
+//!   layer of their own
 //!
 //! Dependencies point down this list, never up: `tests/it/layering.rs` reads
 //! every module path in `src/` and checks it against the same list, and
@@ -47,6 +48,7 @@ pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod context;
+pub mod custom_command;
 pub mod frontmatter;
 pub mod gauge;
 pub mod headless;

@@ -300,10 +300,18 @@ fn run_headless(
     if matches!(cairn::slash::parse(&message), Some((command, _)) if command.verb == Verb::Help) {
         // No session is opened (or created) just to print the table.
         print!("{}", cairn::slash::help_text(FrontEnd::Run));
+        let cwd = std::env::current_dir().context("cannot read the current directory")?;
+        let custom = cairn::app::custom_commands(&cwd);
+        if !custom.commands.is_empty() || !custom.problems.is_empty() {
+            print!("\ncustom commands:\n{}", custom.help_text());
+        }
         return Ok(EXIT_OK);
     }
     let runtime = runtime()?;
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    for problem in cairn::app::custom_commands(&cwd).problems {
+        eprintln!("warning: {problem}");
+    }
     let risks = cairn::app::ProjectRisks::gather(&loaded, &cwd);
     for warning in &risks.shadowed {
         eprintln!("warning: {warning}");

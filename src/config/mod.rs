@@ -5,6 +5,7 @@
 //! This module reads config files and environment only; it never writes files
 //! and never decides behaviour: the session, tools and TUI read the values.
 
+pub mod claude_settings;
 mod error;
 pub mod hooks;
 mod instruction_paths;

@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 use crate::bus::{Bus, Event};
 
 pub mod bash_rules;
+pub mod claude_rules;
 mod deny_spellings;
 mod path;
 pub mod read_only;
@@ -85,7 +86,19 @@ pub fn default_rules() -> Vec<Rule> {
 /// `yolo` turns every `ask` into `allow`: nothing is asked, but an explicit
 /// `deny` still holds.
 pub fn ruleset(config: &PermissionConfig, yolo: bool) -> Vec<Rule> {
+    ruleset_with_imported(config, Vec::new(), yolo)
+}
+
+/// [`ruleset`] with `imported` rules (Claude Code's settings files) between
+/// the defaults and the config: they override the defaults, and cairn's
+/// own config has the last word.
+pub fn ruleset_with_imported(
+    config: &PermissionConfig,
+    imported: Vec<Rule>,
+    yolo: bool,
+) -> Vec<Rule> {
     let mut rules = default_rules();
+    rules.extend(imported);
     rules.extend(config_rules(config));
     if yolo {
         for rule in &mut rules {

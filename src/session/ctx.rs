@@ -79,6 +79,9 @@ pub struct Settings {
     pub editor: Option<std::sync::Arc<dyn crate::tool::EditorFiles>>,
     /// The user's hook programs (see `crate::hook`).
     pub hooks: std::sync::Arc<crate::hook::Hooks>,
+    /// The project's custom commands' `allowed-tools` are trusted (see
+    /// `crate::custom_command::project_risks`): their grants apply.
+    pub commands_trusted: bool,
 }
 
 /// Everything the loop of one session needs.

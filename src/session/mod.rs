@@ -39,6 +39,7 @@ pub mod agent_files;
 pub mod command;
 pub mod compaction_task;
 pub mod ctx;
+pub mod custom;
 pub mod doom;
 pub mod export;
 pub mod gauge;

@@ -20,7 +20,7 @@ use crate::message::{
 use crate::session::command::Command;
 use crate::session::ctx::{SessionCtx, last_user_or_default};
 use crate::session::lock::SessionLock;
-use crate::session::{Error, gauge, prune_task, remembered, request, run, shell, undo};
+use crate::session::{Error, custom, gauge, prune_task, remembered, request, run, shell, undo};
 
 /// A front end's handle on a running session.
 #[derive(Clone)]
@@ -69,6 +69,10 @@ struct RunningLoop {
 /// newer than the last user message).
 const BUSY_SHELL: &str =
     "the agent is busy: wait for it to finish or interrupt it (Esc) before running a shell command";
+
+/// Why a custom command with shell lines is refused while the agent
+/// works: its lines would run in the middle of the turn.
+const BUSY_COMMAND: &str = "the agent is busy: wait for it to finish or interrupt it (Esc) before running a command with shell lines";
 
 async fn serve(ctx: Arc<SessionCtx>, mut commands: mpsc::UnboundedReceiver<Command>) {
     // The project's first snapshot is long: begun now, a first writing step
@@ -183,6 +187,39 @@ fn start_shell(ctx: &Arc<SessionCtx>, call: shell::ShellCall) -> RunningLoop {
     }
 }
 
+/// Runs a custom command with shell lines in the loop's slot: the lines
+/// (which may wait for a permission answer), then its prompt and the loop.
+fn start_custom(
+    ctx: &Arc<SessionCtx>,
+    command: custom::Prepared,
+    context: Vec<String>,
+) -> RunningLoop {
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn({
+        let ctx = ctx.clone();
+        let cancel = cancel.clone();
+        async move {
+            ctx.set_status(SessionStatus::Busy);
+            let Some(text) = custom::run_shell_lines(&ctx, &command, &cancel).await else {
+                ctx.set_status(SessionStatus::Idle);
+                return Ok(());
+            };
+            let written =
+                write_prompt(&ctx, &text, command.agent, command.model, false, &context).await;
+            if let Err(error) = written {
+                ctx.set_status(SessionStatus::Idle);
+                return Err(error);
+            }
+            run::run(ctx, cancel).await
+        }
+    });
+    RunningLoop {
+        task,
+        cancel,
+        queued: false,
+    }
+}
+
 /// Starts the loop, or tells the running one to look again when it ends.
 fn ensure_loop(ctx: &Arc<SessionCtx>, running: &mut Option<RunningLoop>) {
     match running {
@@ -202,25 +239,7 @@ async fn handle(
             agent,
             model,
             piped,
-        } => {
-            let context = match ctx.hook_caller().user_prompt(&text).await {
-                Ok(context) => context,
-                Err(reason) => {
-                    // Refused before it was written: the model never sees
-                    // it. Busy then idle, so `cairn run` ends (with 1).
-                    ctx.set_status(SessionStatus::Busy);
-                    ctx.writer.error(
-                        &ctx.session_id,
-                        format!("a UserPromptSubmit hook refused the prompt: {reason}"),
-                    );
-                    ctx.set_status(SessionStatus::Idle);
-                    return Ok(());
-                }
-            };
-            write_prompt(ctx, &text, agent, model, piped, &context).await?;
-            record_prompt(ctx, &text).await;
-            ensure_loop(ctx, running);
-        }
+        } => prompt(ctx, running, text, (agent, model), piped).await?,
         Command::Shell { command } => match running {
             Some(_) => ctx.writer.error(&ctx.session_id, BUSY_SHELL),
             None => {
@@ -295,6 +314,60 @@ async fn handle(
             tokio::spawn(async move {
                 let _ = reply.send(undo::patch_diff(snapshots.as_ref(), patch).await);
             });
+        }
+    }
+    Ok(())
+}
+
+/// A user message: written (the loop starts or picks it up), or, when its
+/// first word names a custom command, that command's prompt; one with
+/// shell lines runs them first, in the loop's slot.
+async fn prompt(
+    ctx: &Arc<SessionCtx>,
+    running: &mut Option<RunningLoop>,
+    text: String,
+    (agent, model): (Option<String>, Option<ModelRef>),
+    piped: bool,
+) -> Result<(), Error> {
+    let context = match ctx.hook_caller().user_prompt(&text).await {
+        Ok(context) => context,
+        Err(reason) => {
+            // Refused before it was written: the model never sees it. Busy
+            // then idle, so `cairn run` ends (with 1).
+            ctx.set_status(SessionStatus::Busy);
+            ctx.writer.error(
+                &ctx.session_id,
+                format!("a UserPromptSubmit hook refused the prompt: {reason}"),
+            );
+            ctx.set_status(SessionStatus::Idle);
+            return Ok(());
+        }
+    };
+    // Piped text is someone else's: its `/word` runs nothing.
+    let command = if piped {
+        None
+    } else {
+        custom::prepare(ctx, &text)
+    };
+    match command {
+        Some(command) if command.has_shell => match running {
+            Some(_) => ctx.writer.error(&ctx.session_id, BUSY_COMMAND),
+            None => {
+                record_prompt(ctx, &text).await;
+                *running = Some(start_custom(ctx, command, context));
+            }
+        },
+        Some(command) => {
+            let agent = command.agent.or(agent);
+            let model = command.model.or(model);
+            write_prompt(ctx, &command.text, agent, model, false, &context).await?;
+            record_prompt(ctx, &text).await;
+            ensure_loop(ctx, running);
+        }
+        None => {
+            write_prompt(ctx, &text, agent, model, piped, &context).await?;
+            record_prompt(ctx, &text).await;
+            ensure_loop(ctx, running);
         }
     }
     Ok(())

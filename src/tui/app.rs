@@ -281,6 +281,8 @@ pub struct App {
     pub mcp: Vec<crate::mcp::Status>,
     /// The ready servers' prompts, offered as `/server:prompt` commands.
     pub mcp_prompts: Vec<crate::mcp::PromptCommand>,
+    /// Custom slash commands (`.claude/commands/`, ...), for completion.
+    pub custom_commands: Vec<crate::custom_command::CustomCommand>,
 }
 
 /// Inputs to build an [`App`]; see `TuiInput` for what each means.
@@ -352,6 +354,7 @@ impl App {
             open_key: "ctrl+g".into(),
             mcp: Vec::new(),
             mcp_prompts: Vec::new(),
+            custom_commands: Vec::new(),
         }
     }
 

@@ -54,6 +54,23 @@ pub fn prompt_candidates(prompts: &[crate::mcp::PromptCommand], typed: &str) -> 
         .collect()
 }
 
+/// Custom commands (`/frontend:component`) starting with `typed`.
+pub fn custom_candidates(
+    commands: &[crate::custom_command::CustomCommand],
+    typed: &str,
+) -> Vec<Candidate> {
+    commands
+        .iter()
+        .filter(|command| command.name.starts_with(typed))
+        .map(|command| Candidate {
+            insert: command.name.clone(),
+            detail: format!("{}  {}", command.argument_hint, command.description)
+                .trim()
+                .to_string(),
+        })
+        .collect()
+}
+
 /// Files whose path contains `typed` (after the `@`), shortest paths first.
 pub fn file_candidates(files: &[String], typed: &str) -> Vec<Candidate> {
     let needle = typed.to_lowercase();

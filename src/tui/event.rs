@@ -11,6 +11,8 @@ use crate::message::MessageWithParts;
 pub enum Internal {
     /// The `@` completion file list is ready.
     Files(Vec<String>),
+    /// The custom slash commands found for the session's directory.
+    CustomCommands(Vec<crate::custom_command::CustomCommand>),
     /// The reply to `/context`; `None` when the session dropped the request.
     Context(Option<ContextBreakdown>),
     /// The newest page of the history, reread after a lag.

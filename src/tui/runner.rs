@@ -277,6 +277,11 @@ fn apply_internal(app: &mut App, message: Internal) -> Vec<Effect> {
             super::undo::patch_diff_answered(app, &part_id, result)
         }
         Internal::Files(files) => app.files = Arc::new(files),
+        Internal::CustomCommands(commands) => {
+            app.custom_commands = commands;
+            // A `/fr` typed before the list arrived gets its popup now.
+            super::update::refresh_completion(app);
+        }
         Internal::Context(Some(breakdown)) => {
             if matches!(app.overlay, Some(super::app::Overlay::Context(None))) {
                 app.overlay = Some(super::app::Overlay::Context(Some(breakdown)));
@@ -606,7 +611,10 @@ fn send(app: &mut App, channels: &Channels, command: Command) {
 
 fn spawn_file_index(directory: String, internal: mpsc::UnboundedSender<Internal>) {
     tokio::task::spawn_blocking(move || {
-        let files = super::completion::index_files(std::path::Path::new(&directory));
+        let directory = std::path::Path::new(&directory);
+        let commands = crate::app::custom_commands(directory).commands;
+        let _ = internal.send(Internal::CustomCommands(commands));
+        let files = super::completion::index_files(directory);
         let _ = internal.send(Internal::Files(files));
     });
 }

@@ -14,7 +14,7 @@ use super::action::Action;
 use super::app::{
     App, Choice, DOUBLE_PRESS_MS, Effect, INTERRUPTING, Overlay, PickerKind, QUEUE_HELD, choices,
 };
-use super::completion::{file_candidates, prompt_candidates, slash_candidates};
+use super::completion::{custom_candidates, file_candidates, prompt_candidates, slash_candidates};
 use super::slash::{is_command, run_slash};
 pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
     app.dirty = true;
@@ -328,11 +328,12 @@ fn completion_key(app: &mut App, action: &Action) -> Option<Vec<Effect>> {
     Some(Vec::new())
 }
 
-fn refresh_completion(app: &mut App) {
+pub(super) fn refresh_completion(app: &mut App) {
     let candidates = match app.composer.token_at_cursor() {
         Some((0, token)) if token.starts_with('/') && !app.composer.text().contains(' ') => {
             let mut candidates = slash_candidates(token);
             candidates.extend(prompt_candidates(&app.mcp_prompts, token));
+            candidates.extend(custom_candidates(&app.custom_commands, token));
             candidates
         }
         Some((_, token)) if token.starts_with('@') => file_candidates(&app.files, &token[1..]),

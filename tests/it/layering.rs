@@ -38,6 +38,7 @@ const LAYERS: &[&[&str]] = &[
         "paths",
         "cli",
         "slash",
+        "custom_command",
         "skill",
         "frontmatter",
         "shared",

@@ -24,6 +24,7 @@ mod tools_common;
 
 mod acp;
 mod agent_files_run;
+mod claude_settings_run;
 mod cli;
 mod cli_run;
 mod cli_run_count;
@@ -34,6 +35,8 @@ mod cli_run_runaway;
 mod cli_run_silent;
 mod cli_run_stdin;
 mod cli_slash;
+mod commands_run;
+mod commands_tui;
 mod config;
 mod context_compaction_flow;
 mod context_pairing;

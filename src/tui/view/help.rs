@@ -6,6 +6,7 @@ use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 
+use crate::custom_command::CustomCommand;
 use crate::slash::{FrontEnd, help_rows};
 use crate::tui::wrap::wrap_into;
 
@@ -38,15 +39,15 @@ const KEY_COLUMN: usize = 27;
 const MIN_DESCRIPTION: usize = 24;
 
 /// Rows the help can scroll down in `area` before its last row shows.
-pub fn max_scroll(area: Rect) -> u16 {
-    let rows = help_lines(area).len() as u16;
+pub fn max_scroll(area: Rect, custom: &[CustomCommand]) -> u16 {
+    let rows = help_lines(area, custom).len() as u16;
     rows.saturating_sub(area.height.saturating_sub(2))
 }
 
 /// The help, scrolled down `scroll` rows when taller than `area`; the title
 /// says so.
-pub fn draw(frame: &mut Frame<'_>, area: Rect, scroll: u16) {
-    let lines = help_lines(area);
+pub fn draw(frame: &mut Frame<'_>, area: Rect, scroll: u16, custom: &[CustomCommand]) {
+    let lines = help_lines(area, custom);
     let title = if lines.len() as u16 + 2 > area.height {
         " help · ↑↓ scroll · Esc closes "
     } else {
@@ -57,8 +58,9 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, scroll: u16) {
     frame.render_widget(Paragraph::new(lines).block(block).scroll((scroll, 0)), rect);
 }
 
-/// Keys, then slash commands, wrapped to the popup's width in `area`.
-fn help_lines(area: Rect) -> Vec<Line<'static>> {
+/// Keys, then slash commands, then the custom commands (`.claude/commands/`,
+/// ...), wrapped to the popup's width in `area`.
+fn help_lines(area: Rect, custom: &[CustomCommand]) -> Vec<Line<'static>> {
     let inner = (area.width.min(86) as usize).saturating_sub(2);
     let mut entries: Vec<(String, String)> = KEYS
         .iter()
@@ -72,6 +74,12 @@ fn help_lines(area: Rect) -> Vec<Line<'static>> {
             lines.push(Line::default());
         }
         entry_lines(key, what, inner, &mut lines);
+    }
+    if !custom.is_empty() {
+        lines.push(Line::default());
+    }
+    for command in custom {
+        entry_lines(&command.usage(), &command.description, inner, &mut lines);
     }
     lines
 }
@@ -102,9 +110,32 @@ mod tests {
     /// and left out its path, while `cairn run` had its own list. Both now
     /// print `crate::slash::help_rows`: the overlay's command rows are that
     /// table, row for row, after the keys.
+    /// Issue #32: `/help` lists the custom commands after the built-ins.
+    #[test]
+    fn custom_commands_follow_the_table() {
+        let command = CustomCommand {
+            name: "/frontend:component".into(),
+            description: "Create a React component".into(),
+            argument_hint: "[name]".into(),
+            allowed_tools: Vec::new(),
+            model: None,
+            agent: None,
+            body: String::new(),
+            file: std::path::PathBuf::from("component.md"),
+            from_project: true,
+        };
+        let text: Vec<String> = help_lines(Rect::new(0, 0, 200, 100), &[command])
+            .iter()
+            .map(|line| line.spans.iter().map(|s| s.content.as_ref()).collect())
+            .collect();
+        let last = text.last().expect("rows");
+        assert!(last.starts_with("/frontend:component [name]"), "{text:#?}");
+        assert!(last.ends_with("Create a React component"), "{text:#?}");
+    }
+
     #[test]
     fn the_command_rows_are_the_one_slash_table() {
-        let text: Vec<String> = help_lines(Rect::new(0, 0, 200, 100))
+        let text: Vec<String> = help_lines(Rect::new(0, 0, 200, 100), &[])
             .iter()
             .map(|line| line.spans.iter().map(|s| s.content.as_ref()).collect())
             .collect();

@@ -91,7 +91,9 @@ pub fn areas(app: &App, area: Rect) -> Areas {
 
 /// Measures and caches what the next frame shows; call before [`draw`].
 pub fn prepare(app: &mut App, area: Rect) {
-    app.help_scroll = app.help_scroll.min(help::max_scroll(area));
+    app.help_scroll = app
+        .help_scroll
+        .min(help::max_scroll(area, &app.custom_commands));
     let transcript = areas(app, area).transcript;
     let awaiting: HashSet<String> = app
         .permissions
@@ -173,7 +175,7 @@ pub fn draw(app: &App, frame: &mut Frame<'_>) {
     }
     match &app.overlay {
         Some(Overlay::Context(breakdown)) => context::draw(breakdown.as_ref(), frame, area),
-        Some(Overlay::Help) => help::draw(frame, area, app.help_scroll),
+        Some(Overlay::Help) => help::draw(frame, area, app.help_scroll, &app.custom_commands),
         Some(Overlay::Picker(picker)) => picker::draw(picker, frame, area),
         Some(Overlay::Mcp(selected)) => mcp::draw(&app.mcp, *selected, frame, area),
         Some(Overlay::UndoConflict(files)) => undo::draw(files, frame, area),
