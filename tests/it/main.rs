@@ -54,6 +54,7 @@ mod loop_steps;
 mod mcp_client;
 mod mcp_http;
 mod mcp_lifecycle;
+mod mcp_opencode;
 mod mcp_permission;
 mod mentions_run;
 mod model_choice;
