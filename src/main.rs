@@ -361,24 +361,9 @@ fn run_headless(
         // Scripts see the configured servers' tools in the first request.
         let mut message = message;
         if let Some(hub) = app.tools.mcp() {
-            // A stop signal here ends the run before anything is sent, and
-            // the servers (those still starting too) are killed with it.
-            let stopped = tokio::select! {
-                () = hub.wait_ready(MCP_RUN_WAIT) => None,
-                signal = stops.next() => Some(signal),
-            };
-            if let Some(signal) = stopped {
-                hub.shutdown();
-                writeln!(
-                    stderr,
-                    "cairn: {signal} while waiting for MCP servers; stopped"
-                )?;
-                return Ok(headless::Stops::exit_code(signal));
+            if let Some(code) = wait_for_servers(hub, &mut stops, &mut stderr).await? {
+                return Ok(code);
             }
-            // Where a script's user looks: a server (or a server file) that
-            // failed is said, not left to the log, now and whenever one
-            // fails later in the run.
-            tokio::spawn(say_failed_servers(hub.clone()));
             // `/server:prompt args`: the prompt's messages are the message.
             match hub.expand_prompt(&message).await {
                 Some(Ok(text)) => message = text,
@@ -413,6 +398,32 @@ fn run_headless(
     // in a blocking thread: the session is repaired when it is reopened.
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     code
+}
+
+/// Waits for the servers before the first request; `Some(exit code)` when
+/// a stop signal came first: the run ends before anything is sent, and the
+/// servers (those still starting too) are killed with it.
+async fn wait_for_servers(
+    hub: &Arc<cairn::mcp::Hub>,
+    stops: &mut headless::Stops,
+    stderr: &mut impl Write,
+) -> anyhow::Result<Option<u8>> {
+    let stopped = tokio::select! {
+        () = hub.wait_ready(MCP_RUN_WAIT) => None,
+        signal = stops.next() => Some(signal),
+    };
+    if let Some(signal) = stopped {
+        hub.shutdown();
+        writeln!(
+            stderr,
+            "cairn: {signal} while waiting for MCP servers; stopped"
+        )?;
+        return Ok(Some(headless::Stops::exit_code(signal)));
+    }
+    // Where a script's user looks: a server (or a server file) that failed
+    // is said, not left to the log, now and whenever one fails later.
+    tokio::spawn(say_failed_servers(hub.clone()));
+    Ok(None)
 }
 
 /// Says on stderr each MCP server that is failed (at the start, and later

@@ -619,6 +619,74 @@ pub fn exposed_name(server: &str, tool: &str) -> String {
     format!("{head}{tag}")
 }
 
+/// What Claude Code's `mcp__SERVER__TOOL` spelling names (in permission
+/// rules, agents' `tools:` lists, hooks' matchers): one tool, or with
+/// `mcp__SERVER` alone every tool of that server. `None` for any other name.
+/// Claude Code writes the server's name with characters outside
+/// `[A-Za-z0-9_-]` as `_`, so [`ClaudeToolName::matches`] compares names
+/// cleaned the same way.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaudeToolName {
+    pub server: String,
+    pub tool: Option<String>,
+}
+
+impl ClaudeToolName {
+    pub fn parse(spelling: &str) -> Option<Self> {
+        let rest = spelling.strip_prefix("mcp__")?;
+        let (server, tool) = match rest.split_once("__") {
+            Some((server, tool)) => (server, Some(tool.to_string())),
+            None => (rest, None),
+        };
+        (!server.is_empty() && tool.as_deref() != Some("")).then(|| Self {
+            server: server.to_string(),
+            tool,
+        })
+    }
+
+    /// Whether this spelling covers `tool` of the server named `server`.
+    pub fn matches(&self, server: &str, tool: &str) -> bool {
+        let clean = |name: &str| -> String {
+            name.chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
+                .collect()
+        };
+        clean(server) == self.server
+            && self
+                .tool
+                .as_deref()
+                .is_none_or(|wanted| wanted == clean(tool))
+    }
+}
+
+impl Hub {
+    /// cairn's exposed names for Claude Code's `mcp__SERVER__TOOL` (or
+    /// `mcp__SERVER`) among the ready servers' tools; empty when none.
+    pub fn from_claude_spelling(&self, spelling: &str) -> Vec<String> {
+        let Some(wanted) = ClaudeToolName::parse(spelling) else {
+            return Vec::new();
+        };
+        let mut names = Vec::new();
+        for server in &self.servers {
+            let Ok(inner) = server.inner.lock() else {
+                continue;
+            };
+            for tool in &inner.tools {
+                if wanted.matches(&server.name, &tool.name) {
+                    names.push(exposed_name(&server.name, &tool.name));
+                }
+            }
+        }
+        names
+    }
+}
+
 /// FNV-1a, 64 bits: a hash that never changes between builds or Rust
 /// versions (std's `DefaultHasher` may), for names that must be stable.
 fn fnv1a(bytes: &[u8]) -> u64 {
@@ -804,6 +872,36 @@ mod tests {
         for (message, want) in cases {
             assert_eq!(without_type_names(message), want);
         }
+    }
+
+    #[test]
+    fn claude_code_spelling_table() {
+        let some = |server: &str, tool: Option<&str>| {
+            Some(ClaudeToolName {
+                server: server.into(),
+                tool: tool.map(str::to_string),
+            })
+        };
+        let cases = [
+            (
+                "mcp__github__create_issue",
+                some("github", Some("create_issue")),
+            ),
+            ("mcp__github", some("github", None)),
+            ("mcp__my_server__do__it", some("my_server", Some("do__it"))),
+            ("mcp____x", None),
+            ("mcp__github__", None),
+            ("github_create_issue", None),
+            ("Bash", None),
+        ];
+        for (spelling, want) in cases {
+            assert_eq!(ClaudeToolName::parse(spelling), want, "{spelling}");
+        }
+        let dotted = ClaudeToolName::parse("mcp__my_server__read").expect("parses");
+        assert!(dotted.matches("my.server", "read"));
+        assert!(!dotted.matches("my.server", "write"));
+        let all = ClaudeToolName::parse("mcp__fs").expect("parses");
+        assert!(all.matches("fs", "anything") && !all.matches("fs2", "x"));
     }
 
     #[test]
