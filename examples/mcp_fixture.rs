@@ -221,6 +221,18 @@ async fn main() -> anyhow::Result<()> {
     {
         tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
     }
+    // Dies on its own while idle (no call running): the client must notice.
+    if let Some(ms) = args
+        .iter()
+        .position(|arg| arg == "--exit-after-ms")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|ms| ms.parse::<u64>().ok())
+    {
+        tokio::spawn(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+            std::process::exit(4);
+        });
+    }
     if args.iter().any(|arg| arg == "--http") {
         let required = args
             .iter()

@@ -228,6 +228,7 @@ async fn mcp_command(app: &App, args: &str, format: cairn::cli::Format) -> anyho
         hub.wait_ready(MCP_RUN_WAIT).await;
     }
     let report = cairn::mcp::render(&hub.statuses());
+    hub.shutdown();
     if format == cairn::cli::Format::Json {
         headless::write_report_result(&mut std::io::stdout(), &report, EXIT_OK)?;
     } else {
@@ -334,6 +335,10 @@ fn run_headless(
         _ => {}
     }
     let code = runtime.block_on(async {
+        // Listening before the servers start (in `app.start`): a Ctrl+C
+        // while they start is cairn's to handle, never a silent kill that
+        // leaves them running.
+        let mut stops = headless::Stops::listen()?;
         let continued = choice != SessionChoice::New;
         // Before the session opens: what opening it reports is printed too.
         let events = app.bus.subscribe();
@@ -364,16 +369,8 @@ fn run_headless(
         // Scripts see the configured servers' tools in the first request.
         let mut message = message;
         if let Some(hub) = app.tools.mcp() {
-            hub.wait_ready(MCP_RUN_WAIT).await;
-            // Where a script's user looks: a server (or a server file) that
-            // failed is said, not left to the log.
-            for failed in hub
-                .statuses()
-                .iter()
-                .filter(|s| s.state == cairn::mcp::State::Failed)
-            {
-                let why = failed.last_error.as_deref().unwrap_or("no reason given");
-                writeln!(stderr, "cairn: MCP {} failed: {why}", failed.name)?;
+            if let Some(code) = wait_for_servers(hub, &mut stops, &mut stderr).await? {
+                return Ok(code);
             }
             // `/server:prompt args`: the prompt's messages are the message.
             match hub.expand_prompt(&message).await {
@@ -389,6 +386,7 @@ fn run_headless(
                 None => {}
             }
         }
+        drop(stops);
         let outcome = headless::run_watching(
             &handle,
             events,
@@ -401,10 +399,67 @@ fn run_headless(
         .await?;
         Ok(outcome.exit_code())
     });
+    if let Some(hub) = app.tools.mcp() {
+        hub.shutdown();
+    }
     // An interrupted run does not wait for a store call or tool still stuck
     // in a blocking thread: the session is repaired when it is reopened.
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     code
+}
+
+/// Waits for the servers before the first request; `Some(exit code)` when
+/// a stop signal came first: the run ends before anything is sent, and the
+/// servers (those still starting too) are killed with it.
+async fn wait_for_servers(
+    hub: &Arc<cairn::mcp::Hub>,
+    stops: &mut headless::Stops,
+    stderr: &mut impl Write,
+) -> anyhow::Result<Option<u8>> {
+    let stopped = tokio::select! {
+        () = hub.wait_ready(MCP_RUN_WAIT) => None,
+        signal = stops.next() => Some(signal),
+    };
+    if let Some(signal) = stopped {
+        hub.shutdown();
+        writeln!(
+            stderr,
+            "cairn: {signal} while waiting for MCP servers; stopped"
+        )?;
+        return Ok(Some(headless::Stops::exit_code(signal)));
+    }
+    // Where a script's user looks: a server (or a server file) that failed
+    // is said, not left to the log, now and whenever one fails later.
+    tokio::spawn(say_failed_servers(hub.clone()));
+    Ok(None)
+}
+
+/// Says on stderr each MCP server that is failed (at the start, and later
+/// when one dies), once per failure.
+async fn say_failed_servers(hub: Arc<cairn::mcp::Hub>) {
+    let mut changes = hub.subscribe();
+    let mut said: std::collections::BTreeMap<String, Option<String>> = Default::default();
+    loop {
+        for status in hub.statuses() {
+            if status.state != cairn::mcp::State::Failed {
+                said.remove(&status.name);
+                continue;
+            }
+            if said.get(&status.name) == Some(&status.last_error) {
+                continue;
+            }
+            let why = status.last_error.as_deref().unwrap_or("no reason given");
+            let _ = writeln!(
+                std::io::stderr(),
+                "cairn: MCP {} failed: {why}",
+                status.name
+            );
+            said.insert(status.name.clone(), status.last_error.clone());
+        }
+        if changes.changed().await.is_err() {
+            return;
+        }
+    }
 }
 
 /// `cairn acp`: the Agent Client Protocol on stdin/stdout until the editor

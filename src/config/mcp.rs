@@ -99,8 +99,15 @@ impl ServerConfig {
     }
 }
 
-/// Replaces `${NAME}` and `${NAME:-default}`; anything else is kept as is.
+/// Replaces `${NAME}` and `${NAME:-default}` (Claude Code's and cairn's
+/// spelling), then OpenCode's `{env:NAME}` and `{file:PATH}` (the file's
+/// text, trimmed, as OpenCode reads it; PATH is absolute by then, see
+/// [`anchor_files`]); anything else is kept as is.
 pub fn expand(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> String {
+    expand_opencode(&expand_dollar(text, lookup), lookup)
+}
+
+fn expand_dollar(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(start) = rest.find("${") {
@@ -124,6 +131,78 @@ pub fn expand(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// OpenCode's `{env:NAME}` (empty when unset, as OpenCode does) and
+/// `{file:PATH}` (empty when unreadable, with a warning in the log).
+fn expand_opencode(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    loop {
+        let next = [("{env:", true), ("{file:", false)]
+            .into_iter()
+            .filter_map(|(open, is_env)| rest.find(open).map(|at| (at, open, is_env)))
+            .min_by_key(|(at, _, _)| *at);
+        let Some((start, open, is_env)) = next else {
+            break;
+        };
+        let after = &rest[start + open.len()..];
+        let Some(end) = after.find('}') else {
+            break;
+        };
+        out.push_str(&rest[..start]);
+        let inner = &after[..end];
+        if is_env {
+            out.push_str(&lookup(inner).unwrap_or_default());
+        } else {
+            match std::fs::read_to_string(home_relative(inner, lookup)) {
+                Ok(text) => out.push_str(text.trim()),
+                Err(error) => tracing::warn!("{{file:{inner}}}: {error}"),
+            }
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `~/x` under `$HOME`; anything else as written.
+fn home_relative(path: &str, lookup: &dyn Fn(&str) -> Option<String>) -> std::path::PathBuf {
+    match (path.strip_prefix("~/"), lookup("HOME")) {
+        (Some(rest), Some(home)) => Path::new(&home).join(rest),
+        _ => std::path::PathBuf::from(path),
+    }
+}
+
+/// Every relative `{file:PATH}` in `value`'s strings made absolute against
+/// `dir`, the directory of the file it was written in (OpenCode resolves it
+/// there). Done when the file is read, so the trust record shows the path,
+/// never the file's text.
+fn anchor_files(value: &Value, dir: &Path) -> Value {
+    match value {
+        Value::String(text) => {
+            let mut out = String::with_capacity(text.len());
+            let mut rest = text.as_str();
+            while let Some(start) = rest.find("{file:") {
+                let (head, tail) = rest.split_at(start + "{file:".len());
+                out.push_str(head);
+                let relative = !tail.starts_with('/') && !tail.starts_with("~/");
+                if relative {
+                    out.push_str(&format!("{}/", dir.display()));
+                }
+                rest = tail;
+            }
+            out.push_str(rest);
+            Value::String(out)
+        }
+        Value::Array(items) => Value::Array(items.iter().map(|v| anchor_files(v, dir)).collect()),
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| (k.clone(), anchor_files(v, dir)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
 }
 
 /// Claude Code's entry (`.mcp.json` `mcpServers`, `~/.claude.json`
@@ -158,8 +237,21 @@ fn from_claude(entry: &Value) -> Option<ServerConfig> {
 }
 
 /// OpenCode's entry: `type` `local` with `command` as one array, or `remote`
-/// with `url`; `environment`, `enabled`, `timeout` in milliseconds.
-fn from_opencode(entry: &Value) -> Option<ServerConfig> {
+/// with `url`; `environment`, `enabled`, `timeout` in milliseconds. `dir` is
+/// the file's directory, for relative `{file:…}` references.
+///
+/// # Errors
+/// A `command` given as one string: OpenCode itself refuses it, and
+/// splitting it on spaces would guess at the user's quoting, so it is said
+/// (in `/mcp`, on stderr in `cairn run`) instead of silently dropped.
+fn from_opencode(entry: &Value, dir: &Path) -> Result<Option<ServerConfig>, String> {
+    if let Some(line) = entry.get("command").and_then(Value::as_str) {
+        return Err(format!(
+            "`command` is one string ({line:?}); OpenCode's format wants an array, \
+             e.g. [\"npx\", \"-y\", \"server\"]"
+        ));
+    }
+    let entry = &anchor_files(entry, dir);
     let mut command = string_list(entry.get("command"));
     let program = (!command.is_empty()).then(|| command.remove(0));
     let map = |key: &str| -> BTreeMap<String, String> {
@@ -187,7 +279,7 @@ fn from_opencode(entry: &Value) -> Option<ServerConfig> {
             .map(|ms| ms.div_ceil(1000)),
         sandbox: false,
     };
-    (config.command.is_some() || config.url.is_some()).then_some(config)
+    Ok((config.command.is_some() || config.url.is_some()).then_some(config))
 }
 
 fn string_list(value: Option<&Value>) -> Vec<String> {
@@ -237,6 +329,8 @@ pub struct ProjectServer {
 pub struct Unreadable {
     /// The file's name (`.mcp.json`).
     pub file: String,
+    /// The one entry that cannot be used, when the file itself parses.
+    pub server: Option<String>,
     /// Why, with the line and column.
     pub error: String,
 }
@@ -284,9 +378,15 @@ pub fn project_files(root: &Path) -> (Vec<ProjectServer>, Vec<Unreadable>) {
         let Some(entries) = value.get("mcp").and_then(Value::as_object) else {
             continue;
         };
-        for (name, entry) in entries {
-            if let Some(config) = from_opencode(entry) {
-                add(&file, &text, "mcp", name, config);
+        for (server, entry) in entries {
+            match from_opencode(entry, root) {
+                Ok(Some(config)) => add(&file, &text, "mcp", server, config),
+                Ok(None) => {}
+                Err(error) => unreadable.push(Unreadable {
+                    file: name.to_string(),
+                    server: Some(server.clone()),
+                    error,
+                }),
             }
         }
     }
@@ -375,9 +475,54 @@ fn read_json_text(path: &Path, unreadable: &mut Vec<Unreadable>) -> Option<(Valu
     tracing::warn!("ignoring {}: {problem}", path.display());
     unreadable.push(Unreadable {
         file,
+        server: None,
         error: problem,
     });
     None
+}
+
+/// OpenCode's global config directory: `$XDG_CONFIG_HOME/opencode`, else
+/// `~/.config/opencode` (where OpenCode itself looks).
+fn opencode_global_dir(home: Option<&Path>) -> Option<std::path::PathBuf> {
+    let xdg = std::env::var_os("XDG_CONFIG_HOME")
+        .map(std::path::PathBuf::from)
+        .filter(|dir| dir.is_absolute());
+    match xdg {
+        Some(dir) => Some(dir.join("opencode")),
+        None => home.map(|home| home.join(".config").join("opencode")),
+    }
+}
+
+/// The user's own OpenCode servers (`opencode.json`, then `.jsonc`, in
+/// `dir`): the user's like `~/.claude.json`'s, so no trust is asked; a name
+/// already taken keeps its first entry.
+fn user_opencode_servers(
+    dir: &Path,
+    servers: &mut BTreeMap<String, ServerConfig>,
+    unreadable: &mut Vec<Unreadable>,
+) {
+    for name in ["opencode.json", "opencode.jsonc"] {
+        let file = dir.join(name);
+        let Some((value, _)) = read_json_text(&file, unreadable) else {
+            continue;
+        };
+        let Some(entries) = value.get("mcp").and_then(Value::as_object) else {
+            continue;
+        };
+        for (server, entry) in entries {
+            match from_opencode(entry, dir) {
+                Ok(Some(config)) => {
+                    servers.entry(server.clone()).or_insert(config);
+                }
+                Ok(None) => {}
+                Err(error) => unreadable.push(Unreadable {
+                    file: format!("~/.config/opencode/{name}"),
+                    server: Some(server.clone()),
+                    error,
+                }),
+            }
+        }
+    }
 }
 
 /// A repository's server that does not start, and why.
@@ -417,14 +562,24 @@ pub fn discover(
     }
     let mut held = Vec::new();
     let mut risks = Vec::new();
-    let (project, unreadable) = project_files(root);
-    held.extend(unreadable.into_iter().map(|bad| Held {
-        name: bad.file,
-        state: State::Failed,
-        note: format!(
-            "does not parse, so none of its servers start: {}",
-            bad.error
-        ),
+    let (project, mut unreadable) = project_files(root);
+    if let Some(dir) = opencode_global_dir(home) {
+        user_opencode_servers(&dir, &mut servers, &mut unreadable);
+    }
+    held.extend(unreadable.into_iter().map(|bad| match bad.server {
+        Some(server) => Held {
+            name: server,
+            state: State::Failed,
+            note: format!("in {}: {}", bad.file, bad.error),
+        },
+        None => Held {
+            name: bad.file,
+            state: State::Failed,
+            note: format!(
+                "does not parse, so none of its servers start: {}",
+                bad.error
+            ),
+        },
     }));
     for found in project {
         let file = found
@@ -489,10 +644,38 @@ mod tests {
             ("${TOKEN}${TOKEN}", "s3crets3cret"),
             // an expanded value is not expanded again
             ("${A}", ""),
+            // OpenCode's spelling
+            ("Bearer {env:TOKEN}", "Bearer s3cret"),
+            ("{env:MISSING}x", "x"),
+            ("{env:TOKEN", "{env:TOKEN"),
+            ("{file:/nonexistent/cairn-test}", ""),
         ];
         for (input, want) in cases {
             assert_eq!(expand(input, &env), want, "{input}");
         }
+    }
+
+    /// A relative `{file:…}` is anchored at its file's directory when read,
+    /// so the trust record names the path, and the text is read at start.
+    #[test]
+    fn file_references_are_anchored_then_read_trimmed() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        std::fs::write(dir.path().join("key.txt"), "k3y\n").expect("write");
+        let entry = json!({"command": ["srv", "{file:key.txt}", "{file:/abs}", "{file:~/h}"]});
+        let anchored = anchor_files(&entry, dir.path());
+        let first = anchored["command"][1]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        assert_eq!(first, format!("{{file:{}/key.txt}}", dir.path().display()));
+        assert_eq!(anchored["command"][2], "{file:/abs}");
+        assert_eq!(anchored["command"][3], "{file:~/h}");
+        assert_eq!(expand(&first, &env), "k3y");
+        let line = json!({"command": "npx -y server"});
+        assert!(
+            from_opencode(&line, dir.path()).is_err(),
+            "a string command is said"
+        );
     }
 
     /// Trust drift (issue #28): what a trusted server's record holds must

@@ -365,14 +365,14 @@ const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 /// The signals that stop a run: Ctrl+C, and SIGTERM / SIGHUP (a supervisor,
 /// a closed terminal), handled the same way so the running tool is killed
 /// and recorded as interrupted instead of orphaned.
-struct Stops {
+pub struct Stops {
     interrupt: tokio::signal::unix::Signal,
     terminate: tokio::signal::unix::Signal,
     hangup: tokio::signal::unix::Signal,
 }
 
 impl Stops {
-    fn listen() -> std::io::Result<Self> {
+    pub fn listen() -> std::io::Result<Self> {
         use tokio::signal::unix::{SignalKind, signal};
         Ok(Self {
             interrupt: signal(SignalKind::interrupt())?,
@@ -383,11 +383,21 @@ impl Stops {
 
     /// Waits for the next stop signal; returns its name for the message.
     /// Cancel-safe: a signal that arrives between two calls is kept.
-    async fn next(&mut self) -> &'static str {
+    pub async fn next(&mut self) -> &'static str {
         tokio::select! {
             _ = self.interrupt.recv() => "Ctrl+C",
             _ = self.terminate.recv() => "SIGTERM",
             _ = self.hangup.recv() => "SIGHUP",
+        }
+    }
+
+    /// The exit status a shell gives a process its signal `name` (from
+    /// [`Stops::next`]) ended: 128 + the signal's number.
+    pub fn exit_code(name: &str) -> u8 {
+        match name {
+            "SIGTERM" => 128 + 15,
+            "SIGHUP" => 128 + 1,
+            _ => 128 + 2,
         }
     }
 }

@@ -17,6 +17,7 @@ use futures::stream::BoxStream;
 use http::{HeaderName, HeaderValue, StatusCode};
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::common::client_side_sse::ExponentialBackoff;
 use rmcp::transport::streamable_http_client::{
     AuthRequiredError, SseError, StreamableHttpClient, StreamableHttpClientTransportConfig,
     StreamableHttpError, StreamableHttpPostResponse, StreamableHttpResponseLimits,
@@ -51,12 +52,27 @@ pub fn transport(
     let client = reqwest::Client::builder()
         .build()
         .map_err(|error| format!("cannot build the HTTP client: {error}"))?;
-    let config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(custom);
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(custom);
+    config.retry_config = Arc::new(reconnect_policy());
     Ok(StreamableHttpClientTransport::with_client(
         Http(client),
         config,
     ))
 }
+
+/// How often a broken response stream is resumed. rmcp's default retries
+/// forever, so a call to a server that died waited for the call's whole
+/// timeout (30 s); two quick tries still ride over a dropped connection.
+fn reconnect_policy() -> ExponentialBackoff {
+    let mut policy = ExponentialBackoff::default();
+    policy.max_times = Some(RECONNECT_TRIES);
+    policy.base_duration = std::time::Duration::from_millis(250);
+    policy.max_delay = Some(std::time::Duration::from_secs(1));
+    policy
+}
+
+/// Resumptions of a broken stream before the call fails (see [`reconnect_policy`]).
+const RECONNECT_TRIES: usize = 2;
 
 /// Adds the request's optional headers.
 fn with_headers(

@@ -15,9 +15,9 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use rmcp::model::{CallToolRequestParams, GetPromptRequestParams};
-use rmcp::service::{NotificationContext, RunningService};
+use rmcp::service::{NotificationContext, RunningService, RunningServiceCancellationToken};
 use rmcp::transport::TokioChildProcess;
-use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt};
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
@@ -55,7 +55,49 @@ struct Inner {
     tools: Vec<McpTool>,
     prompts: Vec<McpPrompt>,
     last_error: Option<String>,
-    client: Option<Arc<Client>>,
+    /// Where requests go while the server is ready; the connection itself
+    /// is owned by the task that watches it end (see [`watch_exit`]).
+    client: Option<Peer<RoleClient>>,
+    /// Closes the connection on a restart or shutdown.
+    stop: Option<RunningServiceCancellationToken>,
+    /// Bumped by every (re)start: a connection that ends after its server
+    /// was restarted does not fail the new one.
+    generation: u64,
+    /// The stdio server's process group (its pid: it is started as the
+    /// group's leader), killed whole when cairn stops it or exits, so a
+    /// server still starting, or one that runs `npx` → `node`, is not left
+    /// behind.
+    group: Option<u32>,
+}
+
+impl Inner {
+    /// Forgets the connection and kills what it ran; the caller sets the state.
+    fn disconnect(&mut self) {
+        self.client = None;
+        self.tools.clear();
+        self.prompts.clear();
+        if let Some(stop) = self.stop.take() {
+            stop.cancel();
+        }
+        if let Some(group) = self.group.take() {
+            kill_group(group);
+        }
+    }
+}
+
+/// SIGKILL to a server's whole process group. A group that is already gone
+/// (ESRCH) is fine: the server exited by itself.
+fn kill_group(group: u32) {
+    let Ok(group) = libc::pid_t::try_from(group) else {
+        return;
+    };
+    if group > 1 {
+        // SAFETY: kill(2) with a negative pid signals the process group this
+        // server was started as the leader of; no memory is involved.
+        unsafe {
+            libc::kill(-group, libc::SIGKILL);
+        }
+    }
 }
 
 struct Server {
@@ -99,12 +141,24 @@ impl Server {
     fn fail(&self, error: String) {
         tracing::warn!("mcp server {}: {error}", self.name);
         self.update(|inner| {
+            inner.disconnect();
             inner.state = Some(State::Failed);
-            inner.client = None;
-            inner.tools.clear();
-            inner.prompts.clear();
             inner.last_error = Some(error);
         });
+    }
+
+    fn generation(&self) -> u64 {
+        self.inner.lock().map(|inner| inner.generation).unwrap_or(0)
+    }
+}
+
+impl Drop for Server {
+    /// The last safety net: whatever way cairn ends, a server it started
+    /// does not outlive it.
+    fn drop(&mut self) {
+        if let Ok(inner) = self.inner.get_mut() {
+            inner.disconnect();
+        }
     }
 }
 
@@ -388,7 +442,10 @@ impl Hub {
                 "{command}: no answer within {} s",
                 timeout.as_secs()
             )),
-            Ok(Err(error)) => Err(format!("{command}: {error}")),
+            Ok(Err(error)) => Err(format!(
+                "{command}: {}",
+                without_type_names(&error.to_string())
+            )),
             Ok(Ok(result)) => match prompt::messages_text(&result) {
                 text if text.trim().is_empty() => Err(format!("{command}: the prompt is empty")),
                 text => Ok(text),
@@ -406,13 +463,23 @@ impl Hub {
             return false;
         };
         server.update(|inner| {
-            inner.client = None;
-            inner.tools.clear();
-            inner.prompts.clear();
+            inner.disconnect();
             inner.state = None;
         });
         spawn_connect(server.clone());
         true
+    }
+
+    /// Stops every server now, killing each stdio server's process group
+    /// (those still starting too). For a cairn that is about to exit: the
+    /// servers stay stopped.
+    pub fn shutdown(&self) {
+        for server in &self.servers {
+            if let Ok(mut inner) = server.inner.lock() {
+                inner.generation += 1;
+                inner.disconnect();
+            }
+        }
     }
 
     /// Runs an MCP tool after asking the `mcp` permission for `server/tool`.
@@ -481,10 +548,23 @@ impl Hub {
                 ))
             }
             Ok(Err(error)) => {
-                if client.is_closed() {
+                // Over HTTP the connection's task may outlive a dead server:
+                // a request that lost its transport is the sign it is gone.
+                let lost = matches!(
+                    error,
+                    rmcp::ServiceError::TransportClosed | rmcp::ServiceError::TransportSend(_)
+                );
+                let error = without_type_names(&error.to_string());
+                if lost || client.is_transport_closed() {
                     server.fail(format!("the server exited during {tool}: {error}"));
+                    return Err(call_failed(
+                        &server.name,
+                        &format!(
+                            "the server exited during the call ({error}); its tools are withdrawn until it is restarted"
+                        ),
+                    ));
                 }
-                Err(call_failed(&server.name, &error.to_string()))
+                Err(call_failed(&server.name, &error))
             }
             Ok(Ok(result)) => content::to_output(exposed, &result),
         }
@@ -552,8 +632,76 @@ pub fn exposed_name(server: &str, tool: &str) -> String {
 /// `mcp__SERVER` (it names no one tool). The server is what comes before the
 /// first `__`: Claude Code cannot tell `a__b` apart either.
 pub fn from_claude_name(name: &str) -> Option<String> {
-    let (server, tool) = name.strip_prefix("mcp__")?.split_once("__")?;
-    (!server.is_empty() && !tool.is_empty()).then(|| exposed_name(server, tool))
+    let wanted = ClaudeToolName::parse(name)?;
+    Some(exposed_name(&wanted.server, wanted.tool.as_deref()?))
+}
+
+/// What Claude Code's `mcp__SERVER__TOOL` spelling names (in permission
+/// rules, agents' `tools:` lists, hooks' matchers): one tool, or with
+/// `mcp__SERVER` alone every tool of that server. `None` for any other name.
+/// Claude Code writes the server's name with characters outside
+/// `[A-Za-z0-9_-]` as `_`, so [`ClaudeToolName::matches`] compares names
+/// cleaned the same way.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaudeToolName {
+    pub server: String,
+    pub tool: Option<String>,
+}
+
+impl ClaudeToolName {
+    pub fn parse(spelling: &str) -> Option<Self> {
+        let rest = spelling.strip_prefix("mcp__")?;
+        let (server, tool) = match rest.split_once("__") {
+            Some((server, tool)) => (server, Some(tool.to_string())),
+            None => (rest, None),
+        };
+        (!server.is_empty() && tool.as_deref() != Some("")).then(|| Self {
+            server: server.to_string(),
+            tool,
+        })
+    }
+
+    /// Whether this spelling covers `tool` of the server named `server`.
+    pub fn matches(&self, server: &str, tool: &str) -> bool {
+        let clean = |name: &str| -> String {
+            name.chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
+                .collect()
+        };
+        clean(server) == self.server
+            && self
+                .tool
+                .as_deref()
+                .is_none_or(|wanted| wanted == clean(tool))
+    }
+}
+
+impl Hub {
+    /// cairn's exposed names for Claude Code's `mcp__SERVER__TOOL` (or
+    /// `mcp__SERVER`) among the ready servers' tools; empty when none.
+    pub fn from_claude_spelling(&self, spelling: &str) -> Vec<String> {
+        let Some(wanted) = ClaudeToolName::parse(spelling) else {
+            return Vec::new();
+        };
+        let mut names = Vec::new();
+        for server in &self.servers {
+            let Ok(inner) = server.inner.lock() else {
+                continue;
+            };
+            for tool in &inner.tools {
+                if wanted.matches(&server.name, &tool.name) {
+                    names.push(exposed_name(&server.name, &tool.name));
+                }
+            }
+        }
+        names
+    }
 }
 
 /// FNV-1a, 64 bits: a hash that never changes between builds or Rust
@@ -569,21 +717,57 @@ fn spawn_connect(server: Arc<Server>) {
         server.update(|inner| inner.state = Some(State::Disabled));
         return;
     }
-    server.update(|inner| inner.state = Some(State::Starting));
+    let mut generation = 0;
+    server.update(|inner| {
+        inner.generation += 1;
+        generation = inner.generation;
+        inner.state = Some(State::Starting);
+    });
     tokio::spawn(async move {
         let timeout = server.config.timeout();
-        match tokio::time::timeout(timeout, connect(&server)).await {
-            Ok(Ok((client, tools, prompts))) => server.update(|inner| {
-                inner.tools = tools;
-                inner.prompts = prompts;
-                inner.client = Some(Arc::new(client));
-                inner.state = Some(State::Ready);
-                inner.last_error = None;
-            }),
+        let connected = tokio::time::timeout(timeout, connect(&server)).await;
+        if server.generation() != generation {
+            // Restarted or shut down meanwhile: this connection is stale.
+            return;
+        }
+        match connected {
+            Ok(Ok((client, tools, prompts))) => {
+                server.update(|inner| {
+                    inner.tools = tools;
+                    inner.prompts = prompts;
+                    inner.client = Some(client.peer().clone());
+                    inner.stop = Some(client.cancellation_token());
+                    inner.state = Some(State::Ready);
+                    inner.last_error = None;
+                });
+                watch_exit(server, client, generation).await;
+            }
             Ok(Err(error)) => server.fail(error),
             Err(_) => server.fail(format!("did not start within {} s", timeout.as_secs())),
         }
     });
+}
+
+/// Waits for the connection to end: a server that exits (or whose HTTP
+/// session breaks) while ready is failed at once, so its tools leave the
+/// next request and the status line and `/mcp` say so, instead of every
+/// later call failing with "Transport closed".
+async fn watch_exit(server: Arc<Server>, client: Client, generation: u64) {
+    let weak = Arc::downgrade(&server);
+    drop(server);
+    let ended = client.waiting().await;
+    let Some(server) = weak.upgrade() else {
+        return;
+    };
+    if server.generation() != generation || server.state() != State::Ready {
+        return;
+    }
+    let why = match ended {
+        Ok(rmcp::service::QuitReason::Cancelled) => "the connection was closed",
+        Ok(_) => "the server exited (its connection closed)",
+        Err(_) => "the connection's task ended",
+    };
+    server.fail(why.to_string());
 }
 
 type Connected = (Client, Vec<McpTool>, Vec<McpPrompt>);
@@ -596,7 +780,12 @@ async fn connect(server: &Arc<Server>) -> Result<Connected, String> {
     let client = match (&config.command, &config.url) {
         (Some(program), _) => {
             let policy = server.sandbox.as_deref().filter(|_| config.sandbox);
-            handler.serve(child(config, program, policy)?).await
+            let transport = child(config, program, policy)?;
+            // Recorded before the handshake: a server still starting is
+            // killed like a ready one.
+            let group = transport.id();
+            server.update(|inner| inner.group = group);
+            handler.serve(transport).await
         }
         (None, Some(url)) => handler.serve(http::transport(url, &config.headers)?).await,
         (None, None) => return Err("neither `command` nor `url` is set".to_string()),
@@ -655,6 +844,9 @@ fn child(
 ) -> Result<TokioChildProcess, String> {
     let mut command = tokio::process::Command::new(program);
     command.args(&config.args).envs(&config.env);
+    // Its own process group: the terminal's Ctrl+C is cairn's to handle,
+    // and stopping the server kills what it started too (`npx` → `node`).
+    command.process_group(0);
     if let Some(cwd) = &config.cwd {
         command.current_dir(cwd);
     }
@@ -697,6 +889,36 @@ mod tests {
         for (message, want) in cases {
             assert_eq!(without_type_names(message), want);
         }
+    }
+
+    #[test]
+    fn claude_code_spelling_table() {
+        let some = |server: &str, tool: Option<&str>| {
+            Some(ClaudeToolName {
+                server: server.into(),
+                tool: tool.map(str::to_string),
+            })
+        };
+        let cases = [
+            (
+                "mcp__github__create_issue",
+                some("github", Some("create_issue")),
+            ),
+            ("mcp__github", some("github", None)),
+            ("mcp__my_server__do__it", some("my_server", Some("do__it"))),
+            ("mcp____x", None),
+            ("mcp__github__", None),
+            ("github_create_issue", None),
+            ("Bash", None),
+        ];
+        for (spelling, want) in cases {
+            assert_eq!(ClaudeToolName::parse(spelling), want, "{spelling}");
+        }
+        let dotted = ClaudeToolName::parse("mcp__my_server__read").expect("parses");
+        assert!(dotted.matches("my.server", "read"));
+        assert!(!dotted.matches("my.server", "write"));
+        let all = ClaudeToolName::parse("mcp__fs").expect("parses");
+        assert!(all.matches("fs", "anything") && !all.matches("fs2", "x"));
     }
 
     #[test]

@@ -59,6 +59,8 @@ mod loop_scenarios;
 mod loop_steps;
 mod mcp_client;
 mod mcp_http;
+mod mcp_lifecycle;
+mod mcp_opencode;
 mod mcp_permission;
 mod mentions_run;
 mod model_choice;

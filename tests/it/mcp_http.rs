@@ -19,13 +19,13 @@ use serde_json::json;
 use tools_common::Project;
 
 /// The fixture serving HTTP; killed when dropped.
-struct HttpFixture {
+pub(crate) struct HttpFixture {
     child: std::process::Child,
     url: String,
 }
 
 impl HttpFixture {
-    fn start(extra: &[&str]) -> Self {
+    pub(crate) fn start(extra: &[&str]) -> Self {
         let mut child = std::process::Command::new(fixture())
             .arg("--http")
             .args(extra)
@@ -44,7 +44,7 @@ impl HttpFixture {
         }
     }
 
-    fn config(&self, timeout: u64, headers: &[(&str, &str)]) -> ServerConfig {
+    pub(crate) fn config(&self, timeout: u64, headers: &[(&str, &str)]) -> ServerConfig {
         ServerConfig {
             url: Some(self.url.clone()),
             headers: headers
