@@ -71,6 +71,8 @@ pub enum Effect {
     },
     /// `/diff`: the session's changes, shown in the diff overlay.
     Diff,
+    /// `/sessions`: read the list again (see `tui::ReadSessions`).
+    ReadSessions,
     /// The diffs of these steps (part id, patch), for their patch cards
     /// expanded by Ctrl+O; asked one after the other, never all at once.
     PatchDiffs(Vec<(String, crate::message::PatchPart)>),
@@ -281,6 +283,9 @@ pub struct App {
     pub mcp: Vec<crate::mcp::Status>,
     /// The ready servers' prompts, offered as `/server:prompt` commands.
     pub mcp_prompts: Vec<crate::mcp::PromptCommand>,
+    /// A message sent on the first-run screen, before any model: sent
+    /// once `/model` picks one (`TuiExit::UseModel`).
+    pub held_prompt: Option<String>,
 }
 
 /// Inputs to build an [`App`]; see `TuiInput` for what each means.
@@ -352,6 +357,7 @@ impl App {
             open_key: "ctrl+g".into(),
             mcp: Vec::new(),
             mcp_prompts: Vec::new(),
+            held_prompt: None,
         }
     }
 

@@ -40,6 +40,10 @@ pub struct Channels {
     pub discovery: Option<oneshot::Receiver<super::Discovered>>,
     /// The MCP servers, for `/mcp`, the status line and prompt commands.
     pub mcp: Option<Arc<crate::mcp::Hub>>,
+    /// See `tui::ReadSessions`.
+    pub read_sessions: Option<Arc<super::ReadSessions>>,
+    /// Performed once the loop runs: the prompt of `cairn "PROMPT"`.
+    pub start: Vec<Effect>,
 }
 
 pub async fn run_loop(
@@ -50,6 +54,9 @@ pub async fn run_loop(
     app.open_key = channels.keymap.open_subtask.label();
     let (internal_tx, mut internal_rx) = mpsc::unbounded_channel::<Internal>();
     spawn_background(app, &mut channels, &internal_tx);
+    for effect in std::mem::take(&mut channels.start) {
+        perform(effect, app, &channels, &internal_tx);
+    }
     let mut input = crossterm::event::EventStream::new();
     let mut tick = tokio::time::interval(TICK_INTERVAL);
     tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -277,6 +284,10 @@ fn apply_internal(app: &mut App, message: Internal) -> Vec<Effect> {
             super::undo::patch_diff_answered(app, &part_id, result)
         }
         Internal::Files(files) => app.files = Arc::new(files),
+        Internal::Sessions(Ok((sessions, counts))) => {
+            super::slash::sessions_read(app, sessions, counts)
+        }
+        Internal::Sessions(Err(error)) => app.flash = Some(error),
         Internal::Context(Some(breakdown)) => {
             if matches!(app.overlay, Some(super::app::Overlay::Context(None))) {
                 app.overlay = Some(super::app::Overlay::Context(Some(breakdown)));
@@ -403,6 +414,19 @@ fn perform(
             answer_later(internal, answer, Internal::Diff);
         }
         Effect::PatchDiffs(patches) => patch_diffs(channels, internal, patches),
+        Effect::ReadSessions => {
+            let Some(read) = &channels.read_sessions else {
+                return;
+            };
+            let future = read();
+            let internal = internal.clone();
+            tokio::spawn(async move {
+                let read = future
+                    .await
+                    .map_err(|error| format!("cannot read the sessions: {error:#}"));
+                let _ = internal.send(Internal::Sessions(read));
+            });
+        }
         Effect::Copy(text) => {
             let mut out = std::io::stdout();
             let written = out
@@ -629,6 +653,8 @@ mod tests {
                 keymap: KeyMap::default(),
                 discovery: None,
                 mcp: None,
+                read_sessions: None,
+                start: Vec::new(),
             },
             received,
         )

@@ -27,7 +27,8 @@ const KEYS: &[(&str, &str)] = &[
     ),
     ("Ctrl+T", "show or fold reasoning"),
     ("Ctrl+G", "open a subtask's child session; Esc goes back"),
-    ("Up/Down", "history"),
+    ("Up/Down, Ctrl+R", "earlier prompts; Ctrl+R searches them"),
+    ("Ctrl+Z", "suspend to the shell; `fg` brings cairn back"),
     ("Ctrl+A/E/K/U/W, Alt+B/F", "line editing"),
     ("@path", "mention a file · !cmd runs a shell command"),
 ];
