@@ -286,6 +286,9 @@ pub struct App {
     /// A message sent on the first-run screen, before any model: sent
     /// once `/model` picks one (`TuiExit::UseModel`).
     pub held_prompt: Option<String>,
+    /// The accept-edits mode (Shift+Tab); the session's permission layer
+    /// holds the real setting, sent by `Command::AcceptEdits`.
+    pub accept_edits: bool,
 }
 
 /// Inputs to build an [`App`]; see `TuiInput` for what each means.
@@ -303,13 +306,50 @@ pub struct AppInit {
 }
 
 impl App {
-    /// `/agent NAME`, or Tab between build and plan.
-    pub fn switch_agent(&mut self, to: Option<&str>) {
+    /// `/agent NAME`, or Tab between build and plan; either leaves the
+    /// accept-edits mode.
+    pub fn switch_agent(&mut self, to: Option<&str>) -> Vec<Effect> {
         self.agent = match to {
             Some(agent) => agent.to_string(),
             None if self.agent == "build" => "plan".to_string(),
             None => "build".to_string(),
         };
+        self.set_accept_edits(false)
+    }
+
+    /// Shift+Tab: build → accept edits (build, with edits inside the
+    /// project applied unasked) → plan → build, as Claude Code cycles.
+    pub fn cycle_mode(&mut self) -> Vec<Effect> {
+        match (self.agent.as_str(), self.accept_edits) {
+            ("build", false) => self.set_accept_edits(true),
+            (_, true) => {
+                self.agent = "plan".into();
+                self.set_accept_edits(false)
+            }
+            _ => {
+                self.agent = "build".into();
+                Vec::new()
+            }
+        }
+    }
+
+    /// The session's permission layer holds the mode (not the TUI), so a
+    /// change is sent to it.
+    fn set_accept_edits(&mut self, on: bool) -> Vec<Effect> {
+        if self.accept_edits == on {
+            return Vec::new();
+        }
+        self.accept_edits = on;
+        vec![Effect::Send(Command::AcceptEdits { on })]
+    }
+
+    /// What the status line names: the agent, or "accept edits".
+    pub fn mode_label(&self) -> &str {
+        if self.accept_edits {
+            "accept edits"
+        } else {
+            &self.agent
+        }
     }
 
     pub fn new(init: AppInit) -> Self {
@@ -358,6 +398,7 @@ impl App {
             mcp: Vec::new(),
             mcp_prompts: Vec::new(),
             held_prompt: None,
+            accept_edits: false,
         }
     }
 

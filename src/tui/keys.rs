@@ -68,6 +68,7 @@ pub fn action_for_key(key: &KeyEvent) -> Option<Action> {
         KeyCode::Up => Action::Up,
         KeyCode::Down => Action::Down,
         KeyCode::Esc => Action::Escape,
+        KeyCode::BackTab => Action::CycleMode,
         KeyCode::PageUp => Action::PageUp,
         KeyCode::PageDown => Action::PageDown,
         KeyCode::Home if ctrl => Action::ScrollTop,

@@ -604,3 +604,24 @@ fn an_answers_table_is_aligned() {
     );
     assert_snapshot!(screen);
 }
+
+/// The accept-edits mode (Shift+Tab) is named on the status line at every
+/// width.
+#[test]
+fn the_status_line_names_the_accept_edits_mode() {
+    let u = user("msg_00001a");
+    let mut app = app(vec![with_parts(
+        u.clone(),
+        vec![part("prt_0", &u, text("hello"))],
+    )]);
+    let effects = app.cycle_mode();
+    assert!(matches!(
+        effects.as_slice(),
+        [super::app::Effect::Send(
+            crate::session::command::Command::AcceptEdits { on: true }
+        )]
+    ));
+    let screen = at_three_widths(&mut app, 6);
+    assert_eq!(screen.matches(" accept edits ").count(), 3, "{screen}");
+    assert_snapshot!(screen);
+}

@@ -61,8 +61,8 @@ fn run_command(app: &mut App, command: &SlashCommand, args: &str) -> Vec<Effect>
             app.overlay = Some(Overlay::Help);
         }
         Verb::Agent => match args {
-            "" => app.switch_agent(None),
-            "build" | "plan" => app.switch_agent(Some(args)),
+            "" => return app.switch_agent(None),
+            "build" | "plan" => return app.switch_agent(Some(args)),
             other => app.flash = Some(format!("no agent named {other:?}; try build or plan")),
         },
         Verb::Model if args.is_empty() => open_model_picker(app),

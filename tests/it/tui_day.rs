@@ -198,3 +198,77 @@ async fn help_names_ctrl_z_and_where_export_writes() {
     .await
     .expect("the terminal session");
 }
+
+/// Shift+Tab cycles build → accept edits → plan → build, shown in the
+/// status line. In accept-edits a write inside the project is applied
+/// without asking; a write outside it and a bash command still ask.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn accept_edits_on_shift_tab_writes_inside_unasked_and_asks_the_rest() {
+    use crate::scenario::tool_call;
+    use serde_json::json;
+    let outside = tempfile::tempdir().expect("outside dir");
+    let outside_file = outside.path().join("out.txt");
+    let server = ScriptedServer::start([
+        tool_call(
+            "call_0",
+            "write",
+            json!({ "path": "inside.txt", "content": "in\n" }),
+            300,
+        ),
+        tool_call(
+            "call_1",
+            "write",
+            json!({ "path": outside_file.display().to_string(), "content": "out\n" }),
+            300,
+        ),
+        tool_call(
+            "call_2",
+            "bash",
+            json!({ "command": "touch made.txt" }),
+            300,
+        ),
+        text("Done.", 300),
+    ])
+    .await;
+    let (project, data, config_home) = pty_dirs(&server, false);
+    let (p, d, c) = owned_paths(&project, &data, &config_home);
+    tokio::task::spawn_blocking(move || {
+        let mut terminal = Terminal::start(&p, &d, &c, &[]);
+        terminal.wait_for("the status line", |s| s.contains("compact at"));
+        terminal.type_text("\x1b[Z");
+        terminal.wait_for("accept edits on the status line", |s| {
+            s.lines().last().is_some_and(|l| l.contains("accept edits"))
+        });
+        terminal.type_text("write the files\r");
+        terminal.wait_for("the ask for the outside path", |s| {
+            s.contains("outside the project")
+        });
+        assert!(p.join("inside.txt").exists(), "written without an ask");
+        crate::tui_subtask::allow_once(&mut terminal);
+        let screen = terminal.wait_for("the ask to write the outside file", |s| {
+            s.contains("Write /") && s.contains("Allow once")
+        });
+        assert!(screen.contains("out.txt"), "{screen}");
+        crate::tui_subtask::allow_once(&mut terminal);
+        terminal.wait_for("the bash ask", |s| {
+            s.contains("touch made.txt") && s.contains("Allow once")
+        });
+        crate::tui_subtask::allow_once(&mut terminal);
+        terminal.wait_for("the answer", |s| s.contains("Done."));
+        terminal.type_text("\x1b[Z");
+        terminal.wait_for("plan on the status line", |s| {
+            s.lines().last().is_some_and(|l| l.starts_with(" plan "))
+        });
+        terminal.type_text("\x1b[Z");
+        terminal.wait_for("build on the status line", |s| {
+            s.lines().last().is_some_and(|l| l.starts_with(" build "))
+        });
+        terminal.quit();
+    })
+    .await
+    .expect("the terminal session");
+    assert_eq!(
+        std::fs::read_to_string(&outside_file).ok().as_deref(),
+        Some("out\n")
+    );
+}

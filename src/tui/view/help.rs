@@ -18,6 +18,10 @@ const KEYS: &[(&str, &str)] = &[
     ("Ctrl+C", "interrupt, else clear input; twice quits"),
     ("Tab", "switch agent build ↔ plan"),
     (
+        "Shift+Tab",
+        "cycle build → accept edits (edits in the project unasked) → plan",
+    ),
+    (
         "PgUp/PgDn, Ctrl+Home/End",
         "scroll the transcript; so do the wheel, and Home/End while the input is empty",
     ),

@@ -98,10 +98,12 @@ fn spans_width(spans: &[Span<'_>]) -> usize {
 pub fn rows(app: &App, width: usize) -> StatusRows {
     let agent_color = if app.agent == "plan" {
         Color::Yellow
+    } else if app.accept_edits {
+        Color::LightMagenta
     } else {
         Color::LightBlue
     };
-    let agent = format!(" {} ", app.agent);
+    let agent = format!(" {} ", app.mode_label());
     let mut left = vec![
         Span::styled(
             agent.clone(),
