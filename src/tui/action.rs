@@ -28,6 +28,8 @@ pub enum Action {
     Tab,
     /// Shift+Tab: the next mode, build → accept edits → plan → build.
     CycleMode,
+    /// Ctrl+X: edit the draft in `$VISUAL`/`$EDITOR`.
+    ExternalEditor,
     /// Esc: close the top layer, or interrupt the agent.
     Escape,
     /// Ctrl+C: interrupt a busy turn, else clear the input; twice in a row quits.

@@ -55,6 +55,9 @@ pub enum Effect {
     LoadOlder(String),
     /// Ctrl+Z: give the terminal back to the shell until resumed.
     Suspend,
+    /// Ctrl+X: the draft, to edit in `$VISUAL`/`$EDITOR`; what is saved
+    /// comes back into the composer.
+    EditDraft(String),
     /// Read a child session's newest page to show it (its subtask card was opened).
     LoadChild(String),
     /// `/mcp restart NAME`, or `r` in the `/mcp` overlay.

@@ -19,6 +19,7 @@ pub mod child_view;
 pub mod children;
 pub mod completion;
 pub mod composer;
+pub mod editor;
 pub mod event;
 pub mod export;
 pub mod highlight;

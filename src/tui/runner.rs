@@ -141,6 +141,13 @@ pub async fn run_loop(
                 suspend(terminal, app)?;
                 continue;
             }
+            if let Effect::EditDraft(draft) = effect {
+                // A new stream: the old one's reader thread stops, so no
+                // key meant for the editor is read here meanwhile.
+                input = crossterm::event::EventStream::new();
+                edit_draft(terminal, app, &draft)?;
+                continue;
+            }
             perform(effect, app, &channels, &internal_tx);
         }
     }
@@ -270,6 +277,25 @@ fn suspend(terminal: &mut ratatui::Terminal<Backend>, app: &mut App) -> anyhow::
 #[cfg(not(unix))]
 fn suspend(_terminal: &mut ratatui::Terminal<Backend>, app: &mut App) -> anyhow::Result<()> {
     app.flash = Some("suspending is not supported on this platform".into());
+    app.dirty = true;
+    Ok(())
+}
+
+/// Runs the user's editor on `draft` with the terminal handed over, then
+/// puts what was saved into the composer; a failure is said on the status
+/// line and the draft stays.
+fn edit_draft(
+    terminal: &mut ratatui::Terminal<Backend>,
+    app: &mut App,
+    draft: &str,
+) -> anyhow::Result<()> {
+    super::terminal::restore();
+    let edited = super::editor::edit(draft);
+    super::terminal::resume(terminal)?;
+    match edited {
+        Ok(text) => app.composer.set_text(text.trim_end_matches('\n')),
+        Err(error) => app.flash = Some(error.to_string()),
+    }
     app.dirty = true;
     Ok(())
 }
@@ -437,7 +463,7 @@ fn perform(
                 Err(error) => format!("cannot copy: {error}"),
             });
         }
-        Effect::Suspend => {}
+        Effect::Suspend | Effect::EditDraft(_) => {}
         Effect::LoadChild(session_id) => load_child(channels, internal, session_id),
         Effect::Reload => match &channels.read_history {
             Some(read) => {

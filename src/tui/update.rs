@@ -381,6 +381,7 @@ fn composer_key(app: &mut App, action: Action) -> Vec<Effect> {
         Action::Enter => return submit(app),
         Action::Tab => return app.switch_agent(None),
         Action::CycleMode => return app.cycle_mode(),
+        Action::ExternalEditor => return vec![Effect::EditDraft(composer.text().to_string())],
         Action::Escape => return escape(app),
         Action::CtrlC => return ctrl_c(app),
         Action::ScrollLines(n) => app.scroll.by(n.into()),

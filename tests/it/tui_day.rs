@@ -272,3 +272,39 @@ async fn accept_edits_on_shift_tab_writes_inside_unasked_and_asks_the_rest() {
         Some("out\n")
     );
 }
+
+/// Ctrl+X opens `$VISUAL`/`$EDITOR` on the draft (Ctrl+G stays the subtask
+/// key); what the editor saves comes back into the composer, unsent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_x_edits_the_draft_in_the_external_editor() {
+    let server = ScriptedServer::start([]).await;
+    let (project, data, config_home) = pty_dirs(&server, false);
+    let tools = tempfile::tempdir().expect("editor dir");
+    let editor = tools.path().join("editor.sh");
+    // Keeps the draft it was given and adds a line, as a user would.
+    std::fs::write(
+        &editor,
+        "#!/bin/sh\nprintf '%s and more from the editor\\n' \"$(cat \"$1\")\" > \"$1\"\n",
+    )
+    .expect("editor script");
+    std::fs::set_permissions(&editor, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("executable");
+    let (p, d, c) = owned_paths(&project, &data, &config_home);
+    let editor = editor.display().to_string();
+    tokio::task::spawn_blocking(move || {
+        let env = [("VISUAL", None), ("EDITOR", Some(editor.as_str()))];
+        let mut terminal = Terminal::start_with_env(&p, &d, &c, &[], &env);
+        terminal.wait_for("the status line", |s| s.contains("compact at"));
+        terminal.type_text("draft words");
+        terminal.type_text("\x18");
+        terminal.wait_for("the edited draft back in the composer", |s| {
+            s.lines()
+                .any(|l| l.starts_with("> draft words and more from the editor"))
+        });
+        terminal.type_text("\x15");
+        terminal.quit();
+    })
+    .await
+    .expect("the terminal session");
+    assert!(server.requests().is_empty(), "nothing sent");
+}

@@ -34,6 +34,7 @@ const KEYS: &[(&str, &str)] = &[
     ("Up/Down, Ctrl+R", "earlier prompts; Ctrl+R searches them"),
     ("Ctrl+Z", "suspend to the shell; `fg` brings cairn back"),
     ("Ctrl+A/E/K/U/W, Alt+B/F", "line editing"),
+    ("Ctrl+X", "edit the input in $VISUAL or $EDITOR"),
     ("@path", "mention a file · !cmd runs a shell command"),
 ];
 
