@@ -714,7 +714,16 @@ async fn tui_input(
         prompt_history,
         initial_prompt: None,
         read_sessions: Some(read_sessions),
+        notify_after: notify_after(&app.config),
     })
+}
+
+/// `[tui] notify` and `notify_after_secs`.
+fn notify_after(config: &cairn::config::Config) -> Option<std::time::Duration> {
+    config
+        .tui
+        .notify
+        .then(|| std::time::Duration::from_secs(config.tui.notify_after_secs))
 }
 
 /// What `/sessions` offers: the user's own sessions, not the children
@@ -765,6 +774,7 @@ async fn first_run_input(app: &App, found: &Found) -> anyhow::Result<TuiInput> {
         prompt_history: Vec::new(),
         initial_prompt: None,
         read_sessions: None,
+        notify_after: notify_after(&app.config),
     })
 }
 

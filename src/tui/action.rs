@@ -30,6 +30,8 @@ pub enum Action {
     CycleMode,
     /// Ctrl+X: edit the draft in `$VISUAL`/`$EDITOR`.
     ExternalEditor,
+    /// The terminal gained (`true`) or lost the focus.
+    Focus(bool),
     /// Esc: close the top layer, or interrupt the agent.
     Escape,
     /// Ctrl+C: interrupt a busy turn, else clear the input; twice in a row quits.

@@ -55,6 +55,9 @@ pub enum Effect {
     LoadOlder(String),
     /// Ctrl+Z: give the terminal back to the shell until resumed.
     Suspend,
+    /// Tell the user, away from the terminal, that `0` happened (a long
+    /// turn ended, an ask waits): see `tui::notify`.
+    Notify(String),
     /// Ctrl+X: the draft, to edit in `$VISUAL`/`$EDITOR`; what is saved
     /// comes back into the composer.
     EditDraft(String),
@@ -292,6 +295,11 @@ pub struct App {
     /// The accept-edits mode (Shift+Tab); the session's permission layer
     /// holds the real setting, sent by `Command::AcceptEdits`.
     pub accept_edits: bool,
+    /// Whether the terminal has the focus (focus events; assumed at start).
+    pub focused: bool,
+    /// Turns at least this long (ms) that end unfocused are notified, and
+    /// asks while unfocused; `None`: notifications are off.
+    pub notify_after: Option<Millis>,
 }
 
 /// Inputs to build an [`App`]; see `TuiInput` for what each means.
@@ -402,6 +410,8 @@ impl App {
             mcp_prompts: Vec::new(),
             held_prompt: None,
             accept_edits: false,
+            focused: true,
+            notify_after: None,
         }
     }
 
@@ -461,6 +471,7 @@ impl App {
                 .apply_delta(message_id, part_id, *field, delta),
             Event::Status { status, .. } => {
                 if matches!(status, SessionStatus::Idle) {
+                    effects.extend(self.notify_turn_end());
                     self.busy_since = None;
                     self.clear_interrupting();
                 } else if self.busy_since.is_none() {
@@ -479,6 +490,9 @@ impl App {
             }
             Event::Notice { message, .. } => self.own_timeline().push_note(false, message.clone()),
             Event::PermissionAsked { request, .. } => {
+                if !self.focused && self.notify_after.is_some() {
+                    effects.push(Effect::Notify(format!("cairn asks: {}", request.title)));
+                }
                 if self.permissions.is_empty() {
                     self.open_permission_dialog();
                 }
@@ -497,6 +511,15 @@ impl App {
             Event::Gauge { gauge, .. } => self.gauge = Some(*gauge),
         }
         effects
+    }
+
+    /// A notification for a busy period ending now, when it lasted past
+    /// the threshold and the user is elsewhere.
+    fn notify_turn_end(&self) -> Option<Effect> {
+        let (since, after) = (self.busy_since?, self.notify_after?);
+        let took = self.now - since;
+        (!self.focused && took >= after)
+            .then(|| Effect::Notify(format!("cairn: the turn finished after {} s", took / 1000)))
     }
 
     /// The turn has stopped: an "interrupting…" notice is no longer true.

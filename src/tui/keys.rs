@@ -27,6 +27,8 @@ pub fn action_for(event: &TermEvent, keymap: &KeyMap) -> Option<Action> {
             _ => None,
         },
         TermEvent::Resize(..) => Some(Action::Resize),
+        TermEvent::FocusGained => Some(Action::Focus(true)),
+        TermEvent::FocusLost => Some(Action::Focus(false)),
         _ => None,
     }
 }

@@ -29,6 +29,7 @@ pub mod keymap;
 pub mod keys;
 pub mod markdown;
 mod memory;
+pub mod notify;
 pub mod runner;
 pub mod scroll;
 pub mod slash;
@@ -126,6 +127,8 @@ pub struct TuiInput {
     pub initial_prompt: Option<String>,
     /// See [`ReadSessions`]; without it `/sessions` shows `sessions`.
     pub read_sessions: Option<Arc<ReadSessions>>,
+    /// `[tui] notify_after_secs`, `None` when `[tui] notify = false`.
+    pub notify_after: Option<std::time::Duration>,
 }
 
 /// How the TUI ended, for `main` to act on.
@@ -180,6 +183,9 @@ pub async fn run(input: TuiInput) -> anyhow::Result<TuiExit> {
         app.overlay = Some(app::Overlay::Trust(input.untrusted));
     }
     app.message_counts = input.message_counts;
+    app.notify_after = input
+        .notify_after
+        .map(|after| i64::try_from(after.as_millis()).unwrap_or(i64::MAX));
     app.composer.set_history(input.prompt_history);
     let start = match input.initial_prompt {
         Some(prompt) => update::send_now(&mut app, &prompt),

@@ -464,6 +464,14 @@ fn perform(
             });
         }
         Effect::Suspend | Effect::EditDraft(_) => {}
+        Effect::Notify(text) => {
+            let sequence = super::notify::sequence(&text, &super::notify::Terminal::from_env());
+            let mut out = std::io::stdout();
+            // Nothing to do when it cannot be written: the screen says it too.
+            let _ = out
+                .write_all(sequence.as_bytes())
+                .and_then(|()| out.flush());
+        }
         Effect::LoadChild(session_id) => load_child(channels, internal, session_id),
         Effect::Reload => match &channels.read_history {
             Some(read) => {

@@ -9,7 +9,8 @@ use std::sync::Once;
 
 use crossterm::cursor::Show;
 use crossterm::event::{
-    DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture,
+    DisableBracketedPaste, DisableFocusChange, DisableMouseCapture, EnableBracketedPaste,
+    EnableFocusChange, EnableMouseCapture,
 };
 use crossterm::execute;
 use crossterm::terminal::{
@@ -45,7 +46,8 @@ impl TerminalGuard {
             stdout(),
             EnterAlternateScreen,
             EnableBracketedPaste,
-            EnableMouseCapture
+            EnableMouseCapture,
+            EnableFocusChange
         )
         .map_err(setup("enter the alternate screen"))?;
         let terminal =
@@ -88,6 +90,7 @@ pub fn resume(terminal: &mut Terminal<Backend>) -> Result<(), TerminalError> {
         EnterAlternateScreen,
         EnableBracketedPaste,
         EnableMouseCapture,
+        EnableFocusChange,
         Clear(ClearType::All)
     )
     .map_err(setup("enter the alternate screen after resuming"))?;
@@ -118,6 +121,7 @@ pub fn restore() {
     let _ = execute!(
         out,
         DisableMouseCapture,
+        DisableFocusChange,
         DisableBracketedPaste,
         LeaveAlternateScreen,
         Show

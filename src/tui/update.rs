@@ -20,6 +20,10 @@ pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
     app.dirty = true;
     match action {
         Action::Resize => return Vec::new(),
+        Action::Focus(on) => {
+            app.focused = on;
+            return Vec::new();
+        }
         Action::Suspend => return vec![Effect::Suspend],
         _ => app.last_key = Some(app.now),
     }
@@ -405,7 +409,7 @@ fn composer_key(app: &mut App, action: Action) -> Vec<Effect> {
         Action::SearchHistory => {
             super::history_search::open(&mut app.history_search, &mut app.composer);
         }
-        Action::Resize | Action::Suspend | Action::Home | Action::End => {}
+        Action::Resize | Action::Suspend | Action::Home | Action::End | Action::Focus(_) => {}
     }
     Vec::new()
 }

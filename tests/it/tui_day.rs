@@ -308,3 +308,50 @@ async fn ctrl_x_edits_the_draft_in_the_external_editor() {
     .expect("the terminal session");
     assert!(server.requests().is_empty(), "nothing sent");
 }
+
+/// A turn longer than `[tui] notify_after_secs` that ends while the
+/// terminal is not focused is notified (OSC 9 on a terminal that takes it);
+/// with the terminal focused, nothing is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_turn_ending_unfocused_is_notified() {
+    use crate::scenario::slow_text;
+    use std::time::Duration;
+    let server = ScriptedServer::start([
+        slow_text("Seen while focused.", 300, Duration::from_millis(800)),
+        slow_text("Finished away.", 300, Duration::from_millis(800)),
+    ])
+    .await;
+    let (project, data, config_home) = pty_dirs(&server, false);
+    let config = std::fs::read_to_string(project.path().join("cairn.toml")).expect("config");
+    std::fs::write(
+        project.path().join("cairn.toml"),
+        format!("{config}[tui]\nnotify_after_secs = 1\n"),
+    )
+    .expect("config");
+    trust_in_terminal_env(project.path(), data.path(), config_home.path());
+    let (p, d, c) = owned_paths(&project, &data, &config_home);
+    tokio::task::spawn_blocking(move || {
+        let env = [("TERM_PROGRAM", Some("WezTerm"))];
+        let mut terminal = Terminal::start_with_env(&p, &d, &c, &[], &env);
+        terminal.wait_for("the status line", |s| s.contains("compact at"));
+        terminal.type_text("first\r");
+        terminal.wait_for("the first answer", |s| s.contains("Seen while focused."));
+        assert!(!terminal.wrote(b"\x1b]9;"), "focused: no notification");
+        terminal.type_text("second\r");
+        // Focus out, as a terminal reports it once asked to (CSI ? 1004 h).
+        terminal.type_text("\x1b[O");
+        terminal.wait_for("the second answer", |s| s.contains("Finished away."));
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !terminal.wrote(b"\x1b]9;") {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no OSC 9 notification"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        terminal.type_text("\x1b[I");
+        terminal.quit();
+    })
+    .await
+    .expect("the terminal session");
+}
