@@ -440,19 +440,7 @@ fn perform(
             answer_later(internal, answer, Internal::Diff);
         }
         Effect::PatchDiffs(patches) => patch_diffs(channels, internal, patches),
-        Effect::ReadSessions => {
-            let Some(read) = &channels.read_sessions else {
-                return;
-            };
-            let future = read();
-            let internal = internal.clone();
-            tokio::spawn(async move {
-                let read = future
-                    .await
-                    .map_err(|error| format!("cannot read the sessions: {error:#}"));
-                let _ = internal.send(Internal::Sessions(read));
-            });
-        }
+        Effect::ReadSessions => read_sessions(channels, internal),
         Effect::Copy(text) => {
             let mut out = std::io::stdout();
             let written = out
@@ -464,14 +452,7 @@ fn perform(
             });
         }
         Effect::Suspend | Effect::EditDraft(_) => {}
-        Effect::Notify(text) => {
-            let sequence = super::notify::sequence(&text, &super::notify::Terminal::from_env());
-            let mut out = std::io::stdout();
-            // Nothing to do when it cannot be written: the screen says it too.
-            let _ = out
-                .write_all(sequence.as_bytes())
-                .and_then(|()| out.flush());
-        }
+        Effect::Notify(text) => notify(&text),
         Effect::LoadChild(session_id) => load_child(channels, internal, session_id),
         Effect::Reload => match &channels.read_history {
             Some(read) => {
@@ -506,6 +487,31 @@ fn perform(
             });
         }
     }
+}
+
+/// `/sessions`: the list read again in the background.
+fn read_sessions(channels: &Channels, internal: &mpsc::UnboundedSender<Internal>) {
+    let Some(read) = &channels.read_sessions else {
+        return;
+    };
+    let future = read();
+    let internal = internal.clone();
+    tokio::spawn(async move {
+        let read = future
+            .await
+            .map_err(|error| format!("cannot read the sessions: {error:#}"));
+        let _ = internal.send(Internal::Sessions(read));
+    });
+}
+
+/// Writes the terminal's notification sequence for `text`.
+fn notify(text: &str) {
+    let sequence = super::notify::sequence(text, &super::notify::Terminal::from_env());
+    let mut out = std::io::stdout();
+    // Nothing to do when it cannot be written: the screen says it too.
+    let _ = out
+        .write_all(sequence.as_bytes())
+        .and_then(|()| out.flush());
 }
 
 /// A page of the transcript shown: the child's while one is open.
