@@ -32,6 +32,11 @@ pub struct Cli {
     pub session: Option<String>,
     #[command(flatten)]
     pub config: ConfigFlags,
+    /// A first message: the terminal UI opens with it sent (`cairn "fix the
+    /// failing test"`, as `claude "..."` and `codex "..."`); several words
+    /// are joined with spaces.
+    #[arg(value_name = "PROMPT")]
+    pub prompt: Vec<String>,
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -197,5 +202,18 @@ mod tests {
         let cli = Cli::try_parse_from(["cairn", "-m", "a/b", "run", "-m", "c/d", "hi"])
             .expect("valid command line");
         assert_eq!(cli.config_flags().model.as_deref(), Some("c/d"));
+    }
+
+    /// `cairn "fix the failing test"` is a prompt for the terminal UI; the
+    /// subcommands keep their names.
+    #[test]
+    fn words_that_are_no_subcommand_are_the_first_prompt() {
+        let cli = Cli::try_parse_from(["cairn", "-m", "a/b", "fix the failing test"])
+            .expect("valid command line");
+        assert!(cli.command.is_none());
+        assert_eq!(cli.prompt, ["fix the failing test"]);
+        let cli = Cli::try_parse_from(["cairn", "sessions"]).expect("valid command line");
+        assert!(matches!(cli.command, Some(Command::Sessions)));
+        assert!(cli.prompt.is_empty());
     }
 }

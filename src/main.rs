@@ -106,7 +106,8 @@ fn dispatch(cli: Cli, options: &LoadOptions, loaded: Loaded) -> anyhow::Result<u
                 (true, None) => SessionChoice::Latest,
                 (false, None) => SessionChoice::New,
             };
-            run_tui(choice, flag_model, options, loaded)
+            let prompt = (!cli.prompt.is_empty()).then(|| cli.prompt.join(" "));
+            run_tui(choice, flag_model, prompt, options, loaded)
         }
         Some(Command::Run(args)) => run_headless(args, flag_model, loaded),
         Some(Command::Acp) => run_acp(options, loaded),
@@ -490,6 +491,7 @@ fn usage_error(message: &str, format: cairn::cli::Format) -> anyhow::Result<u8> 
 fn run_tui(
     mut choice: SessionChoice,
     mut flag_model: Option<String>,
+    mut prompt: Option<String>,
     options: &LoadOptions,
     loaded: Loaded,
 ) -> anyhow::Result<u8> {
@@ -510,6 +512,8 @@ fn run_tui(
                 None => first_run_input(&app, &found).await?,
             };
             input.notice = notice.take();
+            // Sent once a model can answer it; the first-run screen holds it.
+            input.initial_prompt = prompt.take();
             input.untrusted = risks.pending.iter().map(ToString::to_string).collect();
             if input.notice.is_none() {
                 input.notice = risks.shadowed.first().cloned();
@@ -554,7 +558,8 @@ fn run_tui(
                         SessionChoice::Id(session_id)
                     };
                 }
-                TuiExit::UseModel(name) => {
+                TuiExit::UseModel { model: name, held } => {
+                    prompt = held;
                     let config = with_model(&app.config, &name, &found)?;
                     drop(app);
                     app = open_app_with(config)?;
@@ -717,7 +722,7 @@ async fn tui_input(
         .await?
         .map(|m| m.to_string())
         .unwrap_or_default();
-    let sessions = app.store.list_sessions(50).await?;
+    let sessions = listed_sessions(&app.store).await?;
     let root =
         cairn::session::prompt::Environment::discover(std::path::Path::new(&session.directory))
             .root;
@@ -729,6 +734,17 @@ async fn tui_input(
         .store
         .message_counts(sessions.iter().map(|s| s.id.clone()).collect())
         .await?;
+    let store = app.store.clone();
+    let read_sessions: Arc<cairn::tui::ReadSessions> = Arc::new(move || {
+        let store = store.clone();
+        Box::pin(async move {
+            let sessions = listed_sessions(&store).await?;
+            let counts = store
+                .message_counts(sessions.iter().map(|s| s.id.clone()).collect())
+                .await?;
+            Ok((sessions, counts))
+        })
+    });
     // The exact tokenizer is built in the background once the UI is up.
     cairn::token::warm_up();
     Ok(TuiInput {
@@ -750,7 +766,30 @@ async fn tui_input(
         message_counts,
         untrusted: Vec::new(),
         prompt_history,
+        initial_prompt: None,
+        read_sessions: Some(read_sessions),
+        notify_after: notify_after(&app.config),
     })
+}
+
+/// `[tui] notify` and `notify_after_secs`.
+fn notify_after(config: &cairn::config::Config) -> Option<std::time::Duration> {
+    config
+        .tui
+        .notify
+        .then(|| std::time::Duration::from_secs(config.tui.notify_after_secs))
+}
+
+/// What `/sessions` offers: the user's own sessions, not the children
+/// cairn keeps under them (a subagent's, the undone turns of `/undo`).
+async fn listed_sessions(
+    store: &cairn::store::Store,
+) -> anyhow::Result<Vec<cairn::message::Session>> {
+    // Read past 50: children between them would leave fewer than 50.
+    let mut sessions = store.list_sessions(200).await?;
+    sessions.retain(|s| s.parent_id.is_none());
+    sessions.truncate(50);
+    Ok(sessions)
 }
 
 /// No provider is usable: show how to set one up instead of failing.
@@ -787,6 +826,9 @@ async fn first_run_input(app: &App, found: &Found) -> anyhow::Result<TuiInput> {
         message_counts: Default::default(),
         untrusted: Vec::new(),
         prompt_history: Vec::new(),
+        initial_prompt: None,
+        read_sessions: None,
+        notify_after: notify_after(&app.config),
     })
 }
 

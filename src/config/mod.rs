@@ -400,11 +400,20 @@ pub struct ModelConfig {
 #[serde(default, deny_unknown_fields)]
 pub struct TuiConfig {
     pub mouse: bool,
+    /// Notify (OSC 9 / OSC 777 / bell) when a long turn ends or an ask
+    /// waits while the terminal is not focused.
+    pub notify: bool,
+    /// What counts as a long turn, in seconds.
+    pub notify_after_secs: u64,
 }
 
 impl Default for TuiConfig {
     fn default() -> Self {
-        Self { mouse: true }
+        Self {
+            mouse: true,
+            notify: true,
+            notify_after_secs: 10,
+        }
     }
 }
 

@@ -25,10 +25,10 @@ pub fn to_output(
     {
         read_part(part, &mut text, &mut attachments);
     }
-    if text.is_empty() {
-        if let Some(structured) = value.get("structuredContent") {
-            text.push(structured.to_string());
-        }
+    if text.is_empty()
+        && let Some(structured) = value.get("structuredContent")
+    {
+        text.push(structured.to_string());
     }
     let output = text.join("\n");
     if value.get("isError").and_then(Value::as_bool) == Some(true) {

@@ -266,6 +266,10 @@ pub struct Permissions {
     /// Milliseconds each tool call (by call id) spent waiting for answers,
     /// so its duration can leave out the user's thinking time.
     waited: Arc<Mutex<HashMap<String, i64>>>,
+    /// The session's accept-edits mode (Shift+Tab in the TUI): an `edit`
+    /// ask for a path inside the project is allowed unasked; see
+    /// [`Permissions::accepts_edit`]. Shared with the agent copies.
+    accept_edits: Arc<std::sync::atomic::AtomicBool>,
     bus: Bus,
     mode: Mode,
 }
@@ -287,9 +291,26 @@ impl Permissions {
             approved: Arc::default(),
             pending: Arc::default(),
             waited: Arc::default(),
+            accept_edits: Arc::default(),
             bus,
             mode,
         }
+    }
+
+    /// Turns the session's accept-edits mode on or off.
+    pub fn set_accept_edits(&self, on: bool) {
+        self.accept_edits
+            .store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether `request`, an `edit` of a path inside the project (the
+    /// caller knows where the path is), is allowed by the accept-edits
+    /// mode: only what would be asked is, never what a rule denies. Bash
+    /// commands and paths outside the project ask as before.
+    pub fn accepts_edit(&self, request: &PermissionRequest) -> bool {
+        request.permission == "edit"
+            && self.accept_edits.load(std::sync::atomic::Ordering::Relaxed)
+            && self.check(request).0 != Action::Deny
     }
 
     /// These permissions with `rules` that may only tighten an answer (see
@@ -335,6 +356,7 @@ impl Permissions {
             approved: self.approved.clone(),
             pending: self.pending.clone(),
             waited: self.waited.clone(),
+            accept_edits: self.accept_edits.clone(),
             bus: self.bus.clone(),
             mode: self.mode,
         }
@@ -878,6 +900,29 @@ mod tests {
         assert!(agent.is_yolo());
         assert_eq!(agent.check(&read_of("/p/notes.txt")).0, Action::Allow);
         assert_eq!(agent.check(&read_of("/p/secret.txt")).0, Action::Deny);
+    }
+
+    /// The accept-edits mode allows what would ask, for `edit` only; a deny
+    /// holds, bash still asks, and an agent copy (a subagent) shares it.
+    #[test]
+    fn accept_edits_allows_only_edits_that_would_ask() {
+        let config: PermissionConfig =
+            toml::from_str("[edit]\n\"*.lock\" = \"deny\"\n").expect("valid");
+        let permissions = Permissions::new(ruleset(&config, false), Bus::new(), Mode::Headless);
+        let request = |permission: &str, pattern: &str| PermissionRequest {
+            permission: permission.into(),
+            patterns: vec![pattern.into()],
+            ..PermissionRequest::default()
+        };
+        let agent = permissions.for_agent(&[]);
+        assert!(!permissions.accepts_edit(&request("edit", "src/a.rs")));
+        permissions.set_accept_edits(true);
+        assert!(permissions.accepts_edit(&request("edit", "src/a.rs")));
+        assert!(agent.accepts_edit(&request("edit", "src/a.rs")));
+        assert!(!permissions.accepts_edit(&request("edit", "Cargo.lock")));
+        assert!(!permissions.accepts_edit(&request("bash", "touch x")));
+        permissions.set_accept_edits(false);
+        assert!(!agent.accepts_edit(&request("edit", "src/a.rs")));
     }
 
     /// An untrusted project's ask/deny entries only tighten: a project

@@ -260,10 +260,11 @@ pub fn retry_after_from_headers(headers: &reqwest::header::HeaderMap) -> Option<
             .and_then(|value| value.to_str().ok())
             .map(str::trim)
     };
-    if let Some(millis) = header("retry-after-ms").and_then(|value| value.parse::<f64>().ok()) {
-        if millis.is_finite() && millis >= 0.0 {
-            return Some(Duration::from_secs_f64(millis / 1000.0));
-        }
+    if let Some(millis) = header("retry-after-ms").and_then(|value| value.parse::<f64>().ok())
+        && millis.is_finite()
+        && millis >= 0.0
+    {
+        return Some(Duration::from_secs_f64(millis / 1000.0));
     }
     let value = header("retry-after")?;
     if let Ok(seconds) = value.parse::<f64>() {

@@ -344,19 +344,19 @@ impl OpenAiDecoder {
             self.calls.resize_with(index + 1, PendingCall::default);
         }
         let call = &mut self.calls[index];
-        if let Some(id) = delta.id.filter(|id| !id.is_empty()) {
-            if call.id.is_empty() {
-                call.id = id;
-            }
+        if let Some(id) = delta.id.filter(|id| !id.is_empty())
+            && call.id.is_empty()
+        {
+            call.id = id;
         }
         let (name, arguments) = match delta.function {
             Some(function) => (function.name, function.arguments.unwrap_or_default()),
             None => (None, String::new()),
         };
-        if let Some(name) = name.filter(|name| !name.is_empty()) {
-            if call.name.is_empty() {
-                call.name = name;
-            }
+        if let Some(name) = name.filter(|name| !name.is_empty())
+            && call.name.is_empty()
+        {
+            call.name = name;
         }
         call.arguments.push_str(&arguments);
         if !call.started && !call.name.is_empty() {

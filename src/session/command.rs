@@ -50,6 +50,10 @@ pub enum Command {
     /// then keeps it as the model of the session's next prompt (one that
     /// names none), for this run and later ones; reported as a notice.
     UseModel { model: ModelRef },
+    /// The TUI's accept-edits mode (Shift+Tab): edits and writes inside the
+    /// project are applied without asking while it is on; see
+    /// `Permissions::accepts_edit`.
+    AcceptEdits { on: bool },
     /// `/permissions`: list the "always" answers this project remembers, or
     /// forget one (`/permissions revoke N`); the result is a notice.
     Permissions { revoke: Option<i64> },

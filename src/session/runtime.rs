@@ -292,6 +292,7 @@ async fn handle(
         }
         Command::Permissions { revoke } => remembered::command(ctx, revoke).await?,
         Command::UseModel { model } => use_model(ctx, model).await?,
+        Command::AcceptEdits { on } => ctx.permissions.set_accept_edits(on),
         Command::Undo { force, reply } => {
             let _ = reply.send(undo_or_redo(ctx, running.is_some(), false, force).await);
         }

@@ -417,10 +417,10 @@ fn hazards(snapshots: &Snapshots, paths: &[String]) -> Vec<snapshot::nofollow::H
     let root = snapshots.work_tree();
     let mut found: Vec<snapshot::nofollow::Hazard> = Vec::new();
     for path in paths {
-        if let Some(hazard) = snapshot::nofollow::hazard(root, &root.join(path)) {
-            if !found.contains(&hazard) {
-                found.push(hazard);
-            }
+        if let Some(hazard) = snapshot::nofollow::hazard(root, &root.join(path))
+            && !found.contains(&hazard)
+        {
+            found.push(hazard);
         }
     }
     found

@@ -96,11 +96,10 @@ impl Tool for Edit {
             path: shown.clone(),
             diff: diff.clone(),
         };
-        ctx.ask_showing(
-            Some(preview),
-            NAME,
-            vec![shown.clone()],
-            crate::permission::exact_always(&shown),
+        ctx.ask_edit(
+            &path,
+            preview,
+            &shown,
             format!("Edit {shown}"),
             json!({ "path": shown, "diff": diff }),
         )

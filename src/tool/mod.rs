@@ -264,6 +264,39 @@ impl ToolScope {
             .await?)
     }
 
+    /// [`ToolScope::ask_showing`] for an `edit` of `path` (edit, write):
+    /// the session's accept-edits mode allows it unasked when `path` lies
+    /// inside the project.
+    pub async fn ask_edit(
+        &self,
+        path: &Path,
+        preview: Preview,
+        shown: &str,
+        title: String,
+        metadata: Value,
+    ) -> Result<(), ToolError> {
+        let patterns = vec![shown.to_string()];
+        let probe = PermissionRequest {
+            permission: "edit".into(),
+            patterns: patterns.clone(),
+            ..Default::default()
+        };
+        if !crate::permission::is_external(&self.root, path)
+            && self.permissions.accepts_edit(&probe)
+        {
+            return Ok(());
+        }
+        self.ask_showing(
+            Some(preview),
+            "edit",
+            patterns,
+            crate::permission::exact_always(shown),
+            title,
+            metadata,
+        )
+        .await
+    }
+
     /// Asks what a bash line needs, in one question: denied when a rule
     /// denies any spelling of any part (before anything is asked); otherwise
     /// one dialog for the parts that did not pass (the command, its writes,

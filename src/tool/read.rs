@@ -176,7 +176,7 @@ impl Page {
 
 /// A byte cap as the model reads it: "50 KB", "2,560 bytes".
 fn size_words(bytes: usize) -> String {
-    if bytes % 1024 == 0 {
+    if bytes.is_multiple_of(1024) {
         format!("{} KB", bytes / 1024)
     } else {
         format!("{} bytes", crate::shared::thousands(bytes as u64))

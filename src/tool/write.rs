@@ -66,11 +66,10 @@ impl Tool for Write {
                 content: args.content.clone(),
             }
         };
-        ctx.ask_showing(
-            Some(preview),
-            "edit",
-            vec![shown.clone()],
-            crate::permission::exact_always(&shown),
+        ctx.ask_edit(
+            &path,
+            preview,
+            &shown,
             format!("Write {shown}"),
             json!({ "path": shown, "diff": diff }),
         )

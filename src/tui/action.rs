@@ -26,6 +26,12 @@ pub enum Action {
     Enter,
     /// Tab: accept a completion, or switch agent (build <-> plan).
     Tab,
+    /// Shift+Tab: the next mode, build → accept edits → plan → build.
+    CycleMode,
+    /// Ctrl+X: edit the draft in `$VISUAL`/`$EDITOR`.
+    ExternalEditor,
+    /// The terminal gained (`true`) or lost the focus.
+    Focus(bool),
     /// Esc: close the top layer, or interrupt the agent.
     Escape,
     /// Ctrl+C: interrupt a busy turn, else clear the input; twice in a row quits.

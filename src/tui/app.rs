@@ -55,6 +55,12 @@ pub enum Effect {
     LoadOlder(String),
     /// Ctrl+Z: give the terminal back to the shell until resumed.
     Suspend,
+    /// Tell the user, away from the terminal, that `0` happened (a long
+    /// turn ended, an ask waits): see `tui::notify`.
+    Notify(String),
+    /// Ctrl+X: the draft, to edit in `$VISUAL`/`$EDITOR`; what is saved
+    /// comes back into the composer.
+    EditDraft(String),
     /// Read a child session's newest page to show it (its subtask card was opened).
     LoadChild(String),
     /// `/mcp restart NAME`, or `r` in the `/mcp` overlay.
@@ -71,6 +77,8 @@ pub enum Effect {
     },
     /// `/diff`: the session's changes, shown in the diff overlay.
     Diff,
+    /// `/sessions`: read the list again (see `tui::ReadSessions`).
+    ReadSessions,
     /// The diffs of these steps (part id, patch), for their patch cards
     /// expanded by Ctrl+O; asked one after the other, never all at once.
     PatchDiffs(Vec<(String, crate::message::PatchPart)>),
@@ -283,6 +291,17 @@ pub struct App {
     pub mcp_prompts: Vec<crate::mcp::PromptCommand>,
     /// Custom slash commands (`.claude/commands/`, ...), for completion.
     pub custom_commands: Vec<crate::custom_command::CustomCommand>,
+    /// A message sent on the first-run screen, before any model: sent
+    /// once `/model` picks one (`TuiExit::UseModel`).
+    pub held_prompt: Option<String>,
+    /// The accept-edits mode (Shift+Tab); the session's permission layer
+    /// holds the real setting, sent by `Command::AcceptEdits`.
+    pub accept_edits: bool,
+    /// Whether the terminal has the focus (focus events; assumed at start).
+    pub focused: bool,
+    /// Turns at least this long (ms) that end unfocused are notified, and
+    /// asks while unfocused; `None`: notifications are off.
+    pub notify_after: Option<Millis>,
 }
 
 /// Inputs to build an [`App`]; see `TuiInput` for what each means.
@@ -300,13 +319,50 @@ pub struct AppInit {
 }
 
 impl App {
-    /// `/agent NAME`, or Tab between build and plan.
-    pub fn switch_agent(&mut self, to: Option<&str>) {
+    /// `/agent NAME`, or Tab between build and plan; either leaves the
+    /// accept-edits mode.
+    pub fn switch_agent(&mut self, to: Option<&str>) -> Vec<Effect> {
         self.agent = match to {
             Some(agent) => agent.to_string(),
             None if self.agent == "build" => "plan".to_string(),
             None => "build".to_string(),
         };
+        self.set_accept_edits(false)
+    }
+
+    /// Shift+Tab: build → accept edits (build, with edits inside the
+    /// project applied unasked) → plan → build, as Claude Code cycles.
+    pub fn cycle_mode(&mut self) -> Vec<Effect> {
+        match (self.agent.as_str(), self.accept_edits) {
+            ("build", false) => self.set_accept_edits(true),
+            (_, true) => {
+                self.agent = "plan".into();
+                self.set_accept_edits(false)
+            }
+            _ => {
+                self.agent = "build".into();
+                Vec::new()
+            }
+        }
+    }
+
+    /// The session's permission layer holds the mode (not the TUI), so a
+    /// change is sent to it.
+    fn set_accept_edits(&mut self, on: bool) -> Vec<Effect> {
+        if self.accept_edits == on {
+            return Vec::new();
+        }
+        self.accept_edits = on;
+        vec![Effect::Send(Command::AcceptEdits { on })]
+    }
+
+    /// What the status line names: the agent, or "accept edits".
+    pub fn mode_label(&self) -> &str {
+        if self.accept_edits {
+            "accept edits"
+        } else {
+            &self.agent
+        }
     }
 
     pub fn new(init: AppInit) -> Self {
@@ -355,6 +411,10 @@ impl App {
             mcp: Vec::new(),
             mcp_prompts: Vec::new(),
             custom_commands: Vec::new(),
+            held_prompt: None,
+            accept_edits: false,
+            focused: true,
+            notify_after: None,
         }
     }
 
@@ -414,6 +474,7 @@ impl App {
                 .apply_delta(message_id, part_id, *field, delta),
             Event::Status { status, .. } => {
                 if matches!(status, SessionStatus::Idle) {
+                    effects.extend(self.notify_turn_end());
                     self.busy_since = None;
                     self.clear_interrupting();
                 } else if self.busy_since.is_none() {
@@ -432,6 +493,9 @@ impl App {
             }
             Event::Notice { message, .. } => self.own_timeline().push_note(false, message.clone()),
             Event::PermissionAsked { request, .. } => {
+                if !self.focused && self.notify_after.is_some() {
+                    effects.push(Effect::Notify(format!("cairn asks: {}", request.title)));
+                }
                 if self.permissions.is_empty() {
                     self.open_permission_dialog();
                 }
@@ -450,6 +514,15 @@ impl App {
             Event::Gauge { gauge, .. } => self.gauge = Some(*gauge),
         }
         effects
+    }
+
+    /// A notification for a busy period ending now, when it lasted past
+    /// the threshold and the user is elsewhere.
+    fn notify_turn_end(&self) -> Option<Effect> {
+        let (since, after) = (self.busy_since?, self.notify_after?);
+        let took = self.now - since;
+        (!self.focused && took >= after)
+            .then(|| Effect::Notify(format!("cairn: the turn finished after {} s", took / 1000)))
     }
 
     /// The turn has stopped: an "interrupting…" notice is no longer true.

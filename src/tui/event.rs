@@ -32,6 +32,16 @@ pub enum Internal {
     Mcp(Vec<crate::mcp::Status>, Vec<crate::mcp::PromptCommand>),
     /// An MCP prompt's text, to send as the user's message.
     Submit(String),
+    /// `/sessions`' list and message counts read again, or why not.
+    Sessions(
+        Result<
+            (
+                Vec<crate::message::Session>,
+                std::collections::HashMap<String, u64>,
+            ),
+            String,
+        >,
+    ),
     /// The session's answer to `/diff`.
     Diff(Result<String, crate::session::undo::Error>),
     /// The diff of a patch card's step.

@@ -101,6 +101,9 @@ pub struct KeyMap {
     pub suspend: KeyBinding,
     /// Open a subtask's child session from its card, or go back.
     pub open_subtask: KeyBinding,
+    /// Edit the draft in `$VISUAL`/`$EDITOR` (Ctrl+X: Ctrl+G, Claude
+    /// Code's key, opens subtasks here).
+    pub external_editor: KeyBinding,
 }
 
 impl Default for KeyMap {
@@ -113,12 +116,12 @@ impl Default for KeyMap {
             toggle_reasoning: KeyBinding::new(KeyCode::Char('t'), KeyModifiers::CONTROL),
             suspend: KeyBinding::new(KeyCode::Char('z'), KeyModifiers::CONTROL),
             open_subtask: KeyBinding::new(KeyCode::Char('g'), KeyModifiers::CONTROL),
+            external_editor: KeyBinding::new(KeyCode::Char('x'), KeyModifiers::CONTROL),
         }
     }
 }
 
-const NAMES: &str =
-    "interrupt, quit, switch_agent, toggle_details, toggle_reasoning, suspend, open_subtask";
+const NAMES: &str = "interrupt, quit, switch_agent, toggle_details, toggle_reasoning, suspend, open_subtask, external_editor";
 
 impl KeyMap {
     /// The defaults with `overrides` (binding name -> key spec) applied.
@@ -137,6 +140,7 @@ impl KeyMap {
                 "toggle_reasoning" => &mut map.toggle_reasoning,
                 "suspend" => &mut map.suspend,
                 "open_subtask" => &mut map.open_subtask,
+                "external_editor" => &mut map.external_editor,
                 _ => {
                     return Err(KeyMapError::UnknownName {
                         name: name.clone(),
@@ -159,6 +163,7 @@ impl KeyMap {
             (&self.toggle_reasoning, Action::ToggleReasoning),
             (&self.suspend, Action::Suspend),
             (&self.open_subtask, Action::OpenSubtask),
+            (&self.external_editor, Action::ExternalEditor),
         ];
         table
             .into_iter()

@@ -27,6 +27,8 @@ pub fn action_for(event: &TermEvent, keymap: &KeyMap) -> Option<Action> {
             _ => None,
         },
         TermEvent::Resize(..) => Some(Action::Resize),
+        TermEvent::FocusGained => Some(Action::Focus(true)),
+        TermEvent::FocusLost => Some(Action::Focus(false)),
         _ => None,
     }
 }
@@ -68,6 +70,7 @@ pub fn action_for_key(key: &KeyEvent) -> Option<Action> {
         KeyCode::Up => Action::Up,
         KeyCode::Down => Action::Down,
         KeyCode::Esc => Action::Escape,
+        KeyCode::BackTab => Action::CycleMode,
         KeyCode::PageUp => Action::PageUp,
         KeyCode::PageDown => Action::PageDown,
         KeyCode::Home if ctrl => Action::ScrollTop,

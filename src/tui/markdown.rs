@@ -9,7 +9,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
 use super::highlight::highlight_line;
-use super::wrap::wrap_into;
+use super::wrap::{str_width, wrap_into};
 
 /// Renders `text` as Markdown and wraps it to `width` cells.
 pub fn render_markdown(text: &str, width: usize) -> Vec<Line<'static>> {
@@ -97,6 +97,70 @@ struct Writer {
     link_url: Option<String>,
     /// Prefix for the first row of the current block (bullet), then blanks.
     pending_prefix: Option<String>,
+    /// The table being read: its rows are laid out at its end, when every
+    /// column's width is known.
+    table: Option<Table>,
+}
+
+/// A table's cells as read, each a run of styled spans.
+#[derive(Default)]
+struct Table {
+    rows: Vec<Vec<Vec<Span<'static>>>>,
+    row: Vec<Vec<Span<'static>>>,
+    /// Rows of the header (drawn above a rule).
+    head: usize,
+}
+
+impl Table {
+    fn end_row(&mut self) {
+        self.rows.push(std::mem::take(&mut self.row));
+    }
+
+    /// The rows with every column padded to its widest cell, cells apart
+    /// by ` │ `, and a rule under the header.
+    fn lines(self) -> Vec<Line<'static>> {
+        let width = |cell: &[Span<'_>]| cell.iter().map(|s| str_width(&s.content)).sum::<usize>();
+        let columns = self.rows.iter().map(Vec::len).max().unwrap_or(0);
+        let widths: Vec<usize> = (0..columns)
+            .map(|c| {
+                self.rows
+                    .iter()
+                    .filter_map(|row| row.get(c))
+                    .map(|cell| width(cell))
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let rule = Style::default().fg(Color::DarkGray);
+        let mut out = Vec::new();
+        for (index, row) in self.rows.into_iter().enumerate() {
+            let count = row.len();
+            let mut spans = Vec::new();
+            for (c, cell) in row.into_iter().enumerate() {
+                if c > 0 {
+                    spans.push(Span::styled(" │ ", rule));
+                }
+                let pad = widths[c].saturating_sub(width(&cell));
+                spans.extend(cell);
+                if c + 1 < count && pad > 0 {
+                    spans.push(Span::raw(" ".repeat(pad)));
+                }
+            }
+            out.push(Line::from(spans));
+            if index + 1 == self.head {
+                let parts: Vec<String> = widths
+                    .iter()
+                    .enumerate()
+                    .map(|(c, w)| {
+                        let edges = usize::from(c > 0) + usize::from(c + 1 < columns);
+                        "─".repeat(w + edges)
+                    })
+                    .collect();
+                out.push(Line::styled(parts.join("┼"), rule));
+            }
+        }
+        out
+    }
 }
 
 impl Writer {
@@ -110,7 +174,7 @@ impl Writer {
     }
 
     fn text(&mut self, text: &str) {
-        if self.current.is_empty() {
+        if self.current.is_empty() && self.table.is_none() {
             self.start_line();
         }
         self.current
@@ -160,7 +224,7 @@ impl Writer {
                 None => self.text(&text),
             },
             Event::Code(code) => {
-                if self.current.is_empty() {
+                if self.current.is_empty() && self.table.is_none() {
                     self.start_line();
                 }
                 self.current.push(Span::styled(
@@ -254,7 +318,11 @@ impl Writer {
                         .add_modifier(Modifier::UNDERLINED),
                 );
             }
-            Tag::TableCell => self.text("│ "),
+            Tag::Table(_) => {
+                self.flush();
+                self.table = Some(Table::default());
+            }
+            Tag::TableCell => self.current.clear(),
             _ => {}
         }
     }
@@ -307,8 +375,29 @@ impl Writer {
                     }
                 }
             }
-            TagEnd::TableRow | TagEnd::TableHead => self.flush(),
-            TagEnd::Table => self.blank(),
+            TagEnd::TableCell => {
+                let cell = std::mem::take(&mut self.current);
+                if let Some(table) = &mut self.table {
+                    table.row.push(cell);
+                }
+            }
+            TagEnd::TableHead => {
+                if let Some(table) = &mut self.table {
+                    table.end_row();
+                    table.head = table.rows.len();
+                }
+            }
+            TagEnd::TableRow => {
+                if let Some(table) = &mut self.table {
+                    table.end_row();
+                }
+            }
+            TagEnd::Table => {
+                if let Some(table) = self.table.take() {
+                    self.lines.extend(table.lines().into_iter().map(|l| (l, 0)));
+                }
+                self.blank();
+            }
             _ => {}
         }
     }
@@ -405,5 +494,22 @@ mod tests {
     fn unfinished_stream_text_renders_without_panicking_on_open_fences() {
         let out = texts("Here:\n```py\nprint(1", 40);
         assert_eq!(out, ["Here:", "", "┌ py", "│ print(1", "└"]);
+    }
+
+    #[test]
+    fn table_columns_line_up_under_their_header() {
+        let out = texts(
+            "| concept | meaning |\n|---|---|\n| turn | one prompt and its answer |\n| step | one request |\n",
+            60,
+        );
+        assert_eq!(
+            out,
+            [
+                "concept │ meaning",
+                "────────┼──────────────────────────",
+                "turn    │ one prompt and its answer",
+                "step    │ one request",
+            ]
+        );
     }
 }

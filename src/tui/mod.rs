@@ -19,6 +19,7 @@ pub mod child_view;
 pub mod children;
 pub mod completion;
 pub mod composer;
+pub mod editor;
 pub mod event;
 pub mod export;
 pub mod highlight;
@@ -28,6 +29,7 @@ pub mod keymap;
 pub mod keys;
 pub mod markdown;
 mod memory;
+pub mod notify;
 pub mod runner;
 pub mod scroll;
 pub mod slash;
@@ -76,6 +78,13 @@ pub enum HistoryRead {
 pub type History =
     dyn Fn(HistoryRead) -> BoxFuture<'static, anyhow::Result<Vec<MessageWithParts>>> + Send + Sync;
 
+/// Reads the sessions `/sessions` offers and their message counts again,
+/// each time it opens (a session started elsewhere since shows).
+pub type ReadSessions = dyn Fn()
+        -> BoxFuture<'static, anyhow::Result<(Vec<Session>, std::collections::HashMap<String, u64>)>>
+    + Send
+    + Sync;
+
 /// Everything the TUI needs, prepared by `main`.
 pub struct TuiInput {
     pub session: Session,
@@ -113,6 +122,13 @@ pub struct TuiInput {
     /// The prompts typed earlier in this project, oldest first: the
     /// composer's Up/Down and Ctrl+R start from them.
     pub prompt_history: Vec<String>,
+    /// `cairn "PROMPT"`: sent as if typed once the TUI is up (held on the
+    /// first-run screen until a model is picked).
+    pub initial_prompt: Option<String>,
+    /// See [`ReadSessions`]; without it `/sessions` shows `sessions`.
+    pub read_sessions: Option<Arc<ReadSessions>>,
+    /// `[tui] notify_after_secs`, `None` when `[tui] notify = false`.
+    pub notify_after: Option<std::time::Duration>,
 }
 
 /// How the TUI ended, for `main` to act on.
@@ -124,8 +140,11 @@ pub enum TuiExit {
     /// `/new`: start the TUI again on a fresh session.
     NewSession,
     /// `/model provider/model` on the first-run screen: start the TUI again
-    /// with that model.
-    UseModel(String),
+    /// with that model, and send the message held while there was none.
+    UseModel {
+        model: String,
+        held: Option<String>,
+    },
     /// `t` in the trust dialog: store the trust and start again with the
     /// project's settings applied.
     TrustProject,
@@ -164,7 +183,14 @@ pub async fn run(input: TuiInput) -> anyhow::Result<TuiExit> {
         app.overlay = Some(app::Overlay::Trust(input.untrusted));
     }
     app.message_counts = input.message_counts;
+    app.notify_after = input
+        .notify_after
+        .map(|after| i64::try_from(after.as_millis()).unwrap_or(i64::MAX));
     app.composer.set_history(input.prompt_history);
+    let start = match input.initial_prompt {
+        Some(prompt) => update::send_now(&mut app, &prompt),
+        None => Vec::new(),
+    };
     let mut guard = terminal::TerminalGuard::enter()?;
     let channels = runner::Channels {
         events: input.events,
@@ -173,6 +199,8 @@ pub async fn run(input: TuiInput) -> anyhow::Result<TuiExit> {
         keymap: input.keymap,
         discovery: input.discovery,
         mcp: input.mcp,
+        read_sessions: input.read_sessions,
+        start,
     };
     runner::run_loop(guard.terminal(), &mut app, channels).await
 }

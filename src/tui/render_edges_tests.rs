@@ -563,3 +563,65 @@ fn a_mentioned_file_is_named_not_dumped_and_ctrl_o_shows_its_lines() {
     assert!(!screen.contains("<content>"), "{screen}");
     assert_snapshot!(screen);
 }
+
+/// Expanded cards stop at 200 lines: the line for the rest says where the
+/// whole output is, not "Ctrl+O" (which folds by then).
+#[test]
+fn an_expanded_card_past_its_limit_says_where_the_rest_is() {
+    let output: Vec<String> = (1..=2_000).map(|n| format!("line {n}")).collect();
+    let mut app = one_call(
+        "bash",
+        bash_input("seq 2000"),
+        &output.join("\n"),
+        json!({ "truncated": false, "exit": 0 }),
+    );
+    app.expand_details = true;
+    app.timeline.bump_all();
+    app.scroll.top();
+    let expanded = render(&mut app, 120, 20);
+    assert!(
+        expanded.contains("… 1800 more lines · /export writes the whole output"),
+        "{expanded}"
+    );
+    assert!(!expanded.contains("(Ctrl+O)"), "{expanded}");
+}
+
+/// A Markdown table in an answer: its columns line up under the header at
+/// every width (issue #34 saw `│ concept│ meaning`).
+#[test]
+fn an_answers_table_is_aligned() {
+    let u = user("msg_00001a");
+    let a = assistant("msg_00001b", &u.id);
+    let answer = "Terms:\n\n| concept | meaning |\n|---|---|\n| turn | one prompt and its answer |\n| step | one request |\n";
+    let mut app = app(vec![
+        with_parts(u.clone(), vec![part("prt_0", &u, text("define"))]),
+        with_parts(a.clone(), vec![part("prt_1", &a, text(answer))]),
+    ]);
+    let screen = at_three_widths(&mut app, 14);
+    assert!(
+        screen.contains("turn    │ one prompt and its answer"),
+        "{screen}"
+    );
+    assert_snapshot!(screen);
+}
+
+/// The accept-edits mode (Shift+Tab) is named on the status line at every
+/// width.
+#[test]
+fn the_status_line_names_the_accept_edits_mode() {
+    let u = user("msg_00001a");
+    let mut app = app(vec![with_parts(
+        u.clone(),
+        vec![part("prt_0", &u, text("hello"))],
+    )]);
+    let effects = app.cycle_mode();
+    assert!(matches!(
+        effects.as_slice(),
+        [super::app::Effect::Send(
+            crate::session::command::Command::AcceptEdits { on: true }
+        )]
+    ));
+    let screen = at_three_widths(&mut app, 6);
+    assert_eq!(screen.matches(" accept edits ").count(), 3, "{screen}");
+    assert_snapshot!(screen);
+}

@@ -40,6 +40,10 @@ pub struct Channels {
     pub discovery: Option<oneshot::Receiver<super::Discovered>>,
     /// The MCP servers, for `/mcp`, the status line and prompt commands.
     pub mcp: Option<Arc<crate::mcp::Hub>>,
+    /// See `tui::ReadSessions`.
+    pub read_sessions: Option<Arc<super::ReadSessions>>,
+    /// Performed once the loop runs: the prompt of `cairn "PROMPT"`.
+    pub start: Vec<Effect>,
 }
 
 pub async fn run_loop(
@@ -50,6 +54,9 @@ pub async fn run_loop(
     app.open_key = channels.keymap.open_subtask.label();
     let (internal_tx, mut internal_rx) = mpsc::unbounded_channel::<Internal>();
     spawn_background(app, &mut channels, &internal_tx);
+    for effect in std::mem::take(&mut channels.start) {
+        perform(effect, app, &channels, &internal_tx);
+    }
     let mut input = crossterm::event::EventStream::new();
     let mut tick = tokio::time::interval(TICK_INTERVAL);
     tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -132,6 +139,13 @@ pub async fn run_loop(
         for effect in effects {
             if matches!(effect, Effect::Suspend) {
                 suspend(terminal, app)?;
+                continue;
+            }
+            if let Effect::EditDraft(draft) = effect {
+                // A new stream: the old one's reader thread stops, so no
+                // key meant for the editor is read here meanwhile.
+                input = crossterm::event::EventStream::new();
+                edit_draft(terminal, app, &draft)?;
                 continue;
             }
             perform(effect, app, &channels, &internal_tx);
@@ -267,6 +281,25 @@ fn suspend(_terminal: &mut ratatui::Terminal<Backend>, app: &mut App) -> anyhow:
     Ok(())
 }
 
+/// Runs the user's editor on `draft` with the terminal handed over, then
+/// puts what was saved into the composer; a failure is said on the status
+/// line and the draft stays.
+fn edit_draft(
+    terminal: &mut ratatui::Terminal<Backend>,
+    app: &mut App,
+    draft: &str,
+) -> anyhow::Result<()> {
+    super::terminal::restore();
+    let edited = super::editor::edit(draft);
+    super::terminal::resume(terminal)?;
+    match edited {
+        Ok(text) => app.composer.set_text(text.trim_end_matches('\n')),
+        Err(error) => app.flash = Some(error.to_string()),
+    }
+    app.dirty = true;
+    Ok(())
+}
+
 /// Applies a background result; an undo's answer asks for a reload.
 fn apply_internal(app: &mut App, message: Internal) -> Vec<Effect> {
     app.dirty = true;
@@ -282,6 +315,10 @@ fn apply_internal(app: &mut App, message: Internal) -> Vec<Effect> {
             // A `/fr` typed before the list arrived gets its popup now.
             super::update::refresh_completion(app);
         }
+        Internal::Sessions(Ok((sessions, counts))) => {
+            super::slash::sessions_read(app, sessions, counts)
+        }
+        Internal::Sessions(Err(error)) => app.flash = Some(error),
         Internal::Context(Some(breakdown)) => {
             if matches!(app.overlay, Some(super::app::Overlay::Context(None))) {
                 app.overlay = Some(super::app::Overlay::Context(Some(breakdown)));
@@ -408,6 +445,7 @@ fn perform(
             answer_later(internal, answer, Internal::Diff);
         }
         Effect::PatchDiffs(patches) => patch_diffs(channels, internal, patches),
+        Effect::ReadSessions => read_sessions(channels, internal),
         Effect::Copy(text) => {
             let mut out = std::io::stdout();
             let written = out
@@ -418,7 +456,8 @@ fn perform(
                 Err(error) => format!("cannot copy: {error}"),
             });
         }
-        Effect::Suspend => {}
+        Effect::Suspend | Effect::EditDraft(_) => {}
+        Effect::Notify(text) => notify(&text),
         Effect::LoadChild(session_id) => load_child(channels, internal, session_id),
         Effect::Reload => match &channels.read_history {
             Some(read) => {
@@ -453,6 +492,31 @@ fn perform(
             });
         }
     }
+}
+
+/// `/sessions`: the list read again in the background.
+fn read_sessions(channels: &Channels, internal: &mpsc::UnboundedSender<Internal>) {
+    let Some(read) = &channels.read_sessions else {
+        return;
+    };
+    let future = read();
+    let internal = internal.clone();
+    tokio::spawn(async move {
+        let read = future
+            .await
+            .map_err(|error| format!("cannot read the sessions: {error:#}"));
+        let _ = internal.send(Internal::Sessions(read));
+    });
+}
+
+/// Writes the terminal's notification sequence for `text`.
+fn notify(text: &str) {
+    let sequence = super::notify::sequence(text, &super::notify::Terminal::from_env());
+    let mut out = std::io::stdout();
+    // Nothing to do when it cannot be written: the screen says it too.
+    let _ = out
+        .write_all(sequence.as_bytes())
+        .and_then(|()| out.flush());
 }
 
 /// A page of the transcript shown: the child's while one is open.
@@ -637,6 +701,8 @@ mod tests {
                 keymap: KeyMap::default(),
                 discovery: None,
                 mcp: None,
+                read_sessions: None,
+                start: Vec::new(),
             },
             received,
         )

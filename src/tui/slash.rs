@@ -61,13 +61,17 @@ fn run_command(app: &mut App, command: &SlashCommand, args: &str) -> Vec<Effect>
             app.overlay = Some(Overlay::Help);
         }
         Verb::Agent => match args {
-            "" => app.switch_agent(None),
-            "build" | "plan" => app.switch_agent(Some(args)),
+            "" => return app.switch_agent(None),
+            "build" | "plan" => return app.switch_agent(Some(args)),
             other => app.flash = Some(format!("no agent named {other:?}; try build or plan")),
         },
         Verb::Model if args.is_empty() => open_model_picker(app),
         Verb::Model => pick_model(app, args),
-        Verb::Sessions => open_session_picker(app),
+        Verb::Sessions => {
+            // Shown at once from the list held; the fresh one replaces it.
+            open_session_picker(app);
+            return vec![Effect::ReadSessions];
+        }
         Verb::Skills => open_skill_list(app),
         Verb::Subtasks => {
             let mut effects = app.leave_child();
@@ -117,7 +121,12 @@ fn mcp_slash(app: &mut App, args: &str) -> Vec<Effect> {
 /// (no session yet) the TUI restarts with that model.
 pub(super) fn pick_model(app: &mut App, name: &str) {
     match crate::message::ModelRef::parse(name) {
-        Ok(_) if app.session.id.is_empty() => app.exit = Some(TuiExit::UseModel(name.to_string())),
+        Ok(_) if app.session.id.is_empty() => {
+            app.exit = Some(TuiExit::UseModel {
+                model: name.to_string(),
+                held: app.held_prompt.take(),
+            })
+        }
         Ok(model) => {
             app.model = Some(model);
             app.model_label = name.to_string();
@@ -193,7 +202,41 @@ fn open_skill_list(app: &mut App) {
     }));
 }
 
-fn open_session_picker(app: &mut App) {
+/// The sessions read again for `/sessions`: an open session picker shows
+/// them, keeping what was typed to filter and the entry chosen.
+pub(super) fn sessions_read(
+    app: &mut App,
+    sessions: Vec<Session>,
+    counts: std::collections::HashMap<String, u64>,
+) {
+    app.sessions = sessions;
+    app.message_counts = counts;
+    // The counts include every message held now: only later ones are added.
+    app.newest_at_open = app
+        .timeline
+        .messages()
+        .iter()
+        .map(|m| m.message.id.clone())
+        .max();
+    let Some(Overlay::Picker(old)) = &app.overlay else {
+        return;
+    };
+    if old.kind != PickerKind::Session {
+        return;
+    }
+    let filter = old.filter.clone();
+    let chosen = old.visible().get(old.selected).map(|(id, _)| id.clone());
+    open_session_picker(app);
+    if let Some(Overlay::Picker(picker)) = &mut app.overlay {
+        picker.filter = filter;
+        if let Some(at) = chosen.and_then(|id| picker.visible().iter().position(|(v, _)| *v == id))
+        {
+            picker.selected = at;
+        }
+    }
+}
+
+pub(super) fn open_session_picker(app: &mut App) {
     if app.sessions.is_empty() {
         app.flash = Some("no other sessions in this directory".into());
         return;

@@ -9,11 +9,12 @@ use std::sync::Once;
 
 use crossterm::cursor::Show;
 use crossterm::event::{
-    DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture,
+    DisableBracketedPaste, DisableFocusChange, DisableMouseCapture, EnableBracketedPaste,
+    EnableFocusChange, EnableMouseCapture,
 };
 use crossterm::execute;
 use crossterm::terminal::{
-    EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
+    Clear, ClearType, EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
 };
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
@@ -45,7 +46,8 @@ impl TerminalGuard {
             stdout(),
             EnterAlternateScreen,
             EnableBracketedPaste,
-            EnableMouseCapture
+            EnableMouseCapture,
+            EnableFocusChange
         )
         .map_err(setup("enter the alternate screen"))?;
         let terminal =
@@ -69,23 +71,36 @@ impl Drop for TerminalGuard {
 /// the terminal again when the shell resumes it (`fg`).
 #[cfg(unix)]
 pub fn suspend(terminal: &mut Terminal<Backend>) -> Result<(), TerminalError> {
-    let setup = |operation| move |source| TerminalError::Setup { operation, source };
     restore();
     // SAFETY: raising a signal on our own process has no memory preconditions;
     // SIGTSTP's default action stops every thread until SIGCONT.
     unsafe {
         libc::raise(libc::SIGTSTP);
     }
+    resume(terminal)
+}
+
+/// Takes the terminal again after [`restore`] handed it over (Ctrl+Z, the
+/// external editor), and clears it for a full redraw.
+pub fn resume(terminal: &mut Terminal<Backend>) -> Result<(), TerminalError> {
+    let setup = |operation| move |source| TerminalError::Setup { operation, source };
     enable_raw_mode().map_err(setup("enable raw mode after resuming"))?;
     execute!(
         stdout(),
         EnterAlternateScreen,
         EnableBracketedPaste,
-        EnableMouseCapture
+        EnableMouseCapture,
+        EnableFocusChange,
+        Clear(ClearType::All)
     )
     .map_err(setup("enter the alternate screen after resuming"))?;
+    // An empty frame makes ratatui's idea of the screen blank too, so the
+    // next frame is drawn whole. Not `Terminal::clear`: it asks the
+    // terminal where the cursor is, and one that does not answer (or keys
+    // typed meanwhile) would stall or fail the resume.
     terminal
-        .clear()
+        .draw(|_| {})
+        .map(|_| ())
         .map_err(setup("clear the screen after resuming"))
 }
 
@@ -106,6 +121,7 @@ pub fn restore() {
     let _ = execute!(
         out,
         DisableMouseCapture,
+        DisableFocusChange,
         DisableBracketedPaste,
         LeaveAlternateScreen,
         Show

@@ -20,6 +20,10 @@ pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
     app.dirty = true;
     match action {
         Action::Resize => return Vec::new(),
+        Action::Focus(on) => {
+            app.focused = on;
+            return Vec::new();
+        }
         Action::Suspend => return vec![Effect::Suspend],
         _ => app.last_key = Some(app.now),
     }
@@ -207,6 +211,14 @@ fn overlay_key(app: &mut App, action: Action) -> Vec<Effect> {
     if matches!(app.overlay, Some(Overlay::Trust(_))) {
         return trust_key(app, &action);
     }
+    if matches!(app.overlay, Some(Overlay::FirstRun(_))) && is_text_key(&action) {
+        // Typing is not lost behind the welcome box (`/model` as it
+        // suggests, or a first message): the box gives way to the composer.
+        app.overlay = None;
+        let effects = composer_key(app, action);
+        refresh_completion(app);
+        return effects;
+    }
     if matches!(app.overlay, Some(Overlay::UndoConflict(_))) {
         return super::undo::conflict_key(app, &action);
     }
@@ -258,7 +270,10 @@ fn overlay_key(app: &mut App, action: Action) -> Vec<Effect> {
             app.overlay = None;
             match kind {
                 PickerKind::Model if app.session.id.is_empty() => {
-                    app.exit = Some(TuiExit::UseModel(value));
+                    app.exit = Some(TuiExit::UseModel {
+                        model: value,
+                        held: app.held_prompt.take(),
+                    });
                 }
                 PickerKind::Model => {
                     app.model = ModelRef::parse(&value).ok();
@@ -269,7 +284,9 @@ fn overlay_key(app: &mut App, action: Action) -> Vec<Effect> {
                         app.exit = Some(TuiExit::SwitchSession(value));
                     }
                 }
-                PickerKind::Skill => {}
+                // The skill is named in the composer; the user says what
+                // it is for and sends it (the model loads it by name).
+                PickerKind::Skill => app.composer.set_text(&format!("use the {value} skill: ")),
                 PickerKind::Subtask => return app.open_child(&value),
             }
         }
@@ -367,7 +384,9 @@ fn composer_key(app: &mut App, action: Action) -> Vec<Effect> {
         Action::WordBack => composer.move_word_back(),
         Action::WordForward => composer.move_word_forward(),
         Action::Enter => return submit(app),
-        Action::Tab => app.switch_agent(None),
+        Action::Tab => return app.switch_agent(None),
+        Action::CycleMode => return app.cycle_mode(),
+        Action::ExternalEditor => return vec![Effect::EditDraft(composer.text().to_string())],
         Action::Escape => return escape(app),
         Action::CtrlC => return ctrl_c(app),
         Action::ScrollLines(n) => app.scroll.by(n.into()),
@@ -391,7 +410,7 @@ fn composer_key(app: &mut App, action: Action) -> Vec<Effect> {
         Action::SearchHistory => {
             super::history_search::open(&mut app.history_search, &mut app.composer);
         }
-        Action::Resize | Action::Suspend | Action::Home | Action::End => {}
+        Action::Resize | Action::Suspend | Action::Home | Action::End | Action::Focus(_) => {}
     }
     Vec::new()
 }
@@ -449,6 +468,13 @@ fn submit(app: &mut App) -> Vec<Effect> {
             command: command.trim().to_string(),
         })];
     }
+    if app.session.id.is_empty() {
+        // The first-run screen: no session answers yet. Held, and sent by
+        // the TUI that opens once `/model` picks a model.
+        app.held_prompt = Some(text);
+        app.flash = Some(HELD.into());
+        return Vec::new();
+    }
     if app.is_busy() {
         app.queued.push_back(text);
         return Vec::new();
@@ -459,6 +485,15 @@ fn submit(app: &mut App) -> Vec<Effect> {
     app.flush_queue(&mut effects);
     effects.push(Effect::Send(app.prompt(text)));
     effects
+}
+
+/// Said when a message is sent before any model is chosen.
+const HELD: &str = "no model yet: your message is kept and sent once you pick a model with /model";
+
+/// `text` sent as if typed and entered (`cairn "PROMPT"`).
+pub fn send_now(app: &mut App, text: &str) -> Vec<Effect> {
+    app.composer.set_text(text);
+    submit(app)
 }
 
 /// Enter on an empty composer after Esc held the queue: send it now.

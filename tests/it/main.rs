@@ -94,6 +94,7 @@ mod trust;
 mod trust_drift;
 mod trust_hosts;
 mod tui_asks;
+mod tui_day;
 mod tui_edges;
 mod tui_habit_enter;
 mod tui_history;

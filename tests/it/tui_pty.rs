@@ -20,6 +20,9 @@ const COLS: u16 = 120;
 /// A running `cairn` in a pty, its screen kept current by a reader thread.
 pub(crate) struct Terminal {
     screen: Arc<Mutex<vt100::Parser>>,
+    /// Every byte cairn wrote, for sequences the screen does not keep
+    /// (notifications).
+    raw: Arc<Mutex<Vec<u8>>>,
     writer: Box<dyn Write + Send>,
     child: Box<dyn portable_pty::Child + Send + Sync>,
 }
@@ -72,6 +75,8 @@ impl Terminal {
         let writer = pair.master.take_writer().expect("pty writer");
         let screen = Arc::new(Mutex::new(vt100::Parser::new(ROWS, COLS, 0)));
         let feed = screen.clone();
+        let raw = Arc::new(Mutex::new(Vec::new()));
+        let log = raw.clone();
         std::thread::spawn(move || {
             let _master = pair.master; // keep the pty open while reading
             let mut buffer = [0u8; 8192];
@@ -80,10 +85,14 @@ impl Terminal {
                     break;
                 }
                 feed.lock().expect("screen lock").process(&buffer[..read]);
+                log.lock()
+                    .expect("raw lock")
+                    .extend_from_slice(&buffer[..read]);
             }
         });
         Self {
             screen,
+            raw,
             writer,
             child,
         }
@@ -102,6 +111,12 @@ impl Terminal {
             screen.alternate_screen(),
             screen.mouse_protocol_mode() != vt100::MouseProtocolMode::None,
         )
+    }
+
+    /// Whether cairn has written `bytes` so far.
+    pub(crate) fn wrote(&self, bytes: &[u8]) -> bool {
+        let raw = self.raw.lock().expect("raw lock");
+        raw.windows(bytes.len()).any(|w| w == bytes)
     }
 
     pub(crate) fn contents(&self) -> String {

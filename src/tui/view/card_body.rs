@@ -253,9 +253,22 @@ pub(super) fn plain(line: &str) -> Line<'static> {
 pub(super) fn more(hidden: usize) -> Line<'static> {
     let noun = if hidden == 1 { "line" } else { "lines" };
     Line::styled(
-        format!("… {hidden} more {noun} (Ctrl+O)"),
+        format!("… {hidden} more {noun}{EXPANDS}"),
         Style::default().fg(Color::DarkGray),
     )
+}
+
+const EXPANDS: &str = " (Ctrl+O)";
+
+/// A [`more`] line of a card already expanded (past its 200 lines): it
+/// names where the whole output is, `/export`'s file, instead of Ctrl+O.
+pub(super) fn past_expanded(line: &mut Line<'static>) {
+    if let [span] = line.spans.as_mut_slice()
+        && span.content.starts_with("… ")
+        && let Some(count) = span.content.strip_suffix(EXPANDS)
+    {
+        span.content = format!("{count} · /export writes the whole output").into();
+    }
 }
 
 #[cfg(test)]

@@ -19,6 +19,10 @@ const KEYS: &[(&str, &str)] = &[
     ("Ctrl+C", "interrupt, else clear input; twice quits"),
     ("Tab", "switch agent build ↔ plan"),
     (
+        "Shift+Tab",
+        "cycle build → accept edits (edits in the project unasked) → plan",
+    ),
+    (
         "PgUp/PgDn, Ctrl+Home/End",
         "scroll the transcript; so do the wheel, and Home/End while the input is empty",
     ),
@@ -28,8 +32,10 @@ const KEYS: &[(&str, &str)] = &[
     ),
     ("Ctrl+T", "show or fold reasoning"),
     ("Ctrl+G", "open a subtask's child session; Esc goes back"),
-    ("Up/Down", "history"),
+    ("Up/Down, Ctrl+R", "earlier prompts; Ctrl+R searches them"),
+    ("Ctrl+Z", "suspend to the shell; `fg` brings cairn back"),
     ("Ctrl+A/E/K/U/W, Alt+B/F", "line editing"),
+    ("Ctrl+X", "edit the input in $VISUAL or $EDITOR"),
     ("@path", "mention a file · !cmd runs a shell command"),
 ];
 

@@ -43,7 +43,7 @@ pub fn gauge_spans(gauge: &ContextGauge, cost: f64, room: usize) -> Vec<Span<'st
     let color = gauge_color(percent);
     let eighths = ((percent.min(100) as usize) * BAR_CELLS * 8 + 50) / 100;
     let mut bar = "█".repeat(eighths / 8);
-    if eighths % 8 > 0 {
+    if !eighths.is_multiple_of(8) {
         bar.push(['▏', '▎', '▍', '▌', '▋', '▊', '▉'][eighths % 8 - 1]);
     }
     let filled = bar.chars().count();
@@ -98,10 +98,12 @@ fn spans_width(spans: &[Span<'_>]) -> usize {
 pub fn rows(app: &App, width: usize) -> StatusRows {
     let agent_color = if app.agent == "plan" {
         Color::Yellow
+    } else if app.accept_edits {
+        Color::LightMagenta
     } else {
         Color::LightBlue
     };
-    let agent = format!(" {} ", app.agent);
+    let agent = format!(" {} ", app.mode_label());
     let mut left = vec![
         Span::styled(
             agent.clone(),

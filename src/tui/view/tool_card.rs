@@ -139,6 +139,13 @@ fn body_lines(tool: &ToolPart, cx: &CardInputs<'_>, width: usize) -> Vec<Line<'s
             }
         }
     }
+    if cx.expanded {
+        // Ctrl+O folds by now: the line for what is still hidden says
+        // where all of it is instead.
+        for line in &mut body {
+            card_body::past_expanded(line);
+        }
+    }
     let room = width.saturating_sub(4).max(8);
     for line in body {
         let mut row = Vec::new();
