@@ -2,8 +2,9 @@
 //! layouts Claude Code and OpenCode document. A Markdown file in
 //! `.cairn/commands/`, `.claude/commands/`, `.opencode/command(s)/` (of every
 //! directory from the working directory up to the project root), in the
-//! user's `~/.config/cairn/commands/` and `~/.claude/commands/`, or an entry
-//! of `opencode.json`'s `command` table. A subfolder is a namespace:
+//! user's `~/.config/cairn/commands/` and `~/.claude/commands/`, an entry
+//! of `opencode.json`'s `command` table, or one that comes with cairn
+//! (`/init`, below any file of its name). A subfolder is a namespace:
 //! `.claude/commands/frontend/component.md` is `/frontend:component`.
 //!
 //! Data and discovery only: the session expands a command (see
@@ -121,6 +122,40 @@ impl Discovered {
     }
 }
 
+/// `/init`'s prompt: as Claude Code's and Codex's, the model explores the
+/// repository and writes (or improves) `AGENTS.md` through the usual
+/// `write`/`edit` asks.
+const INIT_PROMPT: &str = "Explore this repository and write an AGENTS.md file at its root for \
+future coding agents working here. If an AGENTS.md (or CLAUDE.md) already exists, read it first and \
+improve it rather than starting over, keeping what is still true.
+
+Include, briefly and only what is true of this repository:
+1. How to build, lint and test it, including how to run a single test (read the build files, \
+CI configuration and README rather than guessing).
+2. The architecture a newcomer needs: the main folders and what each owns, and how data flows \
+between them.
+3. Conventions that are not obvious from one file: naming, error handling, code style rules, \
+anything a README, CONTRIBUTING or style guide asks.
+
+Do not list every file, do not invent commands, and keep it short: AGENTS.md is read at the start \
+of every session. $ARGUMENTS";
+
+/// Commands that come with cairn, below every file of the same name (a
+/// user's or a repository's `/init` replaces this one).
+fn bundled() -> Vec<CustomCommand> {
+    vec![CustomCommand {
+        name: "/init".into(),
+        description: "explore the repository and write or update AGENTS.md".into(),
+        argument_hint: "[what to focus on]".into(),
+        allowed_tools: Vec::new(),
+        model: None,
+        agent: None,
+        body: INIT_PROMPT.into(),
+        file: PathBuf::from("(built into cairn)"),
+        from_project: false,
+    }]
+}
+
 /// Every command under `roots`, sorted by name; the nearest of a name wins
 /// (a project's over the user's, as for skills).
 pub fn discover(roots: &CommandRoots) -> Discovered {
@@ -133,6 +168,9 @@ pub fn discover(roots: &CommandRoots) -> Discovered {
     }
     for dir in roots.user_dirs() {
         read_dir_commands(&dir, &dir, false, roots, &mut found, 0);
+    }
+    for command in bundled() {
+        found.add(command);
     }
     found.commands.sort_by(|a, b| a.name.cmp(&b.name));
     found

@@ -255,3 +255,26 @@ async fn help_lists_custom_commands_and_reports_a_clash_with_a_built_in() {
     );
     assert!(!stdout.contains("My own help"), "{stdout}");
 }
+
+/// `/init` (issue #34) comes with cairn: the model is asked to explore the
+/// repository and write or improve AGENTS.md (through the usual asks); a
+/// project's own `/init` file replaces it; `/help` lists it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn init_asks_the_model_for_agents_md_and_a_projects_file_replaces_it() {
+    let (server, project) = asking_project().await;
+    let help = project.ok(&["run", "/help"]).await;
+    assert!(help.contains("/init"), "{help}");
+    project.ok(&["run", "/init", "focus on the tests"]).await;
+    let sent = user_text(&server);
+    assert!(
+        sent.contains("write an AGENTS.md file") && sent.contains("focus on the tests"),
+        "{sent}"
+    );
+
+    let (server, project) = asking_project().await;
+    write(&project, ".claude/commands/init.md", "Our own init: $ARGUMENTS\n");
+    project.ok(&["run", "/init now"]).await;
+    let sent = user_text(&server);
+    assert!(sent.contains("Our own init: now"), "{sent}");
+    assert!(!sent.contains("AGENTS.md file"), "{sent}");
+}
