@@ -272,7 +272,11 @@ async fn init_asks_the_model_for_agents_md_and_a_projects_file_replaces_it() {
     );
 
     let (server, project) = asking_project().await;
-    write(&project, ".claude/commands/init.md", "Our own init: $ARGUMENTS\n");
+    write(
+        &project,
+        ".claude/commands/init.md",
+        "Our own init: $ARGUMENTS\n",
+    );
     project.ok(&["run", "/init now"]).await;
     let sent = user_text(&server);
     assert!(sent.contains("Our own init: now"), "{sent}");
