@@ -140,6 +140,9 @@ anything a README, CONTRIBUTING or style guide asks.
 Do not list every file, do not invent commands, and keep it short: AGENTS.md is read at the start \
 of every session. $ARGUMENTS";
 
+/// What a bundled command names as its file.
+const BUNDLED_FILE: &str = "(built into cairn)";
+
 /// Commands that come with cairn, below every file of the same name (a
 /// user's or a repository's `/init` replaces this one).
 fn bundled() -> Vec<CustomCommand> {
@@ -151,7 +154,7 @@ fn bundled() -> Vec<CustomCommand> {
         model: None,
         agent: None,
         body: INIT_PROMPT.into(),
-        file: PathBuf::from("(built into cairn)"),
+        file: PathBuf::from(BUNDLED_FILE),
         from_project: false,
     }]
 }
@@ -263,13 +266,27 @@ fn read_command(file: &Path, name: String, from_project: bool) -> Result<CustomC
 /// `@../x`) would attach the user's files to the prompt unasked (issue
 /// #28), so they are put in backticks and stay text; the model can still
 /// read such a path with the read tool, which asks.
+/// A mention whose path holds a `$` placeholder (`@$1~/x`) is fenced too:
+/// what it names is known only once the arguments are in.
 fn fence_outside_mentions(body: &str) -> String {
+    fence_mentions(body, |path| {
+        path.starts_with(['/', '~'])
+            || path.contains('$')
+            || path.split('/').any(|part| part == "..")
+    })
+}
+
+/// Every `@` mention of `text` in backticks, so none attaches: a command's
+/// `` !`cmd` `` output is what a program printed, not what anyone wrote.
+pub fn fence_all_mentions(text: &str) -> String {
+    fence_mentions(text, |_| true)
+}
+
+fn fence_mentions(body: &str, fenced: impl Fn(&str) -> bool) -> String {
     let mut out = String::with_capacity(body.len());
     let mut word = String::new();
     let flush = |word: &mut String, out: &mut String| {
-        let outside = word.strip_prefix('@').is_some_and(|path| {
-            path.starts_with(['/', '~']) || path.split('/').any(|part| part == "..")
-        });
+        let outside = word.strip_prefix('@').is_some_and(&fenced);
         if outside {
             out.push('`');
             out.push_str(word);
@@ -474,6 +491,8 @@ impl Discovered {
         let rows = self.commands.iter().map(|command| {
             let source = if command.from_project {
                 "project"
+            } else if command.file == Path::new(BUNDLED_FILE) {
+                "built in"
             } else {
                 "user"
             };

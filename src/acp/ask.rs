@@ -69,10 +69,26 @@ pub fn question(acp_session: &str, request: &PermissionRequest) -> RequestPermis
 
 /// cairn's answer to the editor's `outcome`: anything but an allow (a
 /// cancelled question, an option cairn did not offer) is a reject.
-pub fn answer(outcome: &RequestPermissionOutcome) -> PermissionAnswer {
+pub fn answer(
+    question: &RequestPermissionRequest,
+    outcome: &RequestPermissionOutcome,
+) -> PermissionAnswer {
     let RequestPermissionOutcome::Selected(selected) = outcome else {
         return reject("the editor cancelled the question");
     };
+    // Only an option this question offered answers it: an "always" sent to
+    // a question that offered "once" (running outside the sandbox) is no
+    // yes (the blind review of #33).
+    let offered = question
+        .options
+        .iter()
+        .any(|option| option.option_id == selected.option_id);
+    if !offered {
+        return reject(&format!(
+            "the editor answered with an option it was not offered: {:?}",
+            &*selected.option_id.0
+        ));
+    }
     match &*selected.option_id.0 {
         ONCE => PermissionAnswer::Once,
         ALWAYS => PermissionAnswer::Always,
@@ -101,11 +117,12 @@ pub fn forward(
     let handle = open.handle.clone();
     let connection = cx.clone();
     cx.spawn(async move {
+        let asked = question.clone();
         let answer = match connection.send_request(question).block_task().await {
-            Ok(response) => answer(&response.outcome),
+            Ok(response) => answer(&asked, &response.outcome),
             Err(error) => {
                 tracing::warn!(%error, "the editor did not answer a permission question");
-                answer(&RequestPermissionOutcome::Cancelled)
+                answer(&asked, &RequestPermissionOutcome::Cancelled)
             }
         };
         handle.send(Command::AnswerPermission {
@@ -128,17 +145,42 @@ mod tests {
 
     #[test]
     fn only_an_allow_allows() {
-        assert_eq!(answer(&picked(ONCE)), PermissionAnswer::Once);
-        assert_eq!(answer(&picked(ALWAYS)), PermissionAnswer::Always);
-        assert_eq!(answer(&picked(ALWAYS_BROAD)), PermissionAnswer::AlwaysBroad);
+        let request = PermissionRequest {
+            always: vec!["npm run build".into()],
+            always_broad: vec!["npm run *".into()],
+            ..Default::default()
+        };
+        let asked = question("s", &request);
+        assert_eq!(answer(&asked, &picked(ONCE)), PermissionAnswer::Once);
+        assert_eq!(answer(&asked, &picked(ALWAYS)), PermissionAnswer::Always);
+        assert_eq!(
+            answer(&asked, &picked(ALWAYS_BROAD)),
+            PermissionAnswer::AlwaysBroad
+        );
         for outcome in [
             picked(REJECT),
             picked("allow_everything"),
             RequestPermissionOutcome::Cancelled,
         ] {
             assert!(
-                matches!(answer(&outcome), PermissionAnswer::Reject { .. }),
+                matches!(answer(&asked, &outcome), PermissionAnswer::Reject { .. }),
                 "{outcome:?}"
+            );
+        }
+    }
+
+    /// The blind review of #33: "always" sent to a question that offered
+    /// only "once" (running outside the sandbox) was a yes.
+    #[test]
+    fn an_option_not_offered_is_a_reject() {
+        let once_only = question("s", &PermissionRequest::default());
+        for id in [ALWAYS, ALWAYS_BROAD] {
+            assert!(
+                matches!(
+                    answer(&once_only, &picked(id)),
+                    PermissionAnswer::Reject { .. }
+                ),
+                "{id}"
             );
         }
     }

@@ -24,7 +24,7 @@ use agent_client_protocol::v1::schema::{
     SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse, StopReason,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
-use agent_client_protocol::{Agent, Client, Error, Stdio};
+use agent_client_protocol::{Agent, Client, Error, Lines};
 
 use crate::app::SessionChoice;
 use crate::config::{Config, LoadOptions};
@@ -123,9 +123,43 @@ pub async fn serve(config: Config, options: LoadOptions, data_dir: PathBuf) -> a
             },
             agent_client_protocol::on_receive_request!(),
         )
-        .connect_to(Stdio::new())
+        .connect_to(stdio_lines())
         .await
         .map_err(|error| anyhow::anyhow!("the ACP connection failed: {error}"))
+}
+
+/// stdin and stdout as the protocol's lines. stdin is read as bytes and
+/// decoded lossily: a line that is not UTF-8 reaches the protocol layer as
+/// text that does not parse (a JSON-RPC parse error, and serving goes on)
+/// instead of ending the connection, which the crate's own `Stdio` does
+/// (the blind review of #33).
+fn stdio_lines() -> Lines<
+    impl futures::Sink<String, Error = std::io::Error> + Send + 'static,
+    impl futures::Stream<Item = std::io::Result<String>> + Send + 'static,
+> {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let outgoing = futures::sink::unfold(tokio::io::stdout(), async |mut out, line: String| {
+        out.write_all(line.as_bytes()).await?;
+        out.write_all(b"\n").await?;
+        out.flush().await?;
+        Ok::<_, std::io::Error>(out)
+    });
+    let incoming = futures::stream::unfold(
+        tokio::io::BufReader::new(tokio::io::stdin()),
+        async |mut reader| {
+            let mut bytes = Vec::new();
+            match reader.read_until(b'\n', &mut bytes).await {
+                Ok(0) => None,
+                Ok(_) => {
+                    let line = String::from_utf8_lossy(&bytes);
+                    let line = line.trim_end_matches(['\n', '\r']).to_string();
+                    Some((Ok(line), reader))
+                }
+                Err(error) => Some((Err(error), reader)),
+            }
+        },
+    );
+    Lines::new(outgoing, incoming)
 }
 
 /// `session/new`: opening starts MCP servers and takes a lock, so it runs

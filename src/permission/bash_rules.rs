@@ -177,6 +177,49 @@ const FILE_COMMANDS: &[&str] = &[
 
 /// The plan for `command` run in `cwd` inside project `root`.
 pub fn plan(command: &str, cwd: &Path, root: &Path) -> BashPlan {
+    let mut planned = plan_line(command, cwd, root);
+    if !command.contains("\\\n") {
+        return planned;
+    }
+    // bash deletes a backslash-newline before it splits words, and the
+    // parser reads it as a space: `git diff\⏎tool` runs `git difftool`,
+    // `r\⏎m -rf x` runs `rm` (the sixth blind review of #28). Such a line
+    // asks, and what the joined text runs is spelled for deny rules.
+    let joined = command.replace("\\\n", "");
+    if glued_continuation(command) {
+        planned.force_bash(
+            command.trim(),
+            "a backslash at a line end joins the words around it, which changes what runs"
+                .to_string(),
+        );
+    }
+    let joined_asks = plan_line(&joined, cwd, root).asks;
+    if let Some(bash) = planned.asks.iter_mut().find(|a| a.permission == "bash") {
+        for ask in joined_asks.into_iter().filter(|a| a.permission == "bash") {
+            add_spellings(
+                ask.patterns.into_iter().chain(ask.spellings).collect(),
+                bash,
+            );
+            for template in ask.templates {
+                push_unique(&mut bash.templates, template);
+            }
+        }
+    }
+    planned
+}
+
+/// Whether a backslash-newline sits between two non-blank characters,
+/// where deleting it joins two words into one.
+fn glued_continuation(command: &str) -> bool {
+    command.match_indices("\\\n").any(|(at, _)| {
+        let before = command[..at].chars().next_back();
+        let after = command[at + 2..].chars().next();
+        before.is_some_and(|c| !c.is_whitespace()) && after.is_some_and(|c| !c.is_whitespace())
+    })
+}
+
+/// [`plan`] for the line as the parser reads it.
+fn plan_line(command: &str, cwd: &Path, root: &Path) -> BashPlan {
     let parts = match shell::parse(command) {
         Ok(parts) => parts,
         Err(error) => return opaque_plan(command, &format!("{error}, so it cannot be checked")),

@@ -318,7 +318,7 @@ fn text_spellings_at(text: &str, depth: usize) -> Vec<String> {
     }
     codes.retain(|code| code.contains(char::is_whitespace));
     codes.dedup();
-    let mut out = embedded_spellings(text, depth);
+    let mut out = embedded_spellings(text);
     for code in codes {
         let Ok(parts) = shell::parse(code) else {
             continue;
@@ -338,12 +338,16 @@ fn text_spellings_at(text: &str, depth: usize) -> Vec<String> {
     out
 }
 
-/// Characters that close a command written inside a text: a quote or a
-/// bracket of the program's own syntax (`system("rm -rf x")`), a shell
-/// operator, a line end.
+/// Characters that close a command written inside a text: a bracket of the
+/// program's own syntax (`system("rm -rf x")` ends at `)`), a shell
+/// operator, a line end. Quotes do not: they are dropped from the words.
 const EMBED_ENDS: &[char] = &[
-    '"', '\'', '`', '(', ')', '[', ']', '{', '}', ';', '|', '&', '<', '>', '\n',
+    '`', '(', ')', '[', ']', '{', '}', ';', '|', '&', '<', '>', '\n',
 ];
+
+/// Spellings of a blank inside code text that the program or shell running
+/// it turns into a word break (`rm${IFS}-rf`, `rm\x20-rf`, `rm\ -rf`).
+const BLANK_SPELLINGS: &[&str] = &["${IFS}", "$IFS", "\\x20", "\\o040", "\\040", "\\ "];
 
 /// Most words of a command read from inside a text: enough for its name
 /// and flags, which is what deny rules match.
@@ -357,7 +361,14 @@ const MAX_EMBED_WORDS: usize = 16;
 /// that is not a letter, digit or `_`, and every position inside an
 /// option's first letters), each read up to the next [`EMBED_ENDS`]
 /// character: linear in the text, and it can only add deny spellings.
-fn embedded_spellings(text: &str, depth: usize) -> Vec<String> {
+fn embedded_spellings(text: &str) -> Vec<String> {
+    let mut blanked = text.to_string();
+    for blank in BLANK_SPELLINGS {
+        if blanked.contains(blank) {
+            blanked = blanked.replace(blank, " ");
+        }
+    }
+    let text = blanked.as_str();
     let mut out = Vec::new();
     let mut previous: Option<char> = None;
     let mut token_start = 0;
@@ -376,21 +387,37 @@ fn embedded_spellings(text: &str, depth: usize) -> Vec<String> {
         let words: Vec<Word> = rest[..end]
             .split_whitespace()
             .take(MAX_EMBED_WORDS)
+            // Quotes and escapes inside the code (`"rm" -rf`, `r''m`,
+            // `\"rm\"`, `r\m`) are removed by whatever runs it.
+            .map(|w| w.replace(['"', '\'', '\\'], ""))
+            .filter(|w| !w.is_empty())
             .map(|w| Word {
-                raw: w.to_string(),
-                literal: Some(w.to_string()),
+                raw: w.clone(),
+                literal: Some(w),
             })
             .collect();
         if words.len() >= 2 {
-            // As in `text_spellings_at`: a hole here would deny any text
-            // that merely names a shell (`'then sh -s'`).
-            out.extend(
-                spellings_at(&words, depth + 1)
-                    .into_iter()
-                    .filter(|s| !s.starts_with(HOLE)),
-            );
+            out.extend(plain_spellings(words));
         }
     }
+    out
+}
+
+/// The spellings of literal `words` as one command: as written, without
+/// the executable's directory, and with its flag clusters reordered. What a
+/// wrapper or a shell string would add is not needed here: every later word
+/// start of the text is read as a command of its own (`sudo rm …` gives
+/// `rm …`, `sh -c 'rm …'` gives `rm …` after the quote), and reading them
+/// all in full made a 64 KB here-document cost 175 ms.
+fn plain_spellings(mut words: Vec<Word>) -> Vec<String> {
+    if let Some(name) = words.first().and_then(base_name).map(str::to_string) {
+        words[0] = Word {
+            raw: name.clone(),
+            literal: Some(name),
+        };
+    }
+    let mut out = vec![joined(&words)];
+    out.extend(flag_orders(&words));
     out
 }
 

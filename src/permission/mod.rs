@@ -697,6 +697,20 @@ impl Permissions {
         let Some(answered) = self.lock_pending().remove(request_id) else {
             return false;
         };
+        // An "always" the question did not offer (one that may run outside
+        // the sandbox offers none) is no yes, whoever sent it.
+        let offered = match answer {
+            PermissionAnswer::Always => !answered.request.always.is_empty(),
+            PermissionAnswer::AlwaysBroad => !answered.request.always_broad.is_empty(),
+            _ => true,
+        };
+        let answer = if offered {
+            answer
+        } else {
+            PermissionAnswer::Reject {
+                message: Some("the answer chose an option the question did not offer".into()),
+            }
+        };
         let session_id = answered.request.session_id.clone();
         let mut released: Vec<String> = Vec::new();
         match answer {

@@ -138,7 +138,7 @@ pub async fn run_shell_lines(
             "description": format!("Run a shell line of {}", prepared.name),
         });
         match ctx.tools.run("bash", input, &scope).await {
-            Ok(output) => outputs.push(output.output),
+            Ok(output) => outputs.push(crate::custom_command::fence_all_mentions(&output.output)),
             Err(error) => {
                 ctx.writer.error(
                     &ctx.session_id,

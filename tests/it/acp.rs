@@ -28,7 +28,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
 use crate::permission_shell_run::tool_result;
-use crate::project::Project;
+use crate::project::{Project, describe};
 use crate::scenario::{text, text_then_stall, tool_call};
 use crate::support::ScriptedServer;
 
@@ -384,6 +384,22 @@ async fn malformed_and_unknown_messages_get_errors_and_serving_goes_on() {
         .expect("write");
     let answer = next().await;
     assert_eq!(answer["id"], 4, "{answer}");
+    // A line that is not UTF-8 is one more parse error, not the end (the
+    // blind review of #33: the crate's stdio transport stopped there).
+    stdin
+        .write_all(b"\xff\xfe{\"x\":1}\n")
+        .await
+        .expect("write");
+    let answer = next().await;
+    assert_eq!(answer["error"]["code"], -32700, "{answer}");
+    let again = json!({"jsonrpc": "2.0", "id": 5, "method": "initialize",
+                       "params": {"protocolVersion": 1, "clientCapabilities": {}}});
+    stdin
+        .write_all(format!("{again}\n").as_bytes())
+        .await
+        .expect("write");
+    let answer = next().await;
+    assert_eq!(answer["id"], 5, "{answer}");
     drop(stdin);
     let status = tokio::time::timeout(LIMIT, child.wait()).await;
     assert!(status.is_ok(), "cairn acp exits at end of input");
@@ -776,8 +792,8 @@ async fn a_loaded_session_offers_its_own_model() {
         "",
         "[provider.scripted.models.\"other-model\"]\ncontext = 200000\noutput = 32000\n",
     );
-    let out = project
-        .ok(&[
+    let output = project
+        .cairn(&[
             "run",
             "--model",
             "scripted/other-model",
@@ -786,14 +802,12 @@ async fn a_loaded_session_offers_its_own_model() {
             "hello",
         ])
         .await;
-    let result: serde_json::Value = out
+    // One JSON event per line; each names the session.
+    let id = String::from_utf8_lossy(&output.stdout)
         .lines()
-        .find_map(|line| serde_json::from_str(line).ok())
-        .expect("the result line");
-    let id = result["session_id"]
-        .as_str()
-        .expect("a session id")
-        .to_string();
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .find_map(|event| event["session_id"].as_str().map(str::to_string))
+        .unwrap_or_else(|| panic!("no session id: {}", describe(&output)));
     let (options, _) = editor(&project, Answer::Cancelled, async |cx, _received| {
         cx.send_request(InitializeRequest::new(ProtocolVersion::V1))
             .block_task()

@@ -232,9 +232,16 @@ async fn help_prints_the_one_command_table() {
     let output = project.cairn(&["run", "/help"]).await;
     assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
     assert!(server.requests().is_empty(), "no model call for /help");
+    // The table, then the custom commands: here only `/init`, which comes
+    // with cairn.
+    let shown = text_of(&output.stdout);
+    let table = cairn::slash::help_text(cairn::slash::FrontEnd::Run);
     assert_eq!(
-        text_of(&output.stdout),
-        cairn::slash::help_text(cairn::slash::FrontEnd::Run)
+        shown.strip_prefix(&table),
+        Some(
+            "\ncustom commands:\n/init [what to focus on]  explore the repository and write or update AGENTS.md (built in)\n"
+        ),
+        "{shown}"
     );
     // The README's text and the table agree on where /export writes.
     assert!(

@@ -282,3 +282,34 @@ async fn init_asks_the_model_for_agents_md_and_a_projects_file_replaces_it() {
     assert!(sent.contains("Our own init: now"), "{sent}");
     assert!(!sent.contains("AGENTS.md file"), "{sent}");
 }
+
+/// The fifth blind review of trust (#28): a mention built from an empty
+/// argument (`@$1~/notes.txt`) and a mention printed by a `!` line attached
+/// the user's files; the fence now holds after the arguments and outputs are
+/// in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mentions_made_by_arguments_or_shell_output_attach_nothing() {
+    let server = ScriptedServer::start(vec![text("Done.", 1_000), text("Done.", 1_000)]).await;
+    let project = Project::new();
+    project.use_scripted_with(&server, "", "[permission.bash]\n\"printf *\" = \"allow\"\n");
+    std::fs::write(
+        project.home.path().join("notes.txt"),
+        "home-secret-marker\n",
+    )
+    .expect("write");
+    write(&project, ".claude/commands/c5.md", "P @$1~/notes.txt Q\n");
+    write(
+        &project,
+        ".claude/commands/c3.md",
+        "Look: !`printf '%s%s\\n' '@' '~/notes.txt'`\n",
+    );
+    for command in ["/c5", "/c3"] {
+        let output = project.cairn(&["run", command]).await;
+        assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    }
+    for request in server.requests() {
+        let body = request.json().to_string();
+        assert!(!body.contains("home-secret-marker"), "{body}");
+    }
+    assert_eq!(server.requests().len(), 2);
+}

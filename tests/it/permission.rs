@@ -218,6 +218,26 @@ async fn once_lets_one_call_through_and_asks_again_next_time() {
     assert_eq!(second.await.expect("joined"), Ok(()));
 }
 
+/// The blind review of #33: an "always" (or the broad one) sent to a
+/// question that offered none (running outside the sandbox offers only
+/// "once") was a yes. Whoever sends it, it is a reject now.
+#[tokio::test]
+async fn an_always_the_question_did_not_offer_is_a_reject() {
+    let bus = Bus::new();
+    let mut events = bus.subscribe();
+    let permissions = Arc::new(Permissions::new(default_rules(), bus, Mode::Interactive));
+    let mut once_only = request("per_1", "bash", "cat ~/.ssh/id_rsa", "x");
+    once_only.always.clear();
+    let waiting = asked(&permissions, &mut events, once_only).await;
+    assert!(permissions.answer("per_1", PermissionAnswer::Always));
+    assert!(waiting.await.expect("joined").is_err(), "refused");
+    let narrow = request("per_2", "bash", "npm run build", "npm run build");
+    let waiting = asked(&permissions, &mut events, narrow).await;
+    assert!(permissions.answer("per_2", PermissionAnswer::AlwaysBroad));
+    assert!(waiting.await.expect("joined").is_err(), "refused");
+    assert!(permissions.approved().is_empty(), "nothing remembered");
+}
+
 #[tokio::test]
 async fn always_allows_the_prefix_and_releases_other_pending_asks() {
     let bus = Bus::new();

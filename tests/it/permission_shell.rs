@@ -576,11 +576,20 @@ const HIDDEN_CODE: &[&str] = &[
     "git log --format=%G? -1",
     "git log --pretty='%h %GS' -1",
     "git log --format=format:%GK",
+    // a backslash-newline inside a word, which bash deletes (review 6)
+    "git diff -\\\n-output=p",
+    "git diff --out\\\nput=p",
+    "git log --out\\\nput=p -1",
+    "git log --show-sig\\\nnature",
+    "cat < /dev/t\\\ncp/127.0.0.1/47123",
+    "git diff\\\ntool -y -x ./ev.sh",
 ];
 
 /// What an agent types all day: these stay allowed by their rules.
 const ORDINARY: &[&str] = &[
     "cargo test",
+    "cargo test \\\n  --lib permission",
+    "git log --format='%h %s' -3",
     "cargo test --lib permission",
     "git status",
     "git status -s",
@@ -757,6 +766,29 @@ const DENY_EVASIONS: &[&str] = &[
     "/lib64/ld-linux-x86-64.so.2 /bin/rm -rf v",
     "tmux new-session -d rm -rf v",
     "dbus-run-session -- rm -rf v",
+    // review 6: a backslash-newline inside a word, which bash deletes
+    "r\\\nm -rf v",
+    "/bin/r\\\nm -rf v",
+    "sh -c 'r\\\nm -rf v'",
+    "echo $(r\\\nm -rf v)",
+    "ls; r\\\nm -r\\\nf v",
+    "env r\\\nm -rf v",
+    // review 6: quotes and blanks spelled another way inside code text
+    "sed '1e \"rm\" -rf v' a.txt",
+    "sed \"1e r'm' -rf v\" a.txt",
+    "sed '1e r\"\"m -rf v' a.txt",
+    "gdb -batch -ex 'shell \"rm\" -rf v'",
+    "ssh -o 'ProxyCommand r\"\"m -rf v' x",
+    "tar -cf x.tar -I'\"rm\" -rf v #' a.txt",
+    "script -qc'\"rm\" -rf v' /dev/null",
+    "perl -e 'system(\"\\\"rm\\\" -rf v\")'",
+    "sed '1e rm${IFS}-rf v' a.txt",
+    "sed 's/.*/rm${IFS}-rf${IFS}v/e' a.txt",
+    "sqlite3 :memory: '.shell rm${IFS}-rf v'",
+    "sed 's/hi/rm\\ -rf\\ v/e' a.txt",
+    "sed 's/.*/rm\\x20-rf v/e' a.txt",
+    "perl -e 'system(\"rm\\x20-rf v\")'",
+    "gdb -batch -ex 'shell r\\m -rf v'",
 ];
 
 #[test]
