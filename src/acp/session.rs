@@ -229,6 +229,13 @@ impl Sessions {
         choice: SessionChoice,
         editor: Option<Editor>,
     ) -> anyhow::Result<Arc<Open>> {
+        // ACP gives the session's directory as an absolute path; a relative
+        // one would be read against wherever cairn happened to start.
+        anyhow::ensure!(
+            cwd.is_absolute(),
+            "the session's cwd must be an absolute path, not {:?}",
+            cwd.display().to_string()
+        );
         if let SessionChoice::Id(id) = &choice
             && let Some(open) = self.get(id)
         {

@@ -400,6 +400,19 @@ async fn malformed_and_unknown_messages_get_errors_and_serving_goes_on() {
         .expect("write");
     let answer = next().await;
     assert_eq!(answer["id"], 5, "{answer}");
+    // A relative cwd is refused (the blind review of #33 saw it accepted).
+    let relative = json!({"jsonrpc": "2.0", "id": 6, "method": "session/new",
+                          "params": {"cwd": "relative/path", "mcpServers": []}});
+    stdin
+        .write_all(format!("{relative}\n").as_bytes())
+        .await
+        .expect("write");
+    let answer = next().await;
+    assert_eq!(answer["id"], 6, "{answer}");
+    assert!(
+        answer["error"].to_string().contains("absolute path"),
+        "{answer}"
+    );
     drop(stdin);
     let status = tokio::time::timeout(LIMIT, child.wait()).await;
     assert!(status.is_ok(), "cairn acp exits at end of input");
