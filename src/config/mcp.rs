@@ -352,7 +352,7 @@ pub fn project_files(root: &Path) -> (Vec<ProjectServer>, Vec<Unreadable>) {
             file: file.to_path_buf(),
             line: json_line(text, name),
             key: format!("{section}.{}", super::quote_arg(name)),
-            value: summary(&config),
+            value: format!("{}{}", summary(&config), file_fingerprints(&config)),
         };
         found.push(ProjectServer {
             name: name.to_string(),
@@ -431,6 +431,39 @@ pub fn summary(config: &ServerConfig) -> String {
         }
     }
     parts.join("; ")
+}
+
+/// A fingerprint of each file a server's `{file:PATH}` reads, for its trust
+/// record: what the server is started with is that file's text, so a
+/// changed file must ask again like a changed argument (the fifth blind
+/// review of #28). Empty when the entry reads no file.
+fn file_fingerprints(config: &ServerConfig) -> String {
+    let written = serde_json::to_string(config).unwrap_or_default();
+    let mut out = String::new();
+    let mut rest = written.as_str();
+    while let Some(start) = rest.find("{file:") {
+        let after = &rest[start + "{file:".len()..];
+        let Some(end) = after.find('}') else {
+            break;
+        };
+        let path = &after[..end];
+        let home = std::env::var("HOME").ok();
+        let file = home_relative(path, &|name| {
+            (name == "HOME").then(|| home.clone()).flatten()
+        });
+        let mark = match std::fs::read(&file) {
+            Ok(bytes) => {
+                use sha2::Digest;
+                let digest = sha2::Sha256::digest(&bytes);
+                let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+                format!("sha256:{}", &hex[..16])
+            }
+            Err(_) => "unreadable".to_string(),
+        };
+        out.push_str(&format!("; {{file:{path}}} {mark}"));
+        rest = &after[end + 1..];
+    }
+    out
 }
 
 /// An `env` or `headers` name: as is when plain, else quoted (a name holding
@@ -890,5 +923,31 @@ mod tests {
         assert_eq!(local.timeout, Some(5));
         assert_eq!(servers["mine"].command.as_deref(), Some("cairn-own"));
         assert_eq!(servers["fromhome"].command.as_deref(), Some("h"));
+    }
+
+    /// The fifth blind review of #28: a trusted OpenCode server whose
+    /// `{file:c.txt}` changed started with the new text unasked. The trust
+    /// record now changes with the file.
+    #[test]
+    fn a_file_reference_changes_the_trust_record_with_the_file() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        std::fs::write(
+            dir.path().join("opencode.json"),
+            r#"{"mcp":{"m1":{"type":"local","command":["sh","-c","{file:c.txt}; exec sleep 30"]}}}"#,
+        )
+        .expect("write");
+        let record = || {
+            project_servers(dir.path())
+                .first()
+                .expect("the server")
+                .risk
+                .value
+                .clone()
+        };
+        std::fs::write(dir.path().join("c.txt"), "touch /tmp/a").expect("write");
+        let before = record();
+        assert_eq!(before, record(), "stable while nothing changes");
+        std::fs::write(dir.path().join("c.txt"), "touch /tmp/b").expect("write");
+        assert_ne!(before, record(), "{before}");
     }
 }

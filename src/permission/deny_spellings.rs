@@ -196,7 +196,7 @@ fn code_spellings(words: &[Word], depth: usize) -> Vec<String> {
     for word in &words[1..] {
         // `vim -c '!rm -rf x'`, `ssh -o ProxyCommand='rm -rf x'`.
         if word.literal.is_some() {
-            out.extend(text_spellings_at(word.text(), depth + 1));
+            out.extend(text_spellings_at(word.text(), depth + 1, true));
         }
     }
     let runs_any = match name {
@@ -265,7 +265,7 @@ fn parsed_spellings(code: &str, depth: usize) -> Vec<String> {
         match part {
             Part::Run(cmd) => out.extend(spellings_at(&cmd.words, depth + 1)),
             Part::Opaque { .. } => out.push(HOLE.to_string()),
-            Part::Text(text) => out.extend(text_spellings_at(&text, depth + 1)),
+            Part::Text(text) => out.extend(text_spellings_at(&text, depth + 1, false)),
             Part::Write { .. } | Part::Assign(_) => {}
         }
     }
@@ -293,10 +293,13 @@ const MAX_TEXT_LINES: usize = 200;
 /// start with a [`HOLE`] (`echo '$x'`) are dropped: they would deny every
 /// quoted variable under any deny rule.
 pub fn text_spellings(text: &str) -> Vec<String> {
-    text_spellings_at(text, 0)
+    text_spellings_at(text, 0, false)
 }
 
-fn text_spellings_at(text: &str, depth: usize) -> Vec<String> {
+/// `in_word`: the text is an argument (an option's code, `sed '1e …'`),
+/// not an input text (a here-document a script is written from), so a
+/// word of it known only when it runs counts as any command.
+fn text_spellings_at(text: &str, depth: usize, in_word: bool) -> Vec<String> {
     if depth >= MAX_CODE_DEPTH {
         return Vec::new();
     }
@@ -318,7 +321,7 @@ fn text_spellings_at(text: &str, depth: usize) -> Vec<String> {
     }
     codes.retain(|code| code.contains(char::is_whitespace));
     codes.dedup();
-    let mut out = embedded_spellings(text);
+    let mut out = embedded_spellings(text, in_word);
     for code in codes {
         let Ok(parts) = shell::parse(code) else {
             continue;
@@ -330,7 +333,7 @@ fn text_spellings_at(text: &str, depth: usize) -> Vec<String> {
                         .into_iter()
                         .filter(|s| !s.starts_with(HOLE)),
                 ),
-                Part::Text(text) => out.extend(text_spellings_at(&text, depth + 1)),
+                Part::Text(text) => out.extend(text_spellings_at(&text, depth + 1, false)),
                 Part::Write { .. } | Part::Assign(_) | Part::Opaque { .. } => {}
             }
         }
@@ -347,7 +350,9 @@ const EMBED_ENDS: &[char] = &[
 
 /// Spellings of a blank inside code text that the program or shell running
 /// it turns into a word break (`rm${IFS}-rf`, `rm\x20-rf`, `rm\ -rf`).
-const BLANK_SPELLINGS: &[&str] = &["${IFS}", "$IFS", "\\x20", "\\o040", "\\040", "\\ "];
+const BLANK_SPELLINGS: &[&str] = &[
+    "${IFS}", "$IFS", "\\x20", "\\o040", "\\040", "\\ ", "\\t", "\\x09", "\\011",
+];
 
 /// Most words of a command read from inside a text: enough for its name
 /// and flags, which is what deny rules match.
@@ -361,15 +366,13 @@ const MAX_EMBED_WORDS: usize = 16;
 /// that is not a letter, digit or `_`, and every position inside an
 /// option's first letters), each read up to the next [`EMBED_ENDS`]
 /// character: linear in the text, and it can only add deny spellings.
-fn embedded_spellings(text: &str) -> Vec<String> {
-    let mut blanked = text.to_string();
-    for blank in BLANK_SPELLINGS {
-        if blanked.contains(blank) {
-            blanked = blanked.replace(blank, " ");
-        }
-    }
+fn embedded_spellings(text: &str, holes: bool) -> Vec<String> {
+    let blanked = blank_out(text);
     let text = blanked.as_str();
     let mut out = Vec::new();
+    if holes && known_only_when_run(text.split_whitespace().next().unwrap_or("")) {
+        out.push(HOLE.to_string());
+    }
     let mut previous: Option<char> = None;
     let mut token_start = 0;
     for (at, c) in text.char_indices() {
@@ -379,10 +382,21 @@ fn embedded_spellings(text: &str) -> Vec<String> {
         let after_boundary = previous.is_some_and(|p| !(p.is_alphanumeric() || p == '_'));
         let glued = text[token_start..].starts_with('-') && at >= token_start + 2;
         previous = Some(c);
-        if !(after_boundary || glued) || !(c.is_alphanumeric() || matches!(c, '/' | '.' | '_')) {
+        if !(after_boundary || glued)
+            || !(c.is_alphanumeric() || matches!(c, '/' | '.' | '_' | '$' | '`'))
+        {
             continue;
         }
         let rest = &text[at..];
+        if holes && known_only_when_run(rest.split_whitespace().next().unwrap_or("")) {
+            // `r$()m -rf x`, `${x:-rm}`, `/bin/r[m]`: a command named only
+            // when it runs may be any command, as at the top level.
+            out.push(HOLE.to_string());
+            continue;
+        }
+        if c == '$' || c == '`' {
+            continue;
+        }
         let end = rest.find(EMBED_ENDS).unwrap_or(rest.len());
         let words: Vec<Word> = rest[..end]
             .split_whitespace()
@@ -419,6 +433,34 @@ fn plain_spellings(mut words: Vec<Word>) -> Vec<String> {
     let mut out = vec![joined(&words)];
     out.extend(flag_orders(&words));
     out
+}
+
+/// `text` with each [`BLANK_SPELLINGS`] entry, and each `${IFS...}` with
+/// an operator (`${IFS%?}`), read as a blank.
+fn blank_out(text: &str) -> String {
+    let mut out = text.to_string();
+    for blank in BLANK_SPELLINGS {
+        if out.contains(blank) {
+            out = out.replace(blank, " ");
+        }
+    }
+    while let Some(start) = out.find("${IFS") {
+        let end = out[start..]
+            .find('}')
+            .map_or(out.len(), |end| start + end + 1);
+        out.replace_range(start..end, " ");
+    }
+    out
+}
+
+/// Whether a word of code text names something only a shell expansion
+/// decides: a command substitution, a `${...}` expansion, `$@`/`$*`, or a
+/// pattern in a path.
+fn known_only_when_run(word: &str) -> bool {
+    ["$(", "${", "$@", "$*", "`"]
+        .iter()
+        .any(|mark| word.contains(mark))
+        || (word.starts_with('/') && word.contains(['[', '*', '?']))
 }
 
 /// Whether a shell invoked with `words` reads its code from standard input

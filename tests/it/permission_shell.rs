@@ -268,6 +268,8 @@ const NOT_DENIED: &[&str] = &[
     "git commit -m 'run bash -l to get a login shell'",
     "echo \"watch -n1 ls, then sh -s\"",
     "grep -n 'tmux new-session' notes.md",
+    "awk '{print $1, $2}' a.txt",
+    "sed 's/$/ done/' a.txt",
 ];
 
 #[test]
@@ -789,6 +791,23 @@ const DENY_EVASIONS: &[&str] = &[
     "sed 's/.*/rm\\x20-rf v/e' a.txt",
     "perl -e 'system(\"rm\\x20-rf v\")'",
     "gdb -batch -ex 'shell r\\m -rf v'",
+    // review 7: words of code text known only when it runs
+    "sed '1e rm${IFS%?}-rf${IFS%?}v' a.txt",
+    "sed '1e rm\\t-rf v' a.txt",
+    "sed '1e rm\\x09-rf v' a.txt",
+    "sed '1e rm$@ -rf v' a.txt",
+    "sed '1e r$*m -rf v' a.txt",
+    "sed '1e r$()m -rf v' a.txt",
+    "sed '1e r``m -rf v' a.txt",
+    "sed '1e rm$(echo) -rf v' a.txt",
+    "sed '1e r${x}m -rf v' a.txt",
+    "sed '1e ${x:-rm} -rf v' a.txt",
+    "sed '1e $(echo rm) -rf v' a.txt",
+    "sed '1e `echo rm` -rf v' a.txt",
+    "sed '1e /usr/bin/r[m] -rf v' a.txt",
+    "perl -e 'system(\"r\\$()m -rf v\")'",
+    "git rebase -x 'r$()m -rf v' HEAD~1",
+    "vim -es -c '!r$()m -rf v' -c q a.txt",
 ];
 
 #[test]
