@@ -460,7 +460,8 @@ fn known_only_when_run(word: &str) -> bool {
     ["$(", "${", "$@", "$*", "`"]
         .iter()
         .any(|mark| word.contains(mark))
-        || (word.starts_with('/') && word.contains(['[', '*', '?']))
+        // `[` and `?` only: `/var/log/*.log` is an ordinary argument.
+        || (word.starts_with('/') && word.contains(['[', '?']))
 }
 
 /// Whether a shell invoked with `words` reads its code from standard input

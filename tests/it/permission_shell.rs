@@ -269,6 +269,7 @@ const NOT_DENIED: &[&str] = &[
     "echo \"watch -n1 ls, then sh -s\"",
     "grep -n 'tmux new-session' notes.md",
     "awk '{print $1, $2}' a.txt",
+    "ssh host 'ls -la /var/log/*.log'",
     "sed 's/$/ done/' a.txt",
 ];
 
