@@ -585,14 +585,7 @@ impl Permissions {
     ) -> Result<(), PermissionError> {
         match self.check(&request) {
             (Action::Allow, _) => return Ok(()),
-            (Action::Deny, rule) => {
-                let message = denied_message(
-                    &request.permission,
-                    &request.patterns.join(", "),
-                    rule.as_ref(),
-                );
-                return Err(PermissionError::Denied { message, rule });
-            }
+            (Action::Deny, rule) => return Err(denied(&request, rule)),
             (Action::Ask, rule) if self.mode == Mode::Headless => {
                 let message = headless_message(&request);
                 return Err(self.unanswered(request, message, rule));
@@ -614,14 +607,7 @@ impl Permissions {
         cancel: &CancellationToken,
     ) -> Result<(), PermissionError> {
         match self.check(&request) {
-            (Action::Deny, rule) => {
-                let message = denied_message(
-                    &request.permission,
-                    &request.patterns.join(", "),
-                    rule.as_ref(),
-                );
-                return Err(PermissionError::Denied { message, rule });
-            }
+            (Action::Deny, rule) => return Err(denied(&request, rule)),
             (_, rule) if self.mode == Mode::Headless => {
                 let message = headless_message(&request);
                 return Err(self.unanswered(request, message, rule));
@@ -808,6 +794,16 @@ pub fn denied_message(permission: &str, what: &str, rule: Option<&Rule>) -> Stri
         "The user has specified a rule which prevents you from using this specific tool call: \
          `{permission}` is denied for {what}{rule}. Do not retry it in another spelling."
     )
+}
+
+/// The refusal of `request` by the deny `rule`.
+fn denied(request: &PermissionRequest, rule: Option<Rule>) -> PermissionError {
+    let message = denied_message(
+        &request.permission,
+        &request.patterns.join(", "),
+        rule.as_ref(),
+    );
+    PermissionError::Denied { message, rule }
 }
 
 fn headless_message(request: &PermissionRequest) -> String {

@@ -423,20 +423,7 @@ async fn git_reads_never_run_a_program_the_repository_names() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn git_reads_in_a_plain_repository_run_unasked() {
     let commands = ["git status", "git diff", "git log -p", "git show HEAD"];
-    let mut script: Vec<_> = commands
-        .iter()
-        .enumerate()
-        .map(|(i, command)| {
-            tool_call(
-                &format!("call_{i}"),
-                "bash",
-                json!({ "command": command }),
-                1_000,
-            )
-        })
-        .collect();
-    script.push(text("Done.", 1_000));
-    let server = ScriptedServer::start(script).await;
+    let server = ScriptedServer::start(crate::scenario::bash_calls(commands.iter().copied())).await;
     let project = Project::new();
     project.use_scripted_with(&server, "", GIT_READ_RULES);
     repository_with_history(&project);
